@@ -1,0 +1,175 @@
+//! Benchmarks of the per-frame hot paths: the sparse CPU blend and decode + calibrate.
+//!
+//! Run with `cargo bench --bench pipeline`; figures are recorded in BENCHMARKS.md.
+
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use glam::{Vec2, Vec3};
+use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
+
+use facewire::arkit::Channel;
+use facewire::avatar::blend::CpuBlender;
+use facewire::avatar::{MorphTarget, Primitive};
+use facewire::calibrate::{Calibrator, SmoothingConfig};
+use facewire::ingest::Decoder;
+
+/// A UV sphere of `rings` x `segments` vertices with 52 targets, each moving the vertices within
+/// a cap around its own direction (about `share` of the sphere), like a face's local shapes.
+fn sphere(rings: usize, segments: usize, share: f32) -> Primitive {
+    let mut prim = Primitive::default();
+    for r in 0..rings {
+        let v = r as f32 / (rings - 1) as f32;
+        let theta = v * std::f32::consts::PI;
+        for s in 0..segments {
+            let u = s as f32 / segments as f32;
+            let phi = u * std::f32::consts::TAU;
+            let n = Vec3::new(
+                theta.sin() * phi.cos(),
+                theta.cos(),
+                theta.sin() * phi.sin(),
+            );
+            prim.positions.push(n);
+            prim.normals.push(n);
+            prim.uvs.push(Vec2::new(u, v));
+        }
+    }
+    let cos_cap = 1.0 - 2.0 * share;
+    for t in 0..52 {
+        let a = t as f32 * 2.399_963;
+        let dir = Vec3::new(a.cos(), (t as f32 / 26.0) - 1.0, a.sin()).normalize();
+        let mut target = MorphTarget::default();
+        for p in &prim.positions {
+            let d = p.dot(dir);
+            let k = if d > cos_cap {
+                (d - cos_cap) / (1.0 - cos_cap)
+            } else {
+                0.0
+            };
+            target.positions.push(*p * 0.05 * k);
+            target.normals.push(Vec3::new(0.01, 0.0, 0.0) * k);
+        }
+        prim.targets.push(target);
+    }
+    prim
+}
+
+fn bench_blend(c: &mut Criterion) {
+    let prim = sphere(101, 101, 0.15);
+    let blender = CpuBlender::new(&prim);
+    let n = prim.positions.len();
+    let mut positions = vec![Vec3::ZERO; n];
+    let mut normals = vec![Vec3::ZERO; n];
+    let mut interleaved = vec![0.0f32; n * 6];
+    let all: Vec<f32> = (0..52).map(|i| (i as f32 * 0.37).sin().abs()).collect();
+    let mut twelve = vec![0.0f32; 52];
+    for i in (0..52).step_by(4).take(12) {
+        twelve[i] = 0.6;
+    }
+    let mut group = c.benchmark_group("cpu_blend_10k_verts_52_targets");
+    group.bench_function("all_52_active", |b| {
+        b.iter(|| blender.blend(black_box(&all), &mut positions, &mut normals))
+    });
+    group.bench_function("12_active", |b| {
+        b.iter(|| blender.blend(black_box(&twelve), &mut positions, &mut normals))
+    });
+    group.bench_function("12_active_interleaved", |b| {
+        b.iter(|| blender.blend_interleaved(black_box(&twelve), &mut interleaved))
+    });
+    group.finish();
+
+    let head_path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/default_head.glb");
+    if let Ok(avatar) = facewire::avatar::load(std::path::Path::new(head_path)) {
+        let mut group = c.benchmark_group("cpu_blend_default_head");
+        let blenders: Vec<(CpuBlender, usize)> = avatar
+            .meshes
+            .iter()
+            .enumerate()
+            .flat_map(|(m, mesh)| mesh.primitives.iter().map(move |p| (CpuBlender::new(p), m)))
+            .collect();
+        let weights: Vec<Vec<f32>> = avatar
+            .meshes
+            .iter()
+            .map(|m| {
+                (0..m.target_count())
+                    .map(|i| if i % 3 == 0 { 0.5 } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let mut buffers: Vec<Vec<f32>> = blenders
+            .iter()
+            .map(|(b, _)| vec![0.0; b.vertex_count() * 6])
+            .collect();
+        group.bench_function("a_third_of_targets_active", |b| {
+            b.iter(|| {
+                for ((blender, mesh), out) in blenders.iter().zip(&mut buffers) {
+                    let _ = blender.blend_interleaved(black_box(&weights[*mesh]), out);
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+/// One VMC frame as a phone bridge sends it: 52 values, the head bone, Apply, in one bundle.
+fn vmc_datagram() -> Vec<u8> {
+    let mut content: Vec<OscPacket> = Channel::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            OscPacket::Message(OscMessage {
+                addr: "/VMC/Ext/Blend/Val".into(),
+                args: vec![
+                    OscType::String(c.pascal_name()),
+                    OscType::Float(i as f32 / 52.0),
+                ],
+            })
+        })
+        .collect();
+    content.push(OscPacket::Message(OscMessage {
+        addr: "/VMC/Ext/Bone/Pos".into(),
+        args: std::iter::once(OscType::String("Head".into()))
+            .chain([0.0, 1.5, 0.0, 0.05, 0.1, 0.0, 0.99].map(OscType::Float))
+            .collect(),
+    }));
+    content.push(OscPacket::Message(OscMessage {
+        addr: "/VMC/Ext/Blend/Apply".into(),
+        args: vec![],
+    }));
+    rosc::encoder::encode(&OscPacket::Bundle(OscBundle {
+        timetag: OscTime::from((0, 1)),
+        content,
+    }))
+    .expect("encodable")
+}
+
+fn bench_decode(c: &mut Criterion) {
+    let datagram = vmc_datagram();
+    let from: SocketAddr = "192.168.1.20:50123".parse().unwrap();
+    let mut decoder = Decoder::new();
+    let mut calibrator = Calibrator::new(SmoothingConfig::default());
+    let mut t = Instant::now();
+    c.bench_function("decode_and_calibrate_vmc_52", |b| {
+        b.iter_batched(
+            || {
+                t += Duration::from_micros(16_667);
+                t
+            },
+            |now| {
+                let mut out = None;
+                decoder.decode(black_box(&datagram), from, now, |f| {
+                    out = Some(calibrator.apply(f));
+                });
+                out
+            },
+            BatchSize::SmallInput,
+        )
+    });
+}
+
+criterion_group!(benches, bench_blend, bench_decode);
+criterion_main!(benches);

@@ -1,0 +1,488 @@
+//! The 52 ARKit blendshape channels (canonical order, every spelling dialect) and `FaceFrame`.
+//!
+//! Canonical order is Unreal's `EARFaceBlendShape` order, which is also the Live Link Face index
+//! order. Names are parsed case-insensitively in every dialect phone apps use: camelCase
+//! (`eyeBlinkLeft`), PascalCase (`EyeBlinkLeft`), ARKit raw values (`eyeBlink_L`) and any case
+//! of those.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use glam::Quat;
+
+/// Number of ARKit blendshape channels.
+pub const COUNT: usize = 52;
+
+macro_rules! channels {
+    ($($variant:ident = $name:literal,)*) => {
+        /// One of ARKit's 52 face blendshape coefficients, in canonical order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum Channel {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                $variant,
+            )*
+        }
+
+        impl Channel {
+            /// Every channel, in canonical order.
+            pub const ALL: [Channel; COUNT] = [$(Channel::$variant,)*];
+
+            /// The canonical camelCase name (`eyeBlinkLeft`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Channel::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+channels! {
+    EyeBlinkLeft = "eyeBlinkLeft",
+    EyeLookDownLeft = "eyeLookDownLeft",
+    EyeLookInLeft = "eyeLookInLeft",
+    EyeLookOutLeft = "eyeLookOutLeft",
+    EyeLookUpLeft = "eyeLookUpLeft",
+    EyeSquintLeft = "eyeSquintLeft",
+    EyeWideLeft = "eyeWideLeft",
+    EyeBlinkRight = "eyeBlinkRight",
+    EyeLookDownRight = "eyeLookDownRight",
+    EyeLookInRight = "eyeLookInRight",
+    EyeLookOutRight = "eyeLookOutRight",
+    EyeLookUpRight = "eyeLookUpRight",
+    EyeSquintRight = "eyeSquintRight",
+    EyeWideRight = "eyeWideRight",
+    JawForward = "jawForward",
+    JawLeft = "jawLeft",
+    JawRight = "jawRight",
+    JawOpen = "jawOpen",
+    MouthClose = "mouthClose",
+    MouthFunnel = "mouthFunnel",
+    MouthPucker = "mouthPucker",
+    MouthLeft = "mouthLeft",
+    MouthRight = "mouthRight",
+    MouthSmileLeft = "mouthSmileLeft",
+    MouthSmileRight = "mouthSmileRight",
+    MouthFrownLeft = "mouthFrownLeft",
+    MouthFrownRight = "mouthFrownRight",
+    MouthDimpleLeft = "mouthDimpleLeft",
+    MouthDimpleRight = "mouthDimpleRight",
+    MouthStretchLeft = "mouthStretchLeft",
+    MouthStretchRight = "mouthStretchRight",
+    MouthRollLower = "mouthRollLower",
+    MouthRollUpper = "mouthRollUpper",
+    MouthShrugLower = "mouthShrugLower",
+    MouthShrugUpper = "mouthShrugUpper",
+    MouthPressLeft = "mouthPressLeft",
+    MouthPressRight = "mouthPressRight",
+    MouthLowerDownLeft = "mouthLowerDownLeft",
+    MouthLowerDownRight = "mouthLowerDownRight",
+    MouthUpperUpLeft = "mouthUpperUpLeft",
+    MouthUpperUpRight = "mouthUpperUpRight",
+    BrowDownLeft = "browDownLeft",
+    BrowDownRight = "browDownRight",
+    BrowInnerUp = "browInnerUp",
+    BrowOuterUpLeft = "browOuterUpLeft",
+    BrowOuterUpRight = "browOuterUpRight",
+    CheekPuff = "cheekPuff",
+    CheekSquintLeft = "cheekSquintLeft",
+    CheekSquintRight = "cheekSquintRight",
+    NoseSneerLeft = "noseSneerLeft",
+    NoseSneerRight = "noseSneerRight",
+    TongueOut = "tongueOut",
+}
+
+/// The order Face Cap's `/W` messages (and Visage, and the PyLiveLinkFace OSC bridge) use:
+/// `FACECAP_ORDER[i]` is the channel that index `i` carries.
+pub const FACECAP_ORDER: [Channel; COUNT] = {
+    use Channel::*;
+    [
+        BrowInnerUp,
+        BrowDownLeft,
+        BrowDownRight,
+        BrowOuterUpLeft,
+        BrowOuterUpRight,
+        EyeLookUpLeft,
+        EyeLookUpRight,
+        EyeLookDownLeft,
+        EyeLookDownRight,
+        EyeLookInLeft,
+        EyeLookInRight,
+        EyeLookOutLeft,
+        EyeLookOutRight,
+        EyeBlinkLeft,
+        EyeBlinkRight,
+        EyeSquintLeft,
+        EyeSquintRight,
+        EyeWideLeft,
+        EyeWideRight,
+        CheekPuff,
+        CheekSquintLeft,
+        CheekSquintRight,
+        NoseSneerLeft,
+        NoseSneerRight,
+        JawOpen,
+        JawForward,
+        JawLeft,
+        JawRight,
+        MouthFunnel,
+        MouthPucker,
+        MouthLeft,
+        MouthRight,
+        MouthRollUpper,
+        MouthRollLower,
+        MouthShrugUpper,
+        MouthShrugLower,
+        MouthClose,
+        MouthSmileLeft,
+        MouthSmileRight,
+        MouthFrownLeft,
+        MouthFrownRight,
+        MouthDimpleLeft,
+        MouthDimpleRight,
+        MouthUpperUpLeft,
+        MouthUpperUpRight,
+        MouthLowerDownLeft,
+        MouthLowerDownRight,
+        MouthPressLeft,
+        MouthPressRight,
+        MouthStretchLeft,
+        MouthStretchRight,
+        TongueOut,
+    ]
+};
+
+/// Longest normalised name we compare (`mouthlowerdownright` is 19 bytes).
+const KEY_CAP: usize = 32;
+
+/// Normalises a name into `buf`: ASCII lowercase, `_L`/`_R` (or `.L`/`.R`) suffixes expanded to
+/// `left`/`right`, separators dropped. Returns `None` when the name cannot be one of ours.
+fn normalise(name: &str, buf: &mut [u8; KEY_CAP]) -> Option<usize> {
+    let bytes = name.trim().as_bytes();
+    let (stem, side): (&[u8], &[u8]) = match bytes {
+        [rest @ .., b'_' | b'.', b'l' | b'L'] => (rest, b"left"),
+        [rest @ .., b'_' | b'.', b'r' | b'R'] => (rest, b"right"),
+        _ => (bytes, b""),
+    };
+    let mut len = 0;
+    for &b in stem.iter().chain(side) {
+        match b {
+            b'_' | b'-' | b' ' | b'.' => continue,
+            b if b.is_ascii_alphanumeric() => {
+                if len == KEY_CAP {
+                    return None;
+                }
+                buf[len] = b.to_ascii_lowercase();
+                len += 1;
+            }
+            _ => return None,
+        }
+    }
+    Some(len)
+}
+
+impl Channel {
+    /// Position in canonical order (0..52).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The channel at canonical position `index`, if any.
+    pub fn from_index(index: usize) -> Option<Channel> {
+        Channel::ALL.get(index).copied()
+    }
+
+    /// The PascalCase name (`EyeBlinkLeft`) used by Unreal, VTube Studio on iOS and perfect-sync
+    /// VRM clips.
+    pub fn pascal_name(self) -> String {
+        let name = self.name();
+        let mut out = String::with_capacity(name.len());
+        let mut chars = name.chars();
+        if let Some(first) = chars.next() {
+            out.push(first.to_ascii_uppercase());
+        }
+        out.extend(chars);
+        out
+    }
+
+    /// Parses a channel name in any dialect: camelCase, PascalCase, ARKit raw value (`eyeBlink_L`),
+    /// any letter case, with `_`, `-` or `.` separators. Allocation-free; unknown names give `None`.
+    pub fn parse(name: &str) -> Option<Channel> {
+        let mut buf = [0u8; KEY_CAP];
+        let len = normalise(name, &mut buf)?;
+        let key = &buf[..len];
+        let table = lookup_table();
+        table
+            .binary_search_by(|(k, _)| k.as_bytes().cmp(key))
+            .ok()
+            .map(|i| table[i].1)
+    }
+
+    /// Whether this channel has a mirror partner (`eyeBlinkLeft` ↔ `eyeBlinkRight`). Directional
+    /// channels (`jawLeft`, `mouthRight`) are mirrors of each other too.
+    pub fn mirror(self) -> Channel {
+        let name = self.name();
+        let partner = if let Some(stem) = name.strip_suffix("Left") {
+            format!("{stem}Right")
+        } else if let Some(stem) = name.strip_suffix("Right") {
+            format!("{stem}Left")
+        } else {
+            return self;
+        };
+        Channel::parse(&partner).unwrap_or(self)
+    }
+}
+
+/// Lowercase canonical names, sorted for binary search.
+fn lookup_table() -> &'static [(String, Channel); COUNT] {
+    static TABLE: std::sync::OnceLock<[(String, Channel); COUNT]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Channel::ALL.map(|c| (c.name().to_ascii_lowercase(), c));
+        table.sort_by(|a, b| a.0.cmp(&b.0));
+        table
+    })
+}
+
+impl fmt::Display for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of channels, one bit per canonical index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct ChannelMask(u64);
+
+impl ChannelMask {
+    /// No channel.
+    pub const EMPTY: ChannelMask = ChannelMask(0);
+    /// All 52 channels.
+    pub const ALL: ChannelMask = ChannelMask((1u64 << COUNT) - 1);
+
+    /// Adds `channel`.
+    pub fn insert(&mut self, channel: Channel) {
+        self.0 |= 1 << channel.index();
+    }
+
+    /// Whether `channel` is in the set.
+    pub fn contains(self, channel: Channel) -> bool {
+        self.0 & (1 << channel.index()) != 0
+    }
+
+    /// Number of channels in the set.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The union of both sets.
+    pub fn union(self, other: ChannelMask) -> ChannelMask {
+        ChannelMask(self.0 | other.0)
+    }
+
+    /// The channels in the set, in canonical order.
+    pub fn iter(self) -> impl Iterator<Item = Channel> {
+        Channel::ALL.into_iter().filter(move |c| self.contains(*c))
+    }
+}
+
+/// Which wire protocol a frame came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The VMC protocol (OSC `/VMC/Ext/...`).
+    Vmc,
+    /// Face Cap's plain OSC (`/W`, `/HR`, ...).
+    FaceCap,
+}
+
+impl Protocol {
+    /// Short lowercase name, as printed in logs and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Vmc => "vmc",
+            Protocol::FaceCap => "facecap",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the sender says about its own tracking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackingFlag {
+    /// The sender has not said.
+    #[default]
+    Unknown,
+    /// The sender reports a tracked face.
+    Tracked,
+    /// The sender reports that it lost the face.
+    Lost,
+}
+
+/// One committed frame of face data in ARKit space.
+///
+/// Rotations are in the avatar frame facewire renders in (glTF: right-handed, +Y up, the face
+/// looking down +Z, +X towards the performer's left); each decoder converts its protocol's axes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaceFrame {
+    /// Channel values in canonical order. Values of channels not in `present` are meaningless
+    /// (kept at their previous or zero value); a missing channel is not the same as 0.
+    pub weights: [f32; COUNT],
+    /// Which channels this frame carries.
+    pub present: ChannelMask,
+    /// Head rotation, where the sender sent one.
+    pub head: Option<Quat>,
+    /// Left eye rotation (the performer's left), where sent.
+    pub left_eye: Option<Quat>,
+    /// Right eye rotation (the performer's right), where sent.
+    pub right_eye: Option<Quat>,
+    /// The sender's own timestamp in seconds, where the protocol carries one.
+    pub sender_time: Option<f64>,
+    /// The sender's tracking flag.
+    pub tracking: TrackingFlag,
+    /// When the datagram that completed this frame was received.
+    pub received: Instant,
+    /// The protocol it came in on.
+    pub protocol: Protocol,
+    /// The sender's address.
+    pub from: SocketAddr,
+}
+
+impl FaceFrame {
+    /// An empty frame (no channel present, no pose) received now from `from`.
+    pub fn empty(protocol: Protocol, from: SocketAddr, received: Instant) -> FaceFrame {
+        FaceFrame {
+            weights: [0.0; COUNT],
+            present: ChannelMask::EMPTY,
+            head: None,
+            left_eye: None,
+            right_eye: None,
+            sender_time: None,
+            tracking: TrackingFlag::Unknown,
+            received,
+            protocol,
+            from,
+        }
+    }
+
+    /// The value of `channel`, or `None` when the frame does not carry it.
+    pub fn get(&self, channel: Channel) -> Option<f32> {
+        self.present
+            .contains(channel)
+            .then(|| self.weights[channel.index()])
+    }
+
+    /// Sets `channel` to `value` and marks it present.
+    pub fn set(&mut self, channel: Channel, value: f32) {
+        self.weights[channel.index()] = value;
+        self.present.insert(channel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_order_matches_unreal() {
+        assert_eq!(Channel::ALL.len(), 52);
+        assert_eq!(Channel::EyeBlinkLeft.index(), 0);
+        assert_eq!(Channel::JawOpen.index(), 17);
+        assert_eq!(Channel::BrowInnerUp.index(), 43);
+        assert_eq!(Channel::TongueOut.index(), 51);
+        for (i, c) in Channel::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+            assert_eq!(Channel::from_index(i), Some(*c));
+        }
+        assert_eq!(Channel::from_index(52), None);
+    }
+
+    #[test]
+    fn every_dialect_parses() {
+        for c in Channel::ALL {
+            assert_eq!(Channel::parse(c.name()), Some(c), "{c}");
+            assert_eq!(Channel::parse(&c.pascal_name()), Some(c), "{c}");
+            assert_eq!(Channel::parse(&c.name().to_uppercase()), Some(c), "{c}");
+            assert_eq!(Channel::parse(&c.name().to_lowercase()), Some(c), "{c}");
+        }
+        assert_eq!(Channel::parse("eyeBlink_L"), Some(Channel::EyeBlinkLeft));
+        assert_eq!(Channel::parse("browDown_R"), Some(Channel::BrowDownRight));
+        assert_eq!(
+            Channel::parse("mouthUpperUp_L"),
+            Some(Channel::MouthUpperUpLeft)
+        );
+        assert_eq!(
+            Channel::parse("eyeLookOut_L"),
+            Some(Channel::EyeLookOutLeft)
+        );
+        assert_eq!(Channel::parse("EYEBLINK_R"), Some(Channel::EyeBlinkRight));
+        assert_eq!(Channel::parse("jawLeft"), Some(Channel::JawLeft));
+        assert_eq!(Channel::parse("mouthRight"), Some(Channel::MouthRight));
+        assert_eq!(Channel::parse(" JawOpen "), Some(Channel::JawOpen));
+    }
+
+    #[test]
+    fn unknown_names_are_rejected() {
+        for bad in [
+            "",
+            "hapihapi",
+            "trackingStatus",
+            "FM_SAD",
+            "eyeBlink",
+            "jawOpenX",
+            "é",
+            "eyeBlinkLeftLeftLeftLeftLeftLeftLeftLeft",
+        ] {
+            assert_eq!(Channel::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn facecap_order_is_a_permutation() {
+        let mut seen = ChannelMask::EMPTY;
+        for c in FACECAP_ORDER {
+            assert!(!seen.contains(c), "{c} twice");
+            seen.insert(c);
+        }
+        assert_eq!(seen, ChannelMask::ALL);
+        assert_eq!(FACECAP_ORDER[13], Channel::EyeBlinkLeft);
+        assert_eq!(FACECAP_ORDER[24], Channel::JawOpen);
+    }
+
+    #[test]
+    fn mirror_pairs() {
+        assert_eq!(Channel::EyeBlinkLeft.mirror(), Channel::EyeBlinkRight);
+        assert_eq!(Channel::JawRight.mirror(), Channel::JawLeft);
+        assert_eq!(Channel::JawOpen.mirror(), Channel::JawOpen);
+        for c in Channel::ALL {
+            assert_eq!(c.mirror().mirror(), c);
+        }
+    }
+
+    #[test]
+    fn mask_counts_and_iterates() {
+        let mut m = ChannelMask::EMPTY;
+        assert!(m.is_empty());
+        m.insert(Channel::JawOpen);
+        m.insert(Channel::TongueOut);
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            m.iter().collect::<Vec<_>>(),
+            vec![Channel::JawOpen, Channel::TongueOut]
+        );
+        assert_eq!(ChannelMask::ALL.len(), 52);
+    }
+}

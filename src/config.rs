@@ -1,0 +1,390 @@
+//! `facewire.toml`: parsed raw with serde, validated once, with errors that name the file, line
+//! and column and suggest a fix.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::calibrate::SmoothingConfig;
+pub use crate::render::MorphMode;
+
+/// The configuration file used when `--config` is not given and it exists.
+pub const DEFAULT_PATH: &str = "config/facewire.toml";
+
+/// Errors loading the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a bad key or value.
+    #[error("{path}:{line}:{column}: {message}{}", hint.as_deref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// What is wrong.
+        message: String,
+        /// A suggested fix, when there is one.
+        hint: Option<String>,
+    },
+}
+
+/// An sRGB colour with straight alpha, written `"#rrggbb"` or `"#rrggbbaa"` in the file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Color(pub [f32; 4]);
+
+impl Color {
+    /// Parses `#rrggbb` or `#rrggbbaa`.
+    pub fn parse(s: &str) -> Option<Color> {
+        let hex = s.strip_prefix('#')?;
+        if !(hex.len() == 6 || hex.len() == 8) || !hex.is_ascii() {
+            return None;
+        }
+        let mut c = [1.0f32; 4];
+        for (i, slot) in c.iter_mut().enumerate().take(hex.len() / 2) {
+            let byte = u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16).ok()?;
+            *slot = byte as f32 / 255.0;
+        }
+        Some(Color(c))
+    }
+}
+
+impl fmt::Display for Color {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0.map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8);
+        write!(f, "#{:02x}{:02x}{:02x}", b[0], b[1], b[2])?;
+        if b[3] != 255 {
+            write!(f, "{:02x}", b[3])?;
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Deserialize<'de> for Color {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Color::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`{s}` is not a colour; write \"#rrggbb\" or \"#rrggbbaa\", for example \"#00b140\""
+            ))
+        })
+    }
+}
+
+/// `[window]`: the stage window OBS captures.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WindowConfig {
+    /// Window title (what OBS's window capture lists).
+    pub title: String,
+    /// Inner width in pixels.
+    pub width: u32,
+    /// Inner height in pixels.
+    pub height: u32,
+    /// Background colour (a chroma key colour by default).
+    pub background: Color,
+    /// Ask for an alpha framebuffer and write premultiplied alpha.
+    pub transparent: bool,
+    /// Wait for the display's vertical blank.
+    pub vsync: bool,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        WindowConfig {
+            title: "facewire".into(),
+            width: 1280,
+            height: 720,
+            background: Color([0.0, 177.0 / 255.0, 64.0 / 255.0, 1.0]),
+            transparent: false,
+            vsync: true,
+        }
+    }
+}
+
+/// `[ingest]`: where facewire listens.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestSection {
+    /// UDP addresses to listen on for OSC (VMC and Face Cap).
+    pub listen: Vec<SocketAddr>,
+}
+
+impl Default for IngestSection {
+    fn default() -> Self {
+        IngestSection {
+            listen: vec![SocketAddr::from(([0, 0, 0, 0], 39539))],
+        }
+    }
+}
+
+/// `[render]`: the avatar and how it is drawn.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RenderSection {
+    /// The avatar (glTF or GLB); empty means the built-in default head.
+    pub model: PathBuf,
+    /// Morph path: "auto", "gpu" or "cpu".
+    pub morph: MorphMode,
+    /// Frame rate of headless runs, frames per second.
+    pub headless_fps: u32,
+}
+
+impl Default for RenderSection {
+    fn default() -> Self {
+        RenderSection {
+            model: PathBuf::new(),
+            morph: MorphMode::Auto,
+            headless_fps: 60,
+        }
+    }
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `[window]`.
+    pub window: WindowConfig,
+    /// `[ingest]`.
+    pub ingest: IngestSection,
+    /// `[smoothing]`.
+    pub smoothing: SmoothingConfig,
+    /// `[render]`.
+    pub render: RenderSection,
+}
+
+impl Config {
+    /// Parses TOML text; `path` only labels errors. Relative paths in the file stay relative
+    /// (to the working directory).
+    pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|s| line_column(text, s.start))
+                .unwrap_or((1, 1));
+            let message = e.message().trim().to_string();
+            ConfigError::Parse {
+                path: path.to_string(),
+                line,
+                column,
+                hint: suggest_for(&message),
+                message,
+            }
+        })?;
+        config.validate(text, path)?;
+        Ok(config)
+    }
+
+    /// Reads and parses a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::parse(&text, &path.display().to_string())
+    }
+
+    /// `--config PATH` if given; else `config/facewire.toml` if it exists; else the defaults.
+    /// Returns the configuration and the file it came from.
+    pub fn discover(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        match explicit {
+            Some(p) => Ok((Config::load(p)?, Some(p.to_path_buf()))),
+            None if Path::new(DEFAULT_PATH).is_file() => Ok((
+                Config::load(Path::new(DEFAULT_PATH))?,
+                Some(DEFAULT_PATH.into()),
+            )),
+            None => Ok((Config::default(), None)),
+        }
+    }
+
+    fn validate(&self, text: &str, path: &str) -> Result<(), ConfigError> {
+        let fail = |key: &str, message: String, hint: &str| {
+            let (line, column) = locate_key(text, key);
+            Err(ConfigError::Parse {
+                path: path.to_string(),
+                line,
+                column,
+                message,
+                hint: Some(hint.to_string()),
+            })
+        };
+        if !(16..=16384).contains(&self.window.width) || !(16..=16384).contains(&self.window.height)
+        {
+            return fail(
+                "width",
+                format!(
+                    "window size {}x{} is out of range",
+                    self.window.width, self.window.height
+                ),
+                "use a size between 16 and 16384 pixels, e.g. width = 1280, height = 720",
+            );
+        }
+        if !(1..=1000).contains(&self.render.headless_fps) {
+            return fail(
+                "headless_fps",
+                format!(
+                    "headless_fps = {} is out of range",
+                    self.render.headless_fps
+                ),
+                "use a frame rate between 1 and 1000",
+            );
+        }
+        for (key, v) in [
+            ("weights", self.smoothing.weights),
+            ("rotations", self.smoothing.rotations),
+        ] {
+            if !(0.0..=5.0).contains(&v) {
+                return fail(
+                    key,
+                    format!("smoothing time constant {v} s is out of range"),
+                    "use seconds between 0 (off) and 5; 0.03 is a good start",
+                );
+            }
+        }
+        if self.ingest.listen.is_empty() {
+            return fail(
+                "listen",
+                "ingest.listen is empty: facewire would hear nothing".into(),
+                "listen = [\"0.0.0.0:39539\"]",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(before.chars().count(), |nl| {
+        before[nl + 1..].chars().count()
+    }) + 1;
+    (line, column)
+}
+
+/// Where `key = ` first appears at the start of a line, for validation errors after parsing.
+fn locate_key(text: &str, key: &str) -> (usize, usize) {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return line_column(text, offset + (line.len() - trimmed.len()));
+        }
+        offset += line.len();
+    }
+    (1, 1)
+}
+
+/// Edit distance between two short strings.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(row[j]).min(row[j + 1])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The candidate nearest to `word`, if it is close enough to be a plausible typo.
+pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&lower, &c.to_ascii_lowercase()), c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// A "did you mean" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
+fn suggest_for(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    match nearest(field, expected.iter().copied()) {
+        Some(best) => Some(format!("did you mean `{best}`?")),
+        None => Some(format!("valid keys here: {}", expected.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_documented_file() {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/facewire.toml"))
+                .unwrap();
+        assert_eq!(
+            Config::parse(&text, "facewire.toml").unwrap(),
+            Config::default()
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_line_column_and_suggests() {
+        let text = "[window]\ntitle = \"x\"\nwidht = 3\n";
+        let err = Config::parse(text, "f.toml").unwrap_err().to_string();
+        assert!(err.starts_with("f.toml:3:1:"), "{err}");
+        assert!(err.contains("did you mean `width`?"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_located() {
+        let err = Config::parse("[window]\nbackground = \"green\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:2:"), "{err}");
+        assert!(err.contains("#rrggbb"), "{err}");
+        let err = Config::parse("[render]\nmorph = \"gpuu\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:2:"), "{err}");
+        let err = Config::parse("[render]\n  headless_fps = 0\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:2:3:"), "{err}");
+    }
+
+    #[test]
+    fn colours_parse_and_print() {
+        assert_eq!(Color::parse("#ff0000").unwrap().0, [1.0, 0.0, 0.0, 1.0]);
+        assert_eq!(Color::parse("#00000000").unwrap().0[3], 0.0);
+        assert!(Color::parse("00ff00").is_none());
+        assert!(Color::parse("#12345").is_none());
+        assert_eq!(Color::parse("#00b140").unwrap().to_string(), "#00b140");
+    }
+
+    #[test]
+    fn nearest_finds_typos_only() {
+        assert_eq!(nearest("widht", ["width", "height"]), Some("width"));
+        assert_eq!(nearest("zzzzzz", ["width", "height"]), None);
+    }
+}

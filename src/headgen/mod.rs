@@ -1,0 +1,195 @@
+//! The generator of facewire's default avatar head (`models/default_head.glb`): a stylised,
+//! friendly head built from code, with all 52 ARKit morph targets.
+//!
+//! - [`face`]: proportions and the skin surface with its eye and mouth slits.
+//! - [`parts`]: neck, mouth interior, hair cap and eyeball.
+//! - [`targets`]: the ARKit morph targets as displacement fields.
+//! - [`texture`]: the painted texture atlas.
+//! - [`glb`]: the GLB writer.
+//! - [`mesh`], [`math`]: building blocks (triangle builder, normals, mirror map, portable trig).
+//!
+//! Everything is deterministic: no hash-map iteration, no clock, no platform maths library, so
+//! [`generate`] returns the same bytes on every machine and the committed file can be checked
+//! byte for byte.
+
+pub mod face;
+pub mod glb;
+pub mod math;
+pub mod mesh;
+pub mod parts;
+pub mod targets;
+pub mod texture;
+
+use glam::Vec3;
+
+use crate::arkit::Channel;
+use glb::{Document, MaterialDef, MeshDef, NodeDef, PrimitiveDef, TargetDef};
+use mesh::MeshBuilder;
+use targets::Rig;
+
+/// Where the default head lives, relative to the repository root.
+pub const DEFAULT_HEAD: &str = "models/default_head.glb";
+
+/// Head rotation pivot (the `Head` node's origin): the top of the neck, under the skull.
+pub const HEAD_PIVOT: Vec3 = Vec3::new(0.0, 0.075, -0.015);
+
+/// Position deltas shorter than this are dropped (m).
+const POSITION_EPS: f32 = 1e-6;
+/// Normal deltas shorter than this are dropped.
+const NORMAL_EPS: f32 = 1e-4;
+
+/// Material indices, in glTF order.
+const SKIN: usize = 0;
+const HAIR: usize = 1;
+const MOUTH: usize = 2;
+const EYE: usize = 3;
+
+/// Generates the default head as GLB bytes (identical on every run and machine).
+pub fn generate() -> Vec<u8> {
+    glb::write(&document())
+}
+
+/// The default head as a document, before serialisation.
+pub fn document() -> Document {
+    let rig = Rig::new();
+    let builders = rig.primitives();
+    let normals: Vec<Vec<Vec3>> = builders
+        .iter()
+        .map(|b| b.normals_of(&b.positions))
+        .collect();
+    let mut targets: [Vec<TargetDef>; 3] = Default::default();
+    for channel in Channel::ALL {
+        let deltas = rig.deltas(channel);
+        for (k, (b, d)) in builders.iter().zip(deltas).enumerate() {
+            targets[k].push(target(b, &normals[k], d));
+        }
+    }
+    let materials = [SKIN, MOUTH, HAIR];
+    let primitives = builders
+        .iter()
+        .zip(normals)
+        .zip(targets)
+        .zip(materials)
+        .map(|(((b, n), t), material)| primitive(b, n, material, t, HEAD_PIVOT))
+        .collect();
+    let face = MeshDef {
+        name: "Face".into(),
+        target_names: Channel::ALL.iter().map(|c| c.name().to_string()).collect(),
+        primitives,
+    };
+    let eye = parts::eyeball();
+    let eye_normals = eye.normals_of(&eye.positions);
+    let eye_mesh = MeshDef {
+        name: "Eyeball".into(),
+        target_names: Vec::new(),
+        primitives: vec![primitive(&eye, eye_normals, EYE, Vec::new(), Vec3::ZERO)],
+    };
+    let eye_center = face::eye_center();
+    let texture = texture::paint();
+    let image_png = texture::encode_png(texture::SIZE, texture::SIZE, &texture).unwrap_or_default();
+    Document {
+        nodes: vec![
+            NodeDef {
+                name: "Head".into(),
+                translation: HEAD_PIVOT,
+                mesh: Some(0),
+                children: vec![1, 2],
+            },
+            NodeDef {
+                name: "LeftEye".into(),
+                translation: eye_center - HEAD_PIVOT,
+                mesh: Some(1),
+                children: Vec::new(),
+            },
+            NodeDef {
+                name: "RightEye".into(),
+                translation: mesh::mirror(eye_center) - HEAD_PIVOT,
+                mesh: Some(1),
+                children: Vec::new(),
+            },
+        ],
+        meshes: vec![face, eye_mesh],
+        materials: vec![
+            MaterialDef {
+                name: "Skin".into(),
+                base_color: [1.0; 4],
+                textured: true,
+                double_sided: false,
+                roughness: 0.8,
+            },
+            MaterialDef {
+                name: "Hair".into(),
+                base_color: [1.0; 4],
+                textured: true,
+                double_sided: true,
+                roughness: 0.6,
+            },
+            MaterialDef {
+                name: "Mouth".into(),
+                base_color: [1.0; 4],
+                textured: true,
+                double_sided: true,
+                roughness: 0.7,
+            },
+            MaterialDef {
+                name: "Eye".into(),
+                base_color: [1.0; 4],
+                textured: true,
+                double_sided: false,
+                roughness: 0.3,
+            },
+        ],
+        image_png,
+    }
+}
+
+/// One target of one primitive: thresholded position deltas and the normal deltas of the
+/// deformed surface.
+fn target(b: &MeshBuilder, base_normals: &[Vec3], mut deltas: Vec<Vec3>) -> TargetDef {
+    for d in &mut deltas {
+        if d.length() < POSITION_EPS {
+            *d = Vec3::ZERO;
+        }
+    }
+    let moved: Vec<Vec3> = b
+        .positions
+        .iter()
+        .zip(&deltas)
+        .map(|(p, d)| *p + *d)
+        .collect();
+    let normals = b
+        .normals_of(&moved)
+        .iter()
+        .zip(base_normals)
+        .map(|(n, n0)| {
+            let dn = *n - *n0;
+            if dn.length() < NORMAL_EPS {
+                Vec3::ZERO
+            } else {
+                dn
+            }
+        })
+        .collect();
+    TargetDef {
+        positions: deltas,
+        normals,
+    }
+}
+
+/// A glTF primitive from a builder, with positions made relative to `origin`.
+fn primitive(
+    b: &MeshBuilder,
+    normals: Vec<Vec3>,
+    material: usize,
+    targets: Vec<TargetDef>,
+    origin: Vec3,
+) -> PrimitiveDef {
+    PrimitiveDef {
+        positions: b.positions.iter().map(|p| *p - origin).collect(),
+        normals,
+        uvs: b.uvs.clone(),
+        indices: b.indices.clone(),
+        material,
+        targets,
+    }
+}

@@ -1,0 +1,395 @@
+//! The 52 ARKit morph targets of the face mesh, as per-vertex position deltas.
+//!
+//! Eyelid channels re-evaluate the skin with different lid states (so the lids slide over the
+//! eyeball); everything else is a smooth displacement field around a landmark. Only left-side
+//! channels are sculpted; their `…Right` partners are the mirror images through the vertex
+//! mirror map, which makes the pairs exactly symmetric.
+
+use glam::Vec3;
+
+use super::face::{
+    base_shape, build_skin, eye_center, mouth_y, skin_point, Lids, Skin, SkinVertex, Slit, EYE_PHI,
+    EYE_RADIUS, MOUTH_HALF, MOUTH_PHI,
+};
+use super::math::{bump, cos, sin, smoothstep, sq};
+use super::mesh::{mirror, mirror_map, MeshBuilder};
+use super::parts::{cavity_center, hair, mouth_interior, neck, tongue_center, MouthPart};
+use crate::arkit::Channel;
+
+/// Jaw hinge, a little in front of and below the ears (m).
+const JAW_PIVOT: Vec3 = Vec3::new(0.0, 0.100, 0.005);
+/// How far `jawOpen` rotates the jaw (radians).
+const JAW_ANGLE: f32 = 0.26;
+
+/// The face mesh's three primitives with what the targets need to know about their vertices.
+#[derive(Debug, Clone)]
+pub struct Rig {
+    /// Skin grid followed by the neck.
+    pub skin: MeshBuilder,
+    /// Grid placement of the first `grid.len()` skin vertices (the rest are the neck).
+    pub grid: Vec<SkinVertex>,
+    /// Mouth cavity, teeth and tongue.
+    pub mouth: MeshBuilder,
+    /// Which mouth piece each mouth vertex belongs to.
+    pub mouth_parts: Vec<MouthPart>,
+    /// The hair cap.
+    pub hair: MeshBuilder,
+    /// Mirror maps of the three primitives.
+    pub mirrors: [Vec<u32>; 3],
+}
+
+impl Rig {
+    /// Builds the neutral face.
+    pub fn new() -> Rig {
+        let Skin {
+            mesh: mut skin,
+            vertices: grid,
+        } = build_skin();
+        skin.append(&neck());
+        let (mouth, mouth_parts) = mouth_interior();
+        let hair = hair();
+        let mirrors = [
+            mirror_map(&skin.positions, &skin.tags),
+            mirror_map(&mouth.positions, &mouth.tags),
+            mirror_map(&hair.positions, &hair.tags),
+        ];
+        Rig {
+            skin,
+            grid,
+            mouth,
+            mouth_parts,
+            hair,
+            mirrors,
+        }
+    }
+
+    /// The primitives in glTF order: skin, mouth, hair.
+    pub fn primitives(&self) -> [&MeshBuilder; 3] {
+        [&self.skin, &self.mouth, &self.hair]
+    }
+
+    /// Position deltas of `channel` for each primitive.
+    pub fn deltas(&self, channel: Channel) -> [Vec<Vec3>; 3] {
+        if channel.name().ends_with("Right") {
+            let left = self.deltas(channel.mirror());
+            let flip = |i: usize, d: &[Vec3]| -> Vec<Vec3> {
+                self.mirrors[i]
+                    .iter()
+                    .map(|&m| mirror(d[m as usize]))
+                    .collect()
+            };
+            return [flip(0, &left[0]), flip(1, &left[1]), flip(2, &left[2])];
+        }
+        let lm = Landmarks::new();
+        let skin = self
+            .skin
+            .positions
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| match self.grid.get(i) {
+                Some(v) => skin_delta(&lm, channel, v, p),
+                None => Vec3::ZERO,
+            })
+            .collect();
+        let mouth = self
+            .mouth
+            .positions
+            .iter()
+            .zip(&self.mouth_parts)
+            .map(|(&p, &part)| mouth_delta(&lm, channel, part, p))
+            .collect();
+        [skin, mouth, vec![Vec3::ZERO; self.hair.len()]]
+    }
+}
+
+impl Default for Rig {
+    fn default() -> Self {
+        Rig::new()
+    }
+}
+
+/// Landmarks the displacement fields are centred on (left side where sided).
+struct Landmarks {
+    mouth_y: f32,
+    mouth_z: f32,
+    corner: Vec3,
+    eye: Vec3,
+    cheek: Vec3,
+    nose_wing: Vec3,
+    nose_side: Vec3,
+    cavity: Vec3,
+    tongue: Vec3,
+    jaw_cos: f32,
+    jaw_sin: f32,
+}
+
+impl Landmarks {
+    fn new() -> Landmarks {
+        Landmarks {
+            mouth_y: mouth_y(),
+            mouth_z: base_shape(0.0, MOUTH_PHI).z,
+            corner: base_shape(MOUTH_HALF, MOUTH_PHI),
+            eye: eye_center(),
+            cheek: base_shape(0.55, -0.55),
+            nose_wing: base_shape(0.12, -0.5),
+            nose_side: base_shape(0.1, -0.35),
+            cavity: cavity_center(),
+            tongue: tongue_center(),
+            jaw_cos: cos(JAW_ANGLE),
+            jaw_sin: sin(JAW_ANGLE),
+        }
+    }
+
+    /// Where the jaw rotation takes `p`, minus `p`.
+    fn jaw_open(&self, p: Vec3) -> Vec3 {
+        let d = p - JAW_PIVOT;
+        let r = Vec3::new(
+            d.x,
+            d.y * self.jaw_cos - d.z * self.jaw_sin,
+            d.y * self.jaw_sin + d.z * self.jaw_cos,
+        );
+        r - d
+    }
+
+    /// 1 on the lips, fading over the skin around them.
+    fn lips(&self, p: Vec3) -> f32 {
+        let e = (sq(p.x / 0.017) + sq((p.y - self.mouth_y) / 0.011)).sqrt();
+        bump(e, 1.0) * self.front(p)
+    }
+
+    /// Like [`Self::lips`] but reaching further down towards the chin.
+    fn lips_tall(&self, p: Vec3) -> f32 {
+        let e = (sq(p.x / 0.018) + sq((p.y - self.mouth_y) / 0.017)).sqrt();
+        bump(e, 1.0) * self.front(p)
+    }
+
+    /// The mouth and the cheeks beside it.
+    fn mouth_wide(&self, p: Vec3) -> f32 {
+        let e = (sq(p.x / 0.03) + sq((p.y - self.mouth_y) / 0.022)).sqrt();
+        bump(e, 1.0) * self.front(p)
+    }
+
+    /// Excludes the back of the head from mouth fields.
+    fn front(&self, p: Vec3) -> f32 {
+        smoothstep(self.mouth_z - 0.035, self.mouth_z - 0.015, p.z)
+    }
+
+    /// Around the left mouth corner: short reach towards the mouth's centre, long reach
+    /// outwards over the cheek.
+    fn corner(&self, p: Vec3) -> f32 {
+        let d = p - self.corner;
+        let sx = if d.x < 0.0 { 0.0095 } else { 0.022 };
+        let e = (sq(d.x / sx) + sq(d.y / 0.018) + sq(d.z / 0.02)).sqrt();
+        bump(e, 1.0)
+    }
+
+    /// 0 on the lids and the skin right around the eyeball, so that fields that are not about
+    /// the eyes never pull a lid off its eyeball.
+    fn eye_guard(&self, p: Vec3) -> f32 {
+        let e = Vec3::new(self.eye.x * p.x.signum(), self.eye.y, self.eye.z);
+        smoothstep(0.002, 0.010, (p - e).length() - EYE_RADIUS)
+    }
+}
+
+/// Jaw weight of a skin vertex: 1 on the lower lip and chin, 0 above the mouth, blending
+/// outwards from the mouth corners along a line that runs back and slightly down.
+fn jaw_weight(v: &SkinVertex) -> f32 {
+    match v.slit {
+        Slit::MouthEdge { upper } | Slit::MouthInner { upper } => {
+            return if upper { 0.0 } else { 1.0 }
+        }
+        _ => {}
+    }
+    let lateral = smoothstep(1.75, 1.2, v.theta.abs());
+    let dt = v.theta.abs() - MOUTH_HALF;
+    let dp = v.phi - MOUTH_PHI;
+    let w = if dt <= 0.0 {
+        if dp < 0.0 {
+            1.0
+        } else if dp > 0.0 {
+            0.0
+        } else {
+            0.5
+        }
+    } else {
+        let r = (dt * dt + dp * dp).sqrt();
+        smoothstep(0.55, -0.55, (dp + 0.25 * dt) / r)
+    };
+    w * lateral
+}
+
+/// A bump in grid coordinates around (`theta`, `phi`).
+fn grid_bump(v: &SkinVertex, theta: f32, phi: f32, r_theta: f32, r_phi: f32) -> f32 {
+    bump(
+        (sq((v.theta - theta) / r_theta) + sq((v.phi - phi) / r_phi)).sqrt(),
+        1.0,
+    )
+}
+
+/// Keeps brow fields off the lids and away from the hair.
+fn brow_guard(v: &SkinVertex) -> f32 {
+    smoothstep(0.32, 0.18, v.phi) * smoothstep(EYE_PHI + 0.10, EYE_PHI + 0.24, v.phi)
+}
+
+/// Lid state of the left eye for an eye channel, if it is one.
+fn lid_state(channel: Channel) -> Option<Lids> {
+    use Channel::*;
+    let (upper, lower, shift) = match channel {
+        EyeBlinkLeft => (0.0, 0.0, 0.0),
+        EyeLookDownLeft => (0.55, 0.85, 0.0),
+        EyeLookInLeft => (1.0, 1.0, 0.3),
+        EyeLookOutLeft => (1.0, 1.0, -0.3),
+        EyeLookUpLeft => (1.18, 1.08, 0.0),
+        EyeSquintLeft => (0.85, 0.45, 0.0),
+        EyeWideLeft => (1.3, 1.12, 0.0),
+        _ => return None,
+    };
+    Some(Lids {
+        upper,
+        lower,
+        shift,
+    })
+}
+
+/// Delta of one skin grid vertex (neutral position `p`) for a left or unsided channel.
+fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3 {
+    use Channel::*;
+    if let Some(lids) = lid_state(channel) {
+        let open = [Lids::OPEN; 2];
+        return skin_point(v, &[lids, Lids::OPEN]) - skin_point(v, &open);
+    }
+    let jaw = jaw_weight(v);
+    let lips = lm.lips(p);
+    let left = smoothstep(-0.008, 0.008, p.x);
+    let guard = lm.eye_guard(p);
+    match channel {
+        JawOpen => lm.jaw_open(p) * jaw,
+        JawForward => Vec3::new(0.0, 0.0, 0.007) * jaw,
+        JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
+        MouthClose => {
+            -lm.jaw_open(p) * (0.95 * jaw * lips)
+                + Vec3::new(0.0, -0.0015, 0.0) * ((1.0 - jaw) * lips)
+        }
+        MouthFunnel => {
+            let side = 1.0 - 2.0 * jaw;
+            Vec3::new(-0.22 * p.x, side * 0.0028 * bump(p.x.abs(), 0.013), 0.006) * lips
+        }
+        MouthPucker => Vec3::new(-0.35 * p.x, -(p.y - lm.mouth_y) * 0.25, 0.008) * lips,
+        MouthLeft => Vec3::new(0.007, 0.0, -0.0008) * lm.mouth_wide(p),
+        MouthSmileLeft => {
+            let cheek = bump((p - lm.cheek).length(), 0.028) * guard;
+            Vec3::new(0.0025, 0.0065, -0.0025) * lm.corner(p)
+                + Vec3::new(0.0, 0.0025, 0.0012) * cheek
+        }
+        MouthFrownLeft => Vec3::new(0.0008, -0.0055, -0.0005) * lm.corner(p),
+        MouthDimpleLeft => Vec3::new(0.0025, 0.0005, -0.0035) * lm.corner(p),
+        MouthStretchLeft => Vec3::new(0.0055, -0.0025, -0.0015) * lm.corner(p),
+        MouthRollLower => Vec3::new(0.0, 0.0012, -0.0035) * (jaw * lips),
+        MouthRollUpper => Vec3::new(0.0, -0.0012, -0.003) * ((1.0 - jaw) * lips),
+        MouthShrugLower => {
+            let e = (sq(p.x / 0.02) + sq((p.y - lm.mouth_y + 0.008) / 0.02)).sqrt();
+            Vec3::new(0.0, 0.0035, 0.0015) * (jaw * bump(e, 1.0) * lm.front(p))
+        }
+        MouthShrugUpper => Vec3::new(0.0, 0.0028, 0.001) * ((1.0 - jaw) * lips),
+        MouthPressLeft => Vec3::new(0.0, -(p.y - lm.mouth_y) * 0.35, -0.0012) * (lips * left),
+        MouthLowerDownLeft => Vec3::new(0.0, -0.0045, 0.0006) * (jaw * lm.lips_tall(p) * left),
+        MouthUpperUpLeft => Vec3::new(0.0, 0.0042, 0.0006) * ((1.0 - jaw) * lips * left),
+        BrowDownLeft => {
+            Vec3::new(-0.0018, -0.0045, -0.0006)
+                * (grid_bump(v, 0.35, 0.07, 0.32, 0.17) * brow_guard(v) * guard)
+        }
+        BrowInnerUp => {
+            let mirrored = SkinVertex {
+                theta: v.theta.abs(),
+                ..*v
+            };
+            Vec3::new(0.0, 0.0065, 0.0005)
+                * (grid_bump(&mirrored, 0.16, 0.06, 0.26, 0.18) * brow_guard(v) * guard)
+        }
+        BrowOuterUpLeft => {
+            Vec3::new(0.0, 0.0065, 0.0)
+                * (grid_bump(v, 0.62, 0.08, 0.26, 0.18) * brow_guard(v) * guard)
+        }
+        CheekPuff => {
+            let mirrored = SkinVertex {
+                theta: v.theta.abs(),
+                ..*v
+            };
+            let out = Vec3::new(p.x, 0.0, p.z + 0.01).normalize_or_zero();
+            out * (0.008 * grid_bump(&mirrored, 0.55, -0.62, 0.42, 0.3) * (1.0 - lips) * guard)
+        }
+        CheekSquintLeft => {
+            Vec3::new(0.0, 0.0038, 0.0012) * (grid_bump(v, 0.55, -0.5, 0.3, 0.22) * guard)
+        }
+        NoseSneerLeft => {
+            let wing = bump((p - lm.nose_wing).length(), 0.012);
+            let side = bump((p - lm.nose_side).length(), 0.015);
+            (Vec3::new(0.0004, 0.0032, 0.0004) * wing + Vec3::new(0.0, 0.0015, 0.0) * side) * guard
+        }
+        _ => Vec3::ZERO,
+    }
+}
+
+/// Delta of one mouth-interior vertex for a left or unsided channel.
+fn mouth_delta(lm: &Landmarks, channel: Channel, part: MouthPart, p: Vec3) -> Vec3 {
+    use Channel::*;
+    let jaw = match part {
+        MouthPart::Cavity => smoothstep(lm.cavity.y + 0.003, lm.cavity.y - 0.004, p.y),
+        MouthPart::UpperTeeth => 0.0,
+        MouthPart::LowerTeeth | MouthPart::Tongue => 1.0,
+    };
+    match channel {
+        JawOpen => lm.jaw_open(p) * jaw,
+        JawForward => Vec3::new(0.0, 0.0, 0.007) * jaw,
+        JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
+        TongueOut if part == MouthPart::Tongue => {
+            Vec3::new(0.0, -0.004, 0.024)
+                * smoothstep(lm.tongue.z - 0.012, lm.tongue.z + 0.010, p.z)
+        }
+        _ => Vec3::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror_maps_are_involutions_that_pair_every_off_centre_vertex() {
+        let rig = Rig::new();
+        for (prim, map) in rig.primitives().iter().zip(&rig.mirrors) {
+            for (i, &m) in map.iter().enumerate() {
+                assert_eq!(map[m as usize] as usize, i);
+                let p = prim.positions[i];
+                if p.x != 0.0 {
+                    assert_ne!(m as usize, i, "vertex {i} at {p:?} has no mirror partner");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn jaw_weight_splits_the_lips() {
+        let up = SkinVertex {
+            theta: 0.0,
+            phi: MOUTH_PHI,
+            slit: Slit::MouthEdge { upper: true },
+        };
+        let lo = SkinVertex {
+            slit: Slit::MouthEdge { upper: false },
+            ..up
+        };
+        assert_eq!(jaw_weight(&up), 0.0);
+        assert_eq!(jaw_weight(&lo), 1.0);
+    }
+
+    #[test]
+    fn every_channel_moves_something() {
+        let rig = Rig::new();
+        for ch in Channel::ALL {
+            let d = rig.deltas(ch);
+            let moved = d.iter().flatten().filter(|v| v.length() > 1e-4).count();
+            assert!(moved > 0, "{ch} is empty");
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! VMC protocol messages (`/VMC/Ext/...`): addresses and arguments parsed into typed messages.
+//!
+//! See `shared/docs/protocols.md` §2. Like the reference receiver EVMC4U, surplus arguments are
+//! ignored; too few or wrongly typed ones drop the message (EVMC4U throws instead).
+
+use rosc::{OscMessage, OscType};
+
+use super::osc::{float, floats, int, string, Parsed};
+use crate::arkit::TrackingFlag;
+
+/// The OSC address prefix of the whole VMC namespace.
+const PREFIX: &str = "/VMC/";
+
+/// The humanoid bones facewire reads from `/VMC/Ext/Bone/Pos`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bone {
+    /// `Head`.
+    Head,
+    /// `LeftEye` (the avatar's, hence the performer's, left).
+    LeftEye,
+    /// `RightEye`.
+    RightEye,
+    /// Any other bone: well formed, not used.
+    Other,
+}
+
+impl Bone {
+    /// Unity `HumanBodyBones` name to bone; ASCII case is ignored, as tolerant receivers do.
+    fn parse(name: &str) -> Bone {
+        if name.eq_ignore_ascii_case("Head") {
+            Bone::Head
+        } else if name.eq_ignore_ascii_case("LeftEye") {
+            Bone::LeftEye
+        } else if name.eq_ignore_ascii_case("RightEye") {
+            Bone::RightEye
+        } else {
+            Bone::Other
+        }
+    }
+}
+
+/// One VMC message facewire understands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum VmcMessage<'a> {
+    /// `/VMC/Ext/Blend/Val s f`: one blendshape clip value, accumulated until `Apply`.
+    BlendVal {
+        /// The clip name, in any dialect (or a VRM preset, which is not ours).
+        name: &'a str,
+        /// The value as sent (not clamped, possibly non-finite).
+        value: f32,
+    },
+    /// `/VMC/Ext/Blend/Apply`: commit the values accumulated since the previous `Apply`.
+    BlendApply,
+    /// `/VMC/Ext/Bone/Pos s f×7`: a bone's local pose; only the rotation is kept.
+    BonePos {
+        /// Which bone.
+        bone: Bone,
+        /// The rotation `(x, y, z, w)` in Unity's frame, as sent.
+        rotation: [f32; 4],
+    },
+    /// `/VMC/Ext/OK i [i i [i]]`: availability; the optional 4th argument is tracking status.
+    Ok {
+        /// The tracking status when the 4th argument is present.
+        tracking: Option<TrackingFlag>,
+    },
+    /// `/VMC/Ext/T f`: the sender's relative time in seconds.
+    Time(f32),
+    /// Any other `/VMC/...` address: part of the protocol, not used by facewire.
+    Ignored,
+}
+
+/// Parses `msg` if its address is in the VMC namespace.
+pub(crate) fn parse(msg: &OscMessage) -> Parsed<VmcMessage<'_>> {
+    let Some(rest) = msg.addr.strip_prefix(PREFIX) else {
+        return Parsed::Unknown;
+    };
+    let args = msg.args.as_slice();
+    match rest {
+        "Ext/Blend/Val" => blend_val(args).into(),
+        "Ext/Blend/Apply" => Parsed::Message(VmcMessage::BlendApply),
+        "Ext/Bone/Pos" => bone_pos(args).into(),
+        "Ext/OK" => ok(args).into(),
+        "Ext/T" => float(args, 0).map(VmcMessage::Time).into(),
+        _ => Parsed::Message(VmcMessage::Ignored),
+    }
+}
+
+/// `/VMC/Ext/Blend/Val` arguments: `s` name, `f` value.
+fn blend_val(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
+    Ok(VmcMessage::BlendVal {
+        name: string(args, 0)?,
+        value: float(args, 1)?,
+    })
+}
+
+/// `/VMC/Ext/Bone/Pos` arguments: `s` bone, `f` px py pz qx qy qz qw.
+fn bone_pos(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
+    let bone = Bone::parse(string(args, 0)?);
+    // The position (arguments 1 to 3) is checked for type but not used.
+    let [_, _, _, x, y, z, w] = floats::<7>(args, 1)?;
+    Ok(VmcMessage::BonePos {
+        bone,
+        rotation: [x, y, z, w],
+    })
+}
+
+/// `/VMC/Ext/OK` arguments: `i` loaded [`i` calibState `i` calibMode [`i` trackingStatus]].
+fn ok(args: &[OscType]) -> Result<VmcMessage<'static>, &'static str> {
+    int(args, 0)?;
+    // The optional arguments must still be ints when present.
+    for i in 1..args.len().min(3) {
+        int(args, i)?;
+    }
+    let tracking = if args.len() > 3 {
+        Some(match int(args, 3)? {
+            0 => TrackingFlag::Lost,
+            1 => TrackingFlag::Tracked,
+            _ => TrackingFlag::Unknown,
+        })
+    } else {
+        None
+    };
+    Ok(VmcMessage::Ok { tracking })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(addr: &str, args: Vec<OscType>) -> OscMessage {
+        OscMessage {
+            addr: addr.to_string(),
+            args,
+        }
+    }
+
+    fn s(v: &str) -> OscType {
+        OscType::String(v.to_string())
+    }
+
+    #[test]
+    fn blend_messages() {
+        let m = msg(
+            "/VMC/Ext/Blend/Val",
+            vec![s("JawOpen"), OscType::Float(0.5), OscType::Int(9)],
+        );
+        assert_eq!(
+            parse(&m),
+            Parsed::Message(VmcMessage::BlendVal {
+                name: "JawOpen",
+                value: 0.5
+            })
+        );
+        let m = msg(
+            "/VMC/Ext/Blend/Val",
+            vec![s("JawOpen"), OscType::Double(0.5)],
+        );
+        assert!(matches!(parse(&m), Parsed::BadArguments(_)));
+        let m = msg("/VMC/Ext/Blend/Val", vec![s("JawOpen")]);
+        assert!(matches!(parse(&m), Parsed::BadArguments(_)));
+        let m = msg("/VMC/Ext/Blend/Apply", vec![]);
+        assert_eq!(parse(&m), Parsed::Message(VmcMessage::BlendApply));
+    }
+
+    #[test]
+    fn bone_messages() {
+        let mut args = vec![s("head")];
+        args.extend((1..=7).map(|i| OscType::Float(i as f32)));
+        assert_eq!(
+            parse(&msg("/VMC/Ext/Bone/Pos", args.clone())),
+            Parsed::Message(VmcMessage::BonePos {
+                bone: Bone::Head,
+                rotation: [4.0, 5.0, 6.0, 7.0]
+            })
+        );
+        args[0] = s("Hips");
+        assert!(matches!(
+            parse(&msg("/VMC/Ext/Bone/Pos", args.clone())),
+            Parsed::Message(VmcMessage::BonePos {
+                bone: Bone::Other,
+                ..
+            })
+        ));
+        args.pop();
+        assert!(matches!(
+            parse(&msg("/VMC/Ext/Bone/Pos", args)),
+            Parsed::BadArguments(_)
+        ));
+    }
+
+    #[test]
+    fn ok_messages() {
+        let i = OscType::Int;
+        // Some(tracking) for a well-formed OK, None for bad arguments.
+        let ok = |args| match parse(&msg("/VMC/Ext/OK", args)) {
+            Parsed::Message(VmcMessage::Ok { tracking }) => Some(tracking),
+            Parsed::BadArguments(_) => None,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(ok(vec![i(1)]), Some(None));
+        assert_eq!(ok(vec![i(1), i(3), i(0)]), Some(None));
+        assert_eq!(
+            ok(vec![i(1), i(3), i(0), i(1)]),
+            Some(Some(TrackingFlag::Tracked))
+        );
+        assert_eq!(
+            ok(vec![i(1), i(3), i(0), i(0), i(7)]),
+            Some(Some(TrackingFlag::Lost))
+        );
+        assert_eq!(
+            ok(vec![i(1), i(3), i(0), i(2)]),
+            Some(Some(TrackingFlag::Unknown))
+        );
+        assert_eq!(ok(vec![]), None);
+        assert_eq!(ok(vec![i(1), OscType::Float(3.0)]), None);
+        assert_eq!(ok(vec![i(1), i(3), i(0), s("x")]), None);
+    }
+
+    #[test]
+    fn other_addresses() {
+        assert_eq!(
+            parse(&msg("/VMC/Ext/T", vec![OscType::Float(1.5)])),
+            Parsed::Message(VmcMessage::Time(1.5))
+        );
+        assert_eq!(
+            parse(&msg("/VMC/Ext/Root/Pos", vec![])),
+            Parsed::Message(VmcMessage::Ignored)
+        );
+        assert_eq!(parse(&msg("/vmc/Ext/T", vec![])), Parsed::Unknown);
+        assert_eq!(parse(&msg("/W", vec![])), Parsed::Unknown);
+    }
+}

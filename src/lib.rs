@@ -1,0 +1,34 @@
+//! facewire turns a phone's ARKit face tracking into a live blendshape avatar for streamers.
+//!
+//! # Layout
+//!
+//! Data flows phone → [`ingest`] → [`calibrate`] → [`bridge`] → render thread: [`mapping`] turns
+//! ARKit channels into the avatar's target weights and node rotations → [`render`].
+//!
+//! - [`arkit`]: the 52 channels (canonical order, every spelling dialect) and `FaceFrame`.
+//! - [`ingest`]: the tokio side: UDP sockets and OSC decoding (VMC, Face Cap); bad packets are
+//!   counted, never fatal.
+//! - [`calibrate`]: per-frame conditioning in ARKit space: clamp and frame-rate independent
+//!   smoothing.
+//! - [`bridge`]: the newest-wins ringbuf hand-off to the render thread and the control events.
+//! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
+//!   loaded avatar into index tables.
+//! - [`avatar`]: glTF/GLB loading into CPU structures and the CPU reference blend.
+//! - [`headgen`]: the generator of the default head in `models/`.
+//! - [`config`]: `facewire.toml`, parsed raw and validated once.
+//! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
+//! - [`app`]: the winit application: the stage window, redraws, applying control events.
+//! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
+
+pub mod app;
+pub mod arkit;
+pub mod avatar;
+pub mod bridge;
+pub mod calibrate;
+pub mod config;
+pub mod fsutil;
+pub mod headgen;
+pub mod image;
+pub mod ingest;
+pub mod mapping;
+pub mod render;

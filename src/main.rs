@@ -1,0 +1,434 @@
+//! The `facewire` command line: the stage window (default), headless runs, snapshots, a stream
+//! inspector and the default head generator.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use facewire::app::{self, AgeStats, HeadlessReport, Scene, StageApp, StageOptions};
+use facewire::arkit::{Channel, FaceFrame, Protocol};
+use facewire::avatar::{self, Avatar};
+use facewire::bridge::{self, AppEvent};
+use facewire::calibrate::Calibrator;
+use facewire::config::{Config, MorphMode};
+use facewire::image::RgbaImage;
+use facewire::ingest::{self, IngestConfig};
+use facewire::render::{headless::HeadlessContext, DrawTarget};
+use facewire::{fsutil, headgen};
+
+/// Hand-off queue length: a few frames absorb scheduling jitter; more would only add latency.
+const QUEUE: usize = 4;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "facewire",
+    version,
+    about = "Phone face tracking to a live avatar for OBS"
+)]
+struct Cli {
+    /// Configuration file (default: config/facewire.toml when it exists, else built-in defaults).
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Open the stage window and follow the phone (the default command).
+    Run(RunArgs),
+    /// Render one still image offscreen (no window, no X server).
+    Snapshot(SnapshotArgs),
+    /// Print every frame a phone sends as one JSON line.
+    Listen(ListenArgs),
+    /// Regenerate the default head (models/default_head.glb).
+    GenHead(GenHeadArgs),
+}
+
+#[derive(Debug, Args, Default)]
+struct RenderArgs {
+    /// Avatar file (.glb or .gltf) instead of the configured one.
+    #[arg(long, value_name = "PATH")]
+    model: Option<PathBuf>,
+    /// Morph path: auto, gpu or cpu.
+    #[arg(long, value_name = "MODE")]
+    morph: Option<MorphMode>,
+    /// Transparent background with premultiplied alpha.
+    #[arg(long)]
+    transparent: bool,
+}
+
+#[derive(Debug, Args, Default)]
+struct RunArgs {
+    /// UDP address to listen on (repeatable), instead of the configured ones.
+    #[arg(long, value_name = "ADDR")]
+    listen: Vec<SocketAddr>,
+    #[command(flatten)]
+    render: RenderArgs,
+    /// Render offscreen instead of in a window.
+    #[arg(long)]
+    headless: bool,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    exit_after: Option<f64>,
+    /// Write the last frame to this PNG on exit (headless runs).
+    #[arg(long, value_name = "PNG")]
+    out: Option<PathBuf>,
+    /// Offscreen size, WIDTHxHEIGHT (headless runs; default: the window size).
+    #[arg(long, value_name = "WxH")]
+    size: Option<Size>,
+}
+
+#[derive(Debug, Args)]
+struct SnapshotArgs {
+    /// Channel weights, e.g. 'jawOpen=1,eyeBlinkLeft=0.5' (ARKit names in any dialect).
+    #[arg(long, default_value = "")]
+    weights: String,
+    /// Output PNG.
+    #[arg(long, value_name = "PNG")]
+    out: PathBuf,
+    /// Image size, WIDTHxHEIGHT.
+    #[arg(long, default_value = "800x800")]
+    size: Size,
+    #[command(flatten)]
+    render: RenderArgs,
+}
+
+#[derive(Debug, Args)]
+struct ListenArgs {
+    /// UDP port to listen on (all interfaces); default: the configured addresses.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Exit after this many frames.
+    #[arg(long)]
+    count: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct GenHeadArgs {
+    /// Where to write the head.
+    #[arg(long, default_value = headgen::DEFAULT_HEAD)]
+    out: PathBuf,
+}
+
+/// An image size, `WIDTHxHEIGHT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Size(u32, u32);
+
+impl std::str::FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (w, h) = s
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("`{s}` is not a size; write WIDTHxHEIGHT, e.g. 800x800"))?;
+        let parse = |v: &str| {
+            v.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (16..=8192).contains(n))
+                .ok_or_else(|| format!("`{v}` is not a size between 16 and 8192"))
+        };
+        Ok(Size(parse(w)?, parse(h)?))
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FACEWIRE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let cli = Cli::parse();
+    let (mut config, source) = Config::discover(cli.config.as_deref())?;
+    match &source {
+        Some(p) => tracing::info!(config = %p.display(), "configuration loaded"),
+        None => tracing::info!("no configuration file; using defaults"),
+    }
+    match cli.command {
+        None => run_command(&mut config, cli.run),
+        Some(Command::Run(args)) => run_command(&mut config, args),
+        Some(Command::Snapshot(args)) => snapshot(&mut config, args),
+        Some(Command::Listen(args)) => listen(&config, args),
+        Some(Command::GenHead(args)) => {
+            let bytes = headgen::generate();
+            fsutil::write_atomic(&args.out, &bytes)
+                .with_context(|| format!("writing {}", args.out.display()))?;
+            println!("wrote {} ({} bytes)", args.out.display(), bytes.len());
+            Ok(())
+        }
+    }
+}
+
+/// Applies the render flags to the configuration.
+fn apply_render_args(config: &mut Config, args: &RenderArgs) {
+    if let Some(m) = &args.model {
+        config.render.model.clone_from(m);
+    }
+    if let Some(m) = args.morph {
+        config.render.morph = m;
+    }
+    if args.transparent {
+        config.window.transparent = true;
+    }
+}
+
+/// Loads the configured avatar, or the built-in default head.
+fn load_avatar(config: &Config) -> Result<Avatar> {
+    let avatar = if config.render.model.as_os_str().is_empty() {
+        avatar::load_slice(app::DEFAULT_HEAD_GLB, headgen::DEFAULT_HEAD)?
+    } else {
+        avatar::load(&config.render.model)?
+    };
+    let targets: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
+    tracing::info!(model = %avatar.source, meshes = avatar.meshes.len(), targets, "avatar loaded");
+    Ok(avatar)
+}
+
+/// The background colour for offscreen images: transparent when asked, else opaque.
+fn background(config: &Config) -> ([f32; 4], bool) {
+    let mut c = config.window.background.0;
+    if config.window.transparent {
+        c[3] = 0.0;
+        (c, true)
+    } else {
+        c[3] = 1.0;
+        (c, false)
+    }
+}
+
+/// Parses `name=value,name=value` into a frame of ARKit channels.
+fn parse_weights(spec: &str) -> Result<FaceFrame> {
+    let mut frame = FaceFrame::empty(
+        Protocol::Vmc,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Instant::now(),
+    );
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, value) = item
+            .split_once('=')
+            .with_context(|| format!("`{item}`: write NAME=VALUE, e.g. jawOpen=1"))?;
+        let channel = Channel::parse(name).with_context(|| {
+            let names = Channel::ALL.map(Channel::name);
+            match facewire::config::nearest(name.trim(), names) {
+                Some(best) => format!("unknown channel `{name}`; did you mean `{best}`?"),
+                None => format!("unknown channel `{name}`; ARKit names like jawOpen, eyeBlinkLeft"),
+            }
+        })?;
+        let v: f32 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f32| v.is_finite())
+            .with_context(|| format!("`{value}` is not a number (in `{item}`)"))?;
+        frame.set(channel, v.clamp(0.0, 1.0));
+    }
+    Ok(frame)
+}
+
+fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
+    apply_render_args(config, &args.render);
+    let frame = parse_weights(&args.weights)?;
+    let avatar = load_avatar(config)?;
+    let ctx = HeadlessContext::new(args.size.0, args.size.1)?;
+    let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
+    let (clear, premultiplied) = background(config);
+    scene.set_frame(Some(&frame));
+    ctx.bind();
+    scene.draw(&DrawTarget {
+        width: args.size.0,
+        height: args.size.1,
+        clear_color: clear,
+        alpha: premultiplied,
+    });
+    let image: RgbaImage = ctx.read_rgba();
+    drop(scene);
+    image.save_png(&args.out)?;
+    tracing::info!(out = %args.out.display(), "snapshot written");
+    Ok(())
+}
+
+/// Starts the ingest thread: decode → calibrate → hand-off (and a wake-up for the window).
+fn start_ingest(
+    config: &Config,
+    mut sender: bridge::FrameSender,
+    notify: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
+) -> Result<ingest::IngestHandle> {
+    let mut calibrator = Calibrator::new(config.smoothing);
+    let on_frame = Box::new(move |raw: FaceFrame| {
+        sender.send(calibrator.apply(&raw));
+        if let Some(proxy) = &notify {
+            let _ = proxy.send_event(AppEvent::FrameReady);
+        }
+    });
+    let handle = ingest::spawn(
+        IngestConfig {
+            listen: config.ingest.listen.clone(),
+            ..IngestConfig::default()
+        },
+        on_frame,
+    )?;
+    Ok(handle)
+}
+
+fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
+    apply_render_args(config, &args.render);
+    if !args.listen.is_empty() {
+        config.ingest.listen.clone_from(&args.listen);
+    }
+    let avatar = load_avatar(config)?;
+    if args.headless {
+        return run_headless(config, &args, avatar);
+    }
+    if args.out.is_some() || args.size.is_some() {
+        bail!("--out and --size belong to headless runs; add --headless");
+    }
+    let event_loop = winit::event_loop::EventLoop::<AppEvent>::with_user_event()
+        .build()
+        .context("cannot open a window (is a display available? for offscreen use --headless)")?;
+    let (sender, receiver) = bridge::channel(QUEUE);
+    let ingest = start_ingest(config, sender, None)?;
+    let mut app = StageApp::new(
+        StageOptions {
+            config: config.clone(),
+            exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
+        },
+        avatar,
+        receiver,
+    );
+    event_loop.run_app(&mut app)?;
+    ingest.shutdown();
+    match app.take_error() {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+fn run_headless(config: &Config, args: &RunArgs, avatar: Avatar) -> Result<()> {
+    let Size(width, height) = args
+        .size
+        .unwrap_or(Size(config.window.width, config.window.height));
+    let ctx = HeadlessContext::new(width, height)?;
+    let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
+    tracing::info!(morph = ?scene.morph_path(), width, height, "headless renderer ready");
+    let (sender, mut receiver) = bridge::channel(QUEUE);
+    let counters = sender.counters();
+    let ingest = start_ingest(config, sender, None)?;
+    let deadline = args
+        .exit_after
+        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let (clear, premultiplied) = background(config);
+    let (image, drawn, mut ages) = app::run_headless(
+        &mut scene,
+        &ctx,
+        &mut receiver,
+        config.render.headless_fps,
+        clear,
+        premultiplied,
+        || deadline.is_some_and(|d| Instant::now() >= d),
+    );
+    let stats = ingest.stats();
+    ingest.shutdown();
+    drop(scene);
+    if let Some(out) = &args.out {
+        image.save_png(out)?;
+    }
+    ages.sort_unstable();
+    let report = HeadlessReport {
+        frames_drawn: drawn,
+        frames_received: stats.frames,
+        frames_dropped: counters.snapshot().dropped,
+        malformed: stats.malformed_datagrams + stats.oversized_datagrams,
+        sample_age_us: AgeStats {
+            p50: app::percentile(&ages, 50.0),
+            p99: app::percentile(&ages, 99.0),
+        },
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+fn listen(config: &Config, args: ListenArgs) -> Result<()> {
+    let listen = match args.port {
+        Some(p) => vec![SocketAddr::from(([0, 0, 0, 0], p))],
+        None => config.ingest.listen.clone(),
+    };
+    let (tx, rx) = mpsc::sync_channel::<FaceFrame>(256);
+    let handle = ingest::spawn(
+        IngestConfig {
+            listen,
+            ..IngestConfig::default()
+        },
+        Box::new(move |frame| {
+            let _ = tx.try_send(frame);
+        }),
+    )?;
+    let start = Instant::now();
+    let stdout = std::io::stdout();
+    let mut printed = 0u64;
+    while args.count.is_none_or(|n| printed < n) {
+        let Ok(frame) = rx.recv() else { break };
+        let line = frame_json(&frame, start);
+        let mut out = stdout.lock();
+        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+            break;
+        }
+        printed += 1;
+    }
+    handle.shutdown();
+    Ok(())
+}
+
+/// One frame as a JSON line: time, source, sender, present weights, poses.
+fn frame_json(frame: &FaceFrame, start: Instant) -> serde_json::Value {
+    let weights: serde_json::Map<String, serde_json::Value> = frame
+        .present
+        .iter()
+        .map(|c| {
+            (
+                c.name().to_string(),
+                serde_json::json!(frame.weights[c.index()]),
+            )
+        })
+        .collect();
+    let mut v = serde_json::json!({
+        "t": (frame.received.saturating_duration_since(start).as_secs_f64() * 1e6).round() / 1e6,
+        "source": frame.protocol.name(),
+        "from": frame.from.to_string(),
+        "weights": weights,
+    });
+    let quat = |q: glam::Quat| serde_json::json!([q.x, q.y, q.z, q.w]);
+    if let Some(q) = frame.head {
+        v["head"] = quat(q);
+    }
+    if let Some(q) = frame.left_eye {
+        v["left_eye"] = quat(q);
+    }
+    if let Some(q) = frame.right_eye {
+        v["right_eye"] = quat(q);
+    }
+    if let Some(t) = frame.sender_time {
+        v["sender_time"] = serde_json::json!(t);
+    }
+    if frame.tracking != facewire::arkit::TrackingFlag::Unknown {
+        v["tracking"] = serde_json::json!(frame.tracking);
+    }
+    v
+}

@@ -1,0 +1,498 @@
+//! Headless rendering: an OpenGL context on the EGL device platform (no X server, no
+//! environment variables) drawing into an offscreen framebuffer that reads back as an image.
+//!
+//! # Device choice
+//!
+//! EGL lists the machine's devices (`EGL_EXT_device_enumeration`). Mesa always adds a software
+//! device (llvmpipe, marked by the `EGL_MESA_device_software` extension); GPUs come as their
+//! own devices. The context is made on:
+//!
+//! - the software device first when `FACEWIRE_EGL_DEVICE=software` is set (reproducible
+//!   snapshots on any machine);
+//! - otherwise the first hardware device, in the order EGL lists them, with the software device
+//!   as the fallback (and the only choice on a machine without a GPU).
+//!
+//! When a device fails (no driver access inside a container, no suitable config), the next one
+//! is tried, with a warning naming the failure.
+
+#![allow(unsafe_code)]
+
+use std::fmt;
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
+
+use glow::HasContext;
+use glutin::api::egl::context::PossiblyCurrentContext;
+use glutin::api::egl::device::Device;
+use glutin::api::egl::display::Display;
+use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
+use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
+use glutin::prelude::*;
+
+use super::check_gl;
+use super::debug::load_context;
+use super::objects::{Framebuffer, Renderbuffer};
+use super::RenderError;
+use crate::image::RgbaImage;
+
+/// The environment variable that selects the EGL device (`software` or unset).
+pub const DEVICE_ENV: &str = "FACEWIRE_EGL_DEVICE";
+
+/// The extension Mesa's software device advertises.
+const SOFTWARE_EXTENSION: &str = "EGL_MESA_device_software";
+
+/// MSAA samples [`HeadlessContext::new`] asks for (fewer when the driver allows fewer).
+pub const DEFAULT_SAMPLES: u32 = 4;
+
+/// A current OpenGL context with an offscreen RGBA8 + depth framebuffer.
+///
+/// The context is current on the creating thread (the type is neither `Send` nor `Sync`).
+/// Drop every [`super::Renderer`] made on it before dropping it. With several contexts on one
+/// thread, call [`HeadlessContext::make_current`] before using one again.
+pub struct HeadlessContext {
+    /// The framebuffers and renderbuffers (dropped by hand, while the context is current).
+    targets: ManuallyDrop<Targets>,
+    /// The GL functions (dropped by hand, while the context is current).
+    gl: ManuallyDrop<Rc<glow::Context>>,
+    /// The EGL context (dropped after the GL objects).
+    context: PossiblyCurrentContext,
+    /// The EGL display (dropped last).
+    _display: Display,
+    /// Framebuffer width in pixels.
+    width: u32,
+    /// Framebuffer height in pixels.
+    height: u32,
+    /// MSAA samples of the draw framebuffer (0: not multisampled).
+    samples: u32,
+    /// Which device the context runs on, for logs.
+    device: String,
+}
+
+/// The offscreen framebuffers.
+struct Targets {
+    /// The framebuffer drawn into (multisampled when `samples > 0`).
+    draw: Framebuffer,
+    /// Its colour attachment.
+    _color: Renderbuffer,
+    /// Its depth attachment.
+    _depth: Renderbuffer,
+    /// The single-sampled framebuffer the multisampled one resolves into, and its colour.
+    resolve: Option<(Framebuffer, Renderbuffer)>,
+}
+
+impl fmt::Debug for HeadlessContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeadlessContext")
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("samples", &self.samples)
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HeadlessContext {
+    /// A `width` x `height` headless context with 4x MSAA (or the driver's maximum, if lower).
+    pub fn new(width: u32, height: u32) -> Result<HeadlessContext, RenderError> {
+        Self::with_samples(width, height, DEFAULT_SAMPLES)
+    }
+
+    /// A `width` x `height` headless context with `samples` MSAA samples (0 or 1: none;
+    /// clamped to the driver's maximum).
+    pub fn with_samples(
+        width: u32,
+        height: u32,
+        samples: u32,
+    ) -> Result<HeadlessContext, RenderError> {
+        let devices: Vec<Device> = Device::query_devices()
+            .map_err(|source| RenderError::Platform {
+                what: "querying EGL devices",
+                source,
+            })?
+            .collect();
+        let want_software = std::env::var(DEVICE_ENV)
+            .map(|v| v.eq_ignore_ascii_case("software"))
+            .unwrap_or(false);
+        let software: Vec<bool> = devices
+            .iter()
+            .map(|d| d.extensions().contains(SOFTWARE_EXTENSION))
+            .collect();
+        let order = device_order(&software, want_software);
+        let mut failures = Vec::new();
+        for index in order {
+            let device = &devices[index];
+            let label = describe(device, index);
+            match create_on_device(device) {
+                Ok((display, context, gl)) => {
+                    tracing::info!(device = %label, "headless EGL context created");
+                    let gl = Rc::new(gl);
+                    let (targets, samples) = create_targets(&gl, width, height, samples)?;
+                    let ctx = HeadlessContext {
+                        targets: ManuallyDrop::new(targets),
+                        gl: ManuallyDrop::new(gl),
+                        context,
+                        _display: display,
+                        width,
+                        height,
+                        samples,
+                        device: label,
+                    };
+                    ctx.bind();
+                    return Ok(ctx);
+                }
+                Err(e) => {
+                    tracing::warn!(device = %label, error = %e, "EGL device unusable; trying the next one");
+                    failures.push(format!("{label}: {e}"));
+                }
+            }
+        }
+        if failures.is_empty() {
+            failures.push("EGL lists no devices".to_owned());
+        }
+        Err(RenderError::NoDevice(failures.join("; ")))
+    }
+
+    /// The GL functions of this context.
+    pub fn gl(&self) -> Rc<glow::Context> {
+        Rc::clone(&self.gl)
+    }
+
+    /// Framebuffer size in pixels.
+    pub fn size(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    /// MSAA samples of the draw framebuffer (0 when not multisampled).
+    pub fn samples(&self) -> u32 {
+        self.samples
+    }
+
+    /// Which EGL device the context runs on (for logs).
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+
+    /// Makes this context current on the calling thread again (needed only when another
+    /// context was made current on it since).
+    pub fn make_current(&self) -> Result<(), RenderError> {
+        self.context
+            .make_current_surfaceless()
+            .map_err(|source| RenderError::Platform {
+                what: "making the headless context current",
+                source,
+            })
+    }
+
+    /// Binds the offscreen framebuffer for drawing and reading and sets the viewport to its
+    /// size.
+    pub fn bind(&self) {
+        // SAFETY: the framebuffer belongs to this context, which is current.
+        unsafe {
+            self.gl
+                .bind_framebuffer(glow::FRAMEBUFFER, Some(self.targets.draw.raw()));
+            self.gl
+                .viewport(0, 0, self.width as i32, self.height as i32);
+        }
+    }
+
+    /// Reads the rendered image back: resolves MSAA if needed, then `glReadPixels` with a pack
+    /// alignment of 1, rows flipped to top-down. Leaves the offscreen framebuffer bound.
+    pub fn read_rgba(&self) -> RgbaImage {
+        let gl = &**self.gl;
+        let (w, h) = (self.width as i32, self.height as i32);
+        if let Some((resolve, _)) = &self.targets.resolve {
+            // SAFETY: both framebuffers belong to this context and have this size.
+            unsafe {
+                gl.bind_framebuffer(glow::READ_FRAMEBUFFER, Some(self.targets.draw.raw()));
+                gl.bind_framebuffer(glow::DRAW_FRAMEBUFFER, Some(resolve.raw()));
+                gl.blit_framebuffer(
+                    0,
+                    0,
+                    w,
+                    h,
+                    0,
+                    0,
+                    w,
+                    h,
+                    glow::COLOR_BUFFER_BIT,
+                    glow::NEAREST,
+                );
+                gl.bind_framebuffer(glow::READ_FRAMEBUFFER, Some(resolve.raw()));
+            }
+        } else {
+            // SAFETY: the framebuffer belongs to this context.
+            unsafe { gl.bind_framebuffer(glow::READ_FRAMEBUFFER, Some(self.targets.draw.raw())) };
+        }
+        let image = read_pixels(gl, self.width, self.height);
+        // SAFETY: the framebuffer belongs to this context.
+        unsafe { gl.bind_framebuffer(glow::FRAMEBUFFER, Some(self.targets.draw.raw())) };
+        check_gl!(gl, "reading the headless framebuffer");
+        image
+    }
+}
+
+/// Reads `width` x `height` RGBA8 pixels from the bound read framebuffer with a pack alignment
+/// of 1 and flips the rows to top-down.
+pub(crate) fn read_pixels(gl: &glow::Context, width: u32, height: u32) -> RgbaImage {
+    let row = width as usize * 4;
+    let mut data = vec![0u8; row * height as usize];
+    // SAFETY: `data` holds exactly width * height * 4 bytes and the pack alignment is 1, so the
+    // driver writes inside it; no pixel pack buffer is bound by facewire.
+    unsafe {
+        gl.pixel_store_i32(glow::PACK_ALIGNMENT, 1);
+        gl.read_pixels(
+            0,
+            0,
+            width as i32,
+            height as i32,
+            glow::RGBA,
+            glow::UNSIGNED_BYTE,
+            glow::PixelPackData::Slice(Some(&mut data)),
+        );
+    }
+    flip_rows(&mut data, row);
+    RgbaImage {
+        width,
+        height,
+        data,
+    }
+}
+
+impl Drop for HeadlessContext {
+    fn drop(&mut self) {
+        if let Err(e) = self.make_current() {
+            tracing::warn!(error = %e, "headless context could not be made current to clean up");
+        }
+        // SAFETY: neither field is used after this point; the context is current (or lost,
+        // in which case the deletes are no-ops), and both go before the context itself.
+        unsafe {
+            ManuallyDrop::drop(&mut self.targets);
+            ManuallyDrop::drop(&mut self.gl);
+        }
+        if let Err(e) = self.context.make_not_current_in_place() {
+            tracing::debug!(error = %e, "releasing the headless context failed");
+        }
+    }
+}
+
+/// The order in which devices are tried (see the module docs), given which of them are
+/// software devices.
+fn device_order(is_software: &[bool], want_software: bool) -> Vec<usize> {
+    let (software, hardware): (Vec<usize>, Vec<usize>) =
+        (0..is_software.len()).partition(|&i| is_software[i]);
+    if want_software {
+        software.into_iter().chain(hardware).collect()
+    } else {
+        hardware.into_iter().chain(software).collect()
+    }
+}
+
+/// A short description of a device for logs.
+fn describe(device: &Device, index: usize) -> String {
+    let kind = if device.extensions().contains(SOFTWARE_EXTENSION) {
+        "software"
+    } else {
+        "hardware"
+    };
+    let mut label = format!("#{index} {kind}");
+    if let Some(name) = device.name().or(device.vendor()) {
+        label.push_str(&format!(" {name}"));
+    }
+    if let Some(node) = device.drm_render_device_node_path() {
+        label.push_str(&format!(" {}", node.display()));
+    }
+    label
+}
+
+/// Creates a display, a core context (4.5, else 3.3) made current without a surface, and the
+/// loaded GL functions on one device.
+fn create_on_device(
+    device: &Device,
+) -> Result<(Display, PossiblyCurrentContext, glow::Context), RenderError> {
+    let platform = |what: &'static str| move |source| RenderError::Platform { what, source };
+    // SAFETY: no native display is passed, which is the documented precondition-free case.
+    let display = unsafe { Display::with_device(device, None) }
+        .map_err(platform("creating the EGL display"))?;
+    let template = ConfigTemplateBuilder::new()
+        .with_api(Api::OPENGL)
+        .with_surface_type(ConfigSurfaceTypes::empty())
+        .build();
+    // SAFETY: the template is fully built; the display is initialised.
+    let configs: Vec<_> = unsafe { display.find_configs(template) }
+        .map_err(platform("listing EGL configs"))?
+        .collect();
+    // Rendering goes to our own FBO, so the config only has to support desktop GL; still prefer
+    // the documented RGBA8 + depth 24 one.
+    let config = configs
+        .iter()
+        .find(|c| c.alpha_size() >= 8 && c.depth_size() >= 24)
+        .or(configs.first())
+        .cloned()
+        .ok_or_else(|| RenderError::NoConfig("the EGL device offers no OpenGL config".into()))?;
+
+    let mut last_error = None;
+    for (major, minor) in [(4, 5), (3, 3)] {
+        let attributes = ContextAttributesBuilder::new()
+            .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
+            .with_profile(GlProfile::Core)
+            .with_debug(cfg!(debug_assertions))
+            .build(None);
+        // SAFETY: the config belongs to this display; no window handle is involved.
+        match unsafe { display.create_context(&config, &attributes) } {
+            Ok(not_current) => {
+                let context = not_current
+                    .make_current_surfaceless()
+                    .map_err(platform("making the headless context current"))?;
+                // SAFETY: the context is current on this thread and the loader is EGL's own.
+                let gl = unsafe { load_context(|s| display.get_proc_address(s), "EGL device") }?;
+                return Ok((display, context, gl));
+            }
+            Err(e) => {
+                tracing::debug!(major, minor, error = %e, "GL core context request refused");
+                last_error = Some(e);
+            }
+        }
+    }
+    Err(RenderError::Platform {
+        what: "creating a GL 4.5 or 3.3 core context",
+        source: last_error
+            .unwrap_or_else(|| glutin::error::ErrorKind::NotSupported("no context").into()),
+    })
+}
+
+/// Creates the offscreen framebuffers; returns them with the sample count actually used.
+fn create_targets(
+    gl: &Rc<glow::Context>,
+    width: u32,
+    height: u32,
+    samples: u32,
+) -> Result<(Targets, u32), RenderError> {
+    // SAFETY: querying limits on the current context.
+    let (max_size, max_samples) = unsafe {
+        (
+            gl.get_parameter_i32(glow::MAX_RENDERBUFFER_SIZE).max(1) as u32,
+            gl.get_parameter_i32(glow::MAX_SAMPLES).max(0) as u32,
+        )
+    };
+    if width == 0 || height == 0 || width > max_size || height > max_size {
+        return Err(RenderError::Create {
+            what: "framebuffer",
+            message: format!("size {width}x{height} is outside 1..={max_size}"),
+        });
+    }
+    let samples = if samples >= 2 {
+        samples.min(max_samples)
+    } else {
+        0
+    };
+    let samples = if samples >= 2 { samples } else { 0 };
+    let (w, h) = (width as i32, height as i32);
+
+    let storage = |rb: &Renderbuffer, format: u32, samples: u32| {
+        // SAFETY: the renderbuffer is fresh and owned by the caller; the size is in range.
+        unsafe {
+            gl.bind_renderbuffer(glow::RENDERBUFFER, Some(rb.raw()));
+            if samples > 0 {
+                gl.renderbuffer_storage_multisample(
+                    glow::RENDERBUFFER,
+                    samples as i32,
+                    format,
+                    w,
+                    h,
+                );
+            } else {
+                gl.renderbuffer_storage(glow::RENDERBUFFER, format, w, h);
+            }
+            gl.bind_renderbuffer(glow::RENDERBUFFER, None);
+        }
+    };
+    let attach = |fb: &Framebuffer, point: u32, rb: &Renderbuffer| {
+        // SAFETY: both objects are fresh and owned by the caller.
+        unsafe {
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fb.raw()));
+            gl.framebuffer_renderbuffer(
+                glow::FRAMEBUFFER,
+                point,
+                glow::RENDERBUFFER,
+                Some(rb.raw()),
+            );
+        }
+    };
+    let complete = || {
+        // SAFETY: a framebuffer is bound by `attach`.
+        let status = unsafe { gl.check_framebuffer_status(glow::FRAMEBUFFER) };
+        if status == glow::FRAMEBUFFER_COMPLETE {
+            Ok(())
+        } else {
+            Err(RenderError::Framebuffer { status })
+        }
+    };
+
+    let draw = Framebuffer::new(gl)?;
+    let color = Renderbuffer::new(gl)?;
+    let depth = Renderbuffer::new(gl)?;
+    storage(&color, glow::RGBA8, samples);
+    storage(&depth, glow::DEPTH_COMPONENT24, samples);
+    attach(&draw, glow::COLOR_ATTACHMENT0, &color);
+    attach(&draw, glow::DEPTH_ATTACHMENT, &depth);
+    complete()?;
+    let resolve = if samples > 0 {
+        let fb = Framebuffer::new(gl)?;
+        let rb = Renderbuffer::new(gl)?;
+        storage(&rb, glow::RGBA8, 0);
+        attach(&fb, glow::COLOR_ATTACHMENT0, &rb);
+        complete()?;
+        Some((fb, rb))
+    } else {
+        None
+    };
+    check_gl!(gl, "creating the headless framebuffers");
+    tracing::debug!(width, height, samples, "headless framebuffer created");
+    Ok((
+        Targets {
+            draw,
+            _color: color,
+            _depth: depth,
+            resolve,
+        },
+        samples,
+    ))
+}
+
+/// Reverses the order of `row`-byte rows in place (GL reads bottom-up; images are top-down).
+fn flip_rows(data: &mut [u8], row: usize) {
+    if row == 0 {
+        return;
+    }
+    let rows = data.len() / row;
+    for y in 0..rows / 2 {
+        let (top, bottom) = data.split_at_mut((rows - 1 - y) * row);
+        top[y * row..(y + 1) * row].swap_with_slice(&mut bottom[..row]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hardware_devices_come_first_unless_software_is_asked_for() {
+        assert_eq!(device_order(&[true], false), [0]);
+        assert_eq!(device_order(&[true], true), [0]);
+        assert_eq!(device_order(&[true, false, false], false), [1, 2, 0]);
+        assert_eq!(device_order(&[false, true, false], true), [1, 0, 2]);
+        assert_eq!(device_order(&[false], true), [0]);
+        assert!(device_order(&[], false).is_empty());
+    }
+
+    #[test]
+    fn flip_rows_reverses_rows() {
+        let mut d = vec![1, 1, 2, 2, 3, 3];
+        flip_rows(&mut d, 2);
+        assert_eq!(d, [3, 3, 2, 2, 1, 1]);
+        let mut e = vec![1, 2, 3, 4];
+        flip_rows(&mut e, 2);
+        assert_eq!(e, [3, 4, 1, 2]);
+        flip_rows(&mut [], 0);
+    }
+}

@@ -1,0 +1,416 @@
+//! The whole pipeline through the `facewire` binary: snapshot, run --headless, listen, the
+//! stage window under Xvfb, and configuration errors.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use facewire::image::RgbaImage;
+use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
+
+use crate::support::{facewire_bin, repo};
+
+fn facewire() -> Command {
+    let mut cmd = Command::new(facewire_bin());
+    cmd.current_dir(repo()).env("FACEWIRE_LOG", "info");
+    cmd
+}
+
+fn check(output: Output, what: &str) -> Output {
+    assert!(
+        output.status.success(),
+        "{what} failed: {}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let dir = repo().join("target/pipeline-tests").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn snapshot(weights: &str, morph: &str, size: &str, out: &Path) -> RgbaImage {
+    check(
+        facewire()
+            .args([
+                "snapshot",
+                "--weights",
+                weights,
+                "--morph",
+                morph,
+                "--size",
+                size,
+            ])
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap(),
+        "snapshot",
+    );
+    RgbaImage::load_png(out).unwrap()
+}
+
+/// The bounding box and count of pixels that differ by more than `tol` in any channel.
+fn changed_box(a: &RgbaImage, b: &RgbaImage, tol: u8) -> Option<(u32, u32, u32, u32, usize)> {
+    let mut bbox: Option<(u32, u32, u32, u32)> = None;
+    let mut count = 0;
+    for y in 0..a.height {
+        for x in 0..a.width {
+            let (p, q) = (a.pixel(x, y), b.pixel(x, y));
+            if p.iter().zip(q).any(|(u, v)| u.abs_diff(v) > tol) {
+                count += 1;
+                bbox = Some(match bbox {
+                    None => (x, y, x, y),
+                    Some((x0, y0, x1, y1)) => (x0.min(x), y0.min(y), x1.max(x), y1.max(y)),
+                });
+            }
+        }
+    }
+    bbox.map(|(x0, y0, x1, y1)| (x0, y0, x1, y1, count))
+}
+
+#[test]
+fn jaw_open_changes_the_mouth_region_only() {
+    let dir = out_dir("jaw");
+    let neutral = snapshot("", "cpu", "400x400", &dir.join("neutral.png"));
+    let open = snapshot("jawOpen=1", "cpu", "400x400", &dir.join("jaw_open.png"));
+    let (x0, y0, x1, y1, count) =
+        changed_box(&neutral, &open, 8).expect("jawOpen=1 must change the image");
+    let cx = (x0 + x1) as f32 / 2.0 / 400.0;
+    let cy = (y0 + y1) as f32 / 2.0 / 400.0;
+    // The mouth sits in the lower middle of the framed face.
+    assert!((0.35..0.65).contains(&cx), "change centred at x={cx}");
+    assert!(
+        cy > 0.5,
+        "change centred at y={cy}, expected the lower half"
+    );
+    assert!(
+        (x1 - x0) < 240 && y0 > 150,
+        "change spreads over ({x0},{y0})-({x1},{y1})"
+    );
+    assert!(count > 200, "only {count} pixels changed");
+    assert!(
+        count < 400 * 400 / 6,
+        "{count} pixels changed: more than the mouth"
+    );
+}
+
+#[test]
+fn gpu_and_cpu_snapshots_agree() {
+    let dir = out_dir("paths");
+    let weights = "jawOpen=0.7,eyeBlinkLeft=1,mouthSmileRight=0.8,browInnerUp=0.6";
+    let cpu = snapshot(weights, "cpu", "320x320", &dir.join("cpu.png"));
+    let gpu = snapshot(weights, "gpu", "320x320", &dir.join("gpu.png"));
+    let diff = cpu.compare(&gpu, 1).unwrap();
+    assert!(
+        diff.fraction_within() >= 0.999,
+        "cpu and gpu differ on {} of {} pixels (max {})",
+        diff.pixels_over,
+        diff.pixels,
+        diff.max_channel
+    );
+}
+
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn vmc_frame(weights: &[(&str, f32)]) -> Vec<u8> {
+    let mut content: Vec<OscPacket> = weights
+        .iter()
+        .map(|(name, v)| {
+            OscPacket::Message(OscMessage {
+                addr: "/VMC/Ext/Blend/Val".into(),
+                args: vec![OscType::String((*name).into()), OscType::Float(*v)],
+            })
+        })
+        .collect();
+    content.push(OscPacket::Message(OscMessage {
+        addr: "/VMC/Ext/Blend/Apply".into(),
+        args: vec![],
+    }));
+    rosc::encoder::encode(&OscPacket::Bundle(OscBundle {
+        timetag: OscTime::from((0, 1)),
+        content,
+    }))
+    .unwrap()
+}
+
+/// Sends `datagram` to `to` every 20 ms until `child` exits or `limit` passes.
+fn feed_until_exit(child: &mut Child, to: SocketAddr, datagram: &[u8], limit: Duration) {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if child.try_wait().unwrap().is_some() {
+            return;
+        }
+        let _ = sock.send_to(datagram, to);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("facewire did not exit within {limit:?}");
+}
+
+#[test]
+fn headless_run_over_udp_matches_the_snapshot() {
+    let dir = out_dir("run");
+    let port = free_udp_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let last = dir.join("last.png");
+    let mut child = facewire()
+        .args(["run", "--headless", "--exit-after", "3", "--morph", "cpu"])
+        .args(["--size", "320x320", "--listen", &addr.to_string()])
+        .arg("--out")
+        .arg(&last)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    feed_until_exit(
+        &mut child,
+        addr,
+        &vmc_frame(&[("JawOpen", 1.0)]),
+        Duration::from_secs(60),
+    );
+    let output = child.wait_with_output().unwrap();
+    let output = check(output, "run --headless");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(report["frames_drawn"].as_u64().unwrap() > 10, "{report}");
+    assert!(report["frames_received"].as_u64().unwrap() > 10, "{report}");
+    assert_eq!(report["malformed"].as_u64(), Some(0), "{report}");
+    assert!(report["frames_dropped"].is_u64(), "{report}");
+    let p50 = report["sample_age_us"]["p50"].as_u64().unwrap();
+    let p99 = report["sample_age_us"]["p99"].as_u64().unwrap();
+    assert!(p50 <= p99, "{report}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&addr.to_string()),
+        "no listening line:\n{stderr}"
+    );
+
+    let got = RgbaImage::load_png(&last).unwrap();
+    let want = snapshot("jawOpen=1", "cpu", "320x320", &dir.join("want.png"));
+    let diff = got.compare(&want, 1).unwrap();
+    assert!(
+        diff.fraction_within() >= 0.999,
+        "headless run differs from the snapshot on {} pixels (max {})",
+        diff.pixels_over,
+        diff.max_channel
+    );
+}
+
+#[test]
+fn listen_prints_frames_as_json_lines() {
+    let port = free_udp_port();
+    let mut child = facewire()
+        .args(["listen", "--port", &port.to_string(), "--count", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    feed_until_exit(
+        &mut child,
+        to,
+        &vmc_frame(&[("jawOpen", 0.5), ("eyeBlink_L", 0.25)]),
+        Duration::from_secs(30),
+    );
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for line in lines {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["source"], "vmc");
+        assert!(v["from"].as_str().unwrap().starts_with("127.0.0.1:"));
+        assert_eq!(v["weights"]["jawOpen"], 0.5);
+        assert_eq!(v["weights"]["eyeBlinkLeft"], 0.25);
+        assert!(v["t"].as_f64().unwrap() >= 0.0);
+    }
+}
+
+#[test]
+fn bad_config_is_reported_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "[window]\nwidth = 640\nbackgrond = \"#000000\"\n").unwrap();
+    let output = facewire()
+        .arg("--config")
+        .arg(&path)
+        .args(["snapshot", "--out"])
+        .arg(dir.path().join("x.png"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.toml:3:1"), "{stderr}");
+    assert!(stderr.contains("did you mean `background`?"), "{stderr}");
+}
+
+#[test]
+fn unknown_channel_in_weights_suggests_the_nearest() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = facewire()
+        .args(["snapshot", "--weights", "eyeBlinkLft=1", "--out"])
+        .arg(dir.path().join("x.png"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("did you mean `eyeBlinkLeft`?"), "{stderr}");
+}
+
+/// Reads an XWD screenshot of a 24-bit TrueColor screen (ZPixmap, 3 or 4 bytes per pixel, red in
+/// the high byte, as Xvfb writes it) into RGBA.
+fn read_xwd(bytes: &[u8]) -> Option<RgbaImage> {
+    let field = |i: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(
+            bytes.get(i * 4..i * 4 + 4)?.try_into().ok()?,
+        ))
+    };
+    let (width, height) = (field(4)?, field(5)?);
+    let byte_order = field(7)?;
+    let bytes_per_pixel = field(11)? as usize / 8;
+    let stride = field(12)? as usize;
+    if !(3..=4).contains(&bytes_per_pixel) || stride < width as usize * bytes_per_pixel {
+        return None;
+    }
+    // The pixels fill the end of the file, after the header, window name and colour map.
+    let start = bytes.len().checked_sub(stride * height as usize)?;
+    let mut data = Vec::with_capacity(width as usize * height as usize * 4);
+    for y in 0..height as usize {
+        for x in 0..width as usize {
+            let i = start + y * stride + x * bytes_per_pixel;
+            let px = bytes.get(i..i + bytes_per_pixel)?;
+            let v = if byte_order == 0 {
+                px.iter().rev().fold(0u32, |v, &b| (v << 8) | b as u32)
+            } else {
+                px.iter().fold(0u32, |v, &b| (v << 8) | b as u32)
+            };
+            data.extend_from_slice(&[(v >> 16) as u8, (v >> 8) as u8, v as u8, 255]);
+        }
+    }
+    Some(RgbaImage {
+        width,
+        height,
+        data,
+    })
+}
+
+struct Xvfb(Child);
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn stage_window_shows_the_head_under_xvfb() {
+    let has = |tool: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !has("Xvfb") || !has("xwd") {
+        eprintln!("note: Xvfb or xwd is missing; skipping the window test (apt-get install xvfb x11-apps)");
+        return;
+    }
+    let display = format!(":{}", 90 + std::process::id() % 100);
+    let _xvfb = Xvfb(
+        Command::new("Xvfb")
+            .args([
+                display.as_str(),
+                "-screen",
+                "0",
+                "1600x900x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let socket = format!("/tmp/.X11-unix/X{}", &display[1..]);
+    let start = Instant::now();
+    while !Path::new(&socket).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "Xvfb did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let port = free_udp_port();
+    let mut child = facewire()
+        .env("DISPLAY", &display)
+        .args(["run", "--exit-after", "8", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = String::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !log.contains("stage ready") {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                log.push_str(&line);
+                log.push('\n');
+            }
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the stage never became ready:\n{log}");
+            }
+        }
+    }
+    // Give it a moment to draw, then grab the screen.
+    std::thread::sleep(Duration::from_millis(1500));
+    let shot = Command::new("xwd")
+        .args(["-root", "-silent", "-display", &display])
+        .output()
+        .unwrap();
+    let status = child.wait().unwrap();
+    log.extend(rx.try_iter().map(|l| l + "\n"));
+    assert!(status.success(), "facewire exited with {status}:\n{log}");
+    let screen = read_xwd(&shot.stdout).expect("xwd output of a TrueColor screen");
+    screen
+        .save_png(&out_dir("window").join("screen.png"))
+        .unwrap();
+    // The window (1280x720 at the top-left) shows the chroma background and a head in the middle.
+    let green = screen.pixel(20, 360);
+    assert!(
+        green[1] > 150 && green[0] < 40 && green[2] < 100,
+        "background {green:?} is not the chroma green"
+    );
+    let centre = screen.pixel(640, 330);
+    assert!(
+        centre[0] > 100 && centre[1] < 240,
+        "centre {centre:?} does not look like the face"
+    );
+}

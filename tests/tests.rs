@@ -1,0 +1,19 @@
+//! Integration tests: one binary, one module per theme.
+
+/// Shared helpers: fixture lookup, the built binary, temporary folders.
+mod support;
+
+/// Ingest: VMC and Face Cap over real loopback UDP, liblo interop, hostile input.
+mod ingest;
+
+/// Avatar loading against the Khronos samples and the CPU reference blend.
+mod avatar;
+
+/// The default head: regeneration matches `models/`, sanity of its targets.
+mod headgen;
+
+/// Headless rendering on llvmpipe: snapshots, morph path agreement.
+mod render;
+
+/// The whole pipeline through the `facewire` binary: snapshot, run --headless, listen.
+mod pipeline;
