@@ -261,6 +261,9 @@ impl ApplicationHandler<AppEvent> for StageApp {
             Ok(w) => w,
             Err(e) => return self.fail(event_loop, e.into()),
         };
+        if cfg.transparent && window.has_alpha() {
+            tracing::info!("transparent window: writing premultiplied alpha for OBS");
+        }
         let Some(avatar) = self.avatar.take() else {
             return;
         };

@@ -97,6 +97,10 @@ struct SnapshotArgs {
     /// Image size, WIDTHxHEIGHT.
     #[arg(long, default_value = "800x800")]
     size: Size,
+    /// Head rotation in degrees, YAW,PITCH,ROLL (yaw turns towards the avatar's left, pitch
+    /// nods down, roll tilts towards the avatar's left shoulder).
+    #[arg(long, value_name = "Y,P,R", allow_hyphen_values = true)]
+    head: Option<HeadAngles>,
     #[command(flatten)]
     render: RenderArgs,
 }
@@ -116,6 +120,31 @@ struct GenHeadArgs {
     /// Where to write the head.
     #[arg(long, default_value = headgen::DEFAULT_HEAD)]
     out: PathBuf,
+}
+
+/// A head rotation, `YAW,PITCH,ROLL` in degrees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct HeadAngles(glam::Quat);
+
+impl std::str::FromStr for HeadAngles {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let v: Vec<f32> = s
+            .split(',')
+            .map(|p| p.trim().parse::<f32>().ok().filter(|v| v.is_finite()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| format!("`{s}` is not YAW,PITCH,ROLL in degrees, e.g. 20,-5,0"))?;
+        let [yaw, pitch, roll] = v[..] else {
+            return Err(format!("`{s}` needs three angles: YAW,PITCH,ROLL"));
+        };
+        // The avatar looks down +Z with +X on its left: yaw about +Y turns the face towards +X,
+        // pitch about +X nods it down, roll about -Z tilts it towards +X.
+        Ok(HeadAngles(
+            glam::Quat::from_rotation_y(yaw.to_radians())
+                * glam::Quat::from_rotation_x(pitch.to_radians())
+                * glam::Quat::from_rotation_z(-roll.to_radians()),
+        ))
+    }
 }
 
 /// An image size, `WIDTHxHEIGHT`.
@@ -245,7 +274,8 @@ fn parse_weights(spec: &str) -> Result<FaceFrame> {
 
 fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
     apply_render_args(config, &args.render);
-    let frame = parse_weights(&args.weights)?;
+    let mut frame = parse_weights(&args.weights)?;
+    frame.head = args.head.map(|h| h.0);
     let avatar = load_avatar(config)?;
     let ctx = HeadlessContext::new(args.size.0, args.size.1)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;

@@ -35,6 +35,10 @@ fn out_dir(name: &str) -> PathBuf {
 }
 
 fn snapshot(weights: &str, morph: &str, size: &str, out: &Path) -> RgbaImage {
+    snapshot_with(&[], weights, morph, size, out)
+}
+
+fn snapshot_with(extra: &[&str], weights: &str, morph: &str, size: &str, out: &Path) -> RgbaImage {
     check(
         facewire()
             .args([
@@ -46,6 +50,7 @@ fn snapshot(weights: &str, morph: &str, size: &str, out: &Path) -> RgbaImage {
                 "--size",
                 size,
             ])
+            .args(extra)
             .arg("--out")
             .arg(out)
             .output()
@@ -101,19 +106,38 @@ fn jaw_open_changes_the_mouth_region_only() {
 }
 
 #[test]
-fn gpu_and_cpu_snapshots_agree() {
+fn gpu_and_cpu_snapshots_agree_with_the_head_still_and_turned() {
     let dir = out_dir("paths");
     let weights = "jawOpen=0.7,eyeBlinkLeft=1,mouthSmileRight=0.8,browInnerUp=0.6";
-    let cpu = snapshot(weights, "cpu", "320x320", &dir.join("cpu.png"));
-    let gpu = snapshot(weights, "gpu", "320x320", &dir.join("gpu.png"));
-    let diff = cpu.compare(&gpu, 1).unwrap();
-    assert!(
-        diff.fraction_within() >= 0.999,
-        "cpu and gpu differ on {} of {} pixels (max {})",
-        diff.pixels_over,
-        diff.pixels,
-        diff.max_channel
-    );
+    let mut images = Vec::new();
+    for (name, extra) in [("still", &[][..]), ("turned", &["--head", "25,10,-5"][..])] {
+        let cpu = snapshot_with(
+            extra,
+            weights,
+            "cpu",
+            "320x320",
+            &dir.join(format!("{name}_cpu.png")),
+        );
+        let gpu = snapshot_with(
+            extra,
+            weights,
+            "gpu",
+            "320x320",
+            &dir.join(format!("{name}_gpu.png")),
+        );
+        let diff = cpu.compare(&gpu, 1).unwrap();
+        assert!(
+            diff.fraction_within() >= 0.999,
+            "{name}: cpu and gpu differ on {} of {} pixels (max {})",
+            diff.pixels_over,
+            diff.pixels,
+            diff.max_channel
+        );
+        images.push(cpu);
+    }
+    // The head rotation is applied: the turned face is a different picture.
+    let diff = images[0].compare(&images[1], 8).unwrap();
+    assert!(diff.pixels_over > 320 * 320 / 20, "{diff:?}");
 }
 
 fn free_udp_port() -> u16 {

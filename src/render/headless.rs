@@ -30,9 +30,9 @@ use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::prelude::*;
 
 use super::check_gl;
-use super::debug::load_context;
+use super::debug::{gl_string, load_context};
 use super::objects::{Framebuffer, Renderbuffer};
-use super::RenderError;
+use super::{is_software_renderer, RenderError};
 use crate::image::RgbaImage;
 
 /// The environment variable that selects the EGL device (`software` or unset).
@@ -41,7 +41,8 @@ pub const DEVICE_ENV: &str = "FACEWIRE_EGL_DEVICE";
 /// The extension Mesa's software device advertises.
 const SOFTWARE_EXTENSION: &str = "EGL_MESA_device_software";
 
-/// MSAA samples [`HeadlessContext::new`] asks for (fewer when the driver allows fewer).
+/// MSAA samples [`HeadlessContext::new`] asks for on a hardware device (fewer when the driver
+/// allows fewer).
 pub const DEFAULT_SAMPLES: u32 = 4;
 
 /// A current OpenGL context with an offscreen RGBA8 + depth framebuffer.
@@ -92,9 +93,12 @@ impl fmt::Debug for HeadlessContext {
 }
 
 impl HeadlessContext {
-    /// A `width` x `height` headless context with 4x MSAA (or the driver's maximum, if lower).
+    /// A `width` x `height` headless context: 4x MSAA ([`DEFAULT_SAMPLES`]) on a hardware
+    /// device, none on a software rasteriser, where 4x MSAA triples the frame time (measured
+    /// at 1280x720 on llvmpipe: about 35 ms without, 110 ms with). Use
+    /// [`HeadlessContext::with_samples`] to choose explicitly.
     pub fn new(width: u32, height: u32) -> Result<HeadlessContext, RenderError> {
-        Self::with_samples(width, height, DEFAULT_SAMPLES)
+        Self::create(width, height, None)
     }
 
     /// A `width` x `height` headless context with `samples` MSAA samples (0 or 1: none;
@@ -103,6 +107,15 @@ impl HeadlessContext {
         width: u32,
         height: u32,
         samples: u32,
+    ) -> Result<HeadlessContext, RenderError> {
+        Self::create(width, height, Some(samples))
+    }
+
+    /// Creates the context on the first usable device; `samples: None` picks by renderer.
+    fn create(
+        width: u32,
+        height: u32,
+        samples: Option<u32>,
     ) -> Result<HeadlessContext, RenderError> {
         let devices: Vec<Device> = Device::query_devices()
             .map_err(|source| RenderError::Platform {
@@ -125,6 +138,13 @@ impl HeadlessContext {
             match create_on_device(device) {
                 Ok((display, context, gl)) => {
                     tracing::info!(device = %label, "headless EGL context created");
+                    let samples = samples.unwrap_or_else(|| {
+                        if is_software_renderer(&gl_string(&gl, glow::RENDERER)) {
+                            0
+                        } else {
+                            DEFAULT_SAMPLES
+                        }
+                    });
                     let gl = Rc::new(gl);
                     let (targets, samples) = create_targets(&gl, width, height, samples)?;
                     let ctx = HeadlessContext {

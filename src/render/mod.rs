@@ -11,13 +11,24 @@
 //! clear colour is premultiplied and every opaque surface writes alpha 1, so the output is
 //! premultiplied everywhere (no colour channel above its alpha).
 //!
+//! # Morph paths
+//!
+//! [`MorphMode`] (the config's `render.morph`) resolves once per [`Renderer`] to a
+//! [`MorphPath`]: the CPU path blends sparsely with [`crate::avatar::blend::CpuBlender`] and
+//! uploads the interleaved positions and normals with `glBufferSubData`, only when a mesh's
+//! weights changed; the GPU path keeps every delta in an RGBA32F buffer texture and uploads only
+//! the list of non-zero weights as uniforms, and the vertex shader sums them. Both sum the same
+//! targets in the same order, so their images agree (on llvmpipe they are bit-identical). Node
+//! transforms apply after morphing; normals are morphed, then renormalised in the shader.
+//!
 //! # Ownership and drop order
 //!
 //! Every GL object has exactly one owner that deletes it in `Drop`, holding an
 //! `Rc<glow::Context>`. Deleting needs the GL context current, so owners of GL objects (the
 //! [`Renderer`]) must be dropped **before** the context owner ([`headless::HeadlessContext`] or
 //! [`window::GlWindow`]): declare the renderer field before the context field in a struct
-//! (fields drop in declaration order), or drop it explicitly first.
+//! (fields drop in declaration order), or drop it explicitly first. Everything here holds an
+//! `Rc` and stays on the thread that created the context.
 
 mod camera;
 mod debug;
@@ -30,7 +41,7 @@ pub mod window;
 use std::fmt;
 use std::str::FromStr;
 
-pub use camera::Camera;
+pub use camera::{Camera, FRAMING_FOV_Y, FRAMING_MARGIN};
 pub use renderer::{Renderer, MAX_ACTIVE_TARGETS};
 
 /// Checks `glGetError` after a GL call, in debug builds only (it compiles to nothing in release

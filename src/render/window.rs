@@ -234,6 +234,7 @@ pub fn create(
             not(any(target_os = "macos", target_os = "ios", target_os = "android"))
         ))]
         Display::Glx(_) => "GLX",
+        #[cfg(not(any(target_os = "macos", target_os = "ios")))]
         Display::Egl(_) => "EGL",
         #[allow(unreachable_patterns)]
         _ => "native",
