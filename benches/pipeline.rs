@@ -171,5 +171,50 @@ fn bench_decode(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_blend, bench_decode);
+/// One offscreen 1280x720 frame of the default head with 12 animated weights: set the pose,
+/// morph (cpu or gpu path), draw, glFinish. Skipped with a note when no EGL device is available.
+fn bench_render(c: &mut Criterion) {
+    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::arkit::{FaceFrame, Protocol};
+    use facewire::render::headless::HeadlessContext;
+    use facewire::render::{DrawTarget, MorphMode};
+
+    let mut group = c.benchmark_group("render_frame_1280x720_default_head");
+    group.sample_size(30);
+    for mode in [MorphMode::Cpu, MorphMode::Gpu] {
+        let ctx = match HeadlessContext::with_samples(1280, 720, 0) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                eprintln!("note: no headless GL context ({e}); skipping render benchmarks");
+                return;
+            }
+        };
+        let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").unwrap();
+        let mut scene = Scene::new(ctx.gl(), avatar, mode).unwrap();
+        let target = DrawTarget {
+            width: 1280,
+            height: 720,
+            clear_color: [0.0, 0.69, 0.25, 1.0],
+            alpha: false,
+        };
+        let from: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let mut frame = FaceFrame::empty(Protocol::Vmc, from, Instant::now());
+        let mut step = 0u32;
+        group.bench_function(format!("{mode}"), |b| {
+            b.iter(|| {
+                step += 1;
+                for (k, c) in Channel::ALL.iter().step_by(4).take(12).enumerate() {
+                    frame.set(*c, ((step + k as u32) as f32 * 0.1).sin().abs());
+                }
+                scene.set_frame(Some(&frame));
+                ctx.bind();
+                scene.draw(&target);
+                ctx.finish();
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_blend, bench_decode, bench_render);
 criterion_main!(benches);

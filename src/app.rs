@@ -155,6 +155,7 @@ pub fn run_headless(
         scene.set_frame(latest.as_ref());
         ctx.bind();
         scene.draw(&target);
+        ctx.finish();
         drawn += 1;
         if until() {
             break;

@@ -215,6 +215,13 @@ impl HeadlessContext {
         }
     }
 
+    /// Waits until every GL command issued so far has finished (`glFinish`), so a frame's cost
+    /// is paid inside the frame that issued it (frame pacing and benchmarks).
+    pub fn finish(&self) {
+        // SAFETY: the context owning this GL function table is current on this thread.
+        unsafe { self.gl.finish() };
+    }
+
     /// Reads the rendered image back: resolves MSAA if needed, then `glReadPixels` with a pack
     /// alignment of 1, rows flipped to top-down. Leaves the offscreen framebuffer bound.
     pub fn read_rgba(&self) -> RgbaImage {
