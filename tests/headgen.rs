@@ -101,16 +101,27 @@ fn head_is_a_valid_small_glb() {
     let (_, _, images) = gltf::import_slice(glb()).expect("the GLB imports");
     assert_eq!(images.len(), 1);
     assert_eq!((images[0].width, images[0].height), (1024, 1024));
+    // Every mesh carries normals and texture coordinates; the whole head (each eyeball counted
+    // once per eye node) has 10,000 to 30,000 vertices.
+    let mut vertices = 0;
+    for node in gltf.nodes() {
+        for p in node.mesh().iter().flat_map(|m| m.primitives()) {
+            assert!(p.get(&gltf::Semantic::Normals).is_some());
+            assert!(p.get(&gltf::Semantic::TexCoords(0)).is_some());
+            vertices += p.get(&gltf::Semantic::Positions).map_or(0, |a| a.count());
+        }
+    }
+    assert!((10_000..=30_000).contains(&vertices), "{vertices} vertices");
 }
 
 #[test]
 fn node_hierarchy_has_a_head_and_two_eyes() {
     let gltf = gltf::Gltf::from_slice(glb()).unwrap();
     let scene = gltf.default_scene().expect("a default scene");
-    let roots: Vec<_> = scene.nodes().collect();
-    assert_eq!(roots.len(), 1);
-    let head = &roots[0];
-    assert_eq!(head.name(), Some("Head"));
+    let head = scene
+        .nodes()
+        .find(|n| n.name() == Some("Head"))
+        .expect("a Head root");
     assert!(head.mesh().is_some());
     let children: Vec<_> = head.children().collect();
     let eye = |name: &str| {
@@ -260,5 +271,365 @@ fn neutral_mouth_is_closed_and_jaw_open_parts_the_lips() {
     assert!(
         pairs > 0,
         "no upper/lower lip vertices meet at neutral and part with jawOpen"
+    );
+}
+
+/// An axis-aligned box in the model's frame (the `Face` positions plus the head pivot).
+#[derive(Debug, Clone, Copy)]
+struct Region {
+    name: &'static str,
+    min: V3,
+    max: V3,
+}
+
+impl Region {
+    fn contains(&self, p: V3) -> bool {
+        (0..3).all(|k| p[k] >= self.min[k] && p[k] <= self.max[k])
+    }
+
+    /// The same box reflected to the avatar's right (−X).
+    fn mirrored(self, name: &'static str) -> Region {
+        Region {
+            name,
+            min: [-self.max[0], self.min[1], self.min[2]],
+            max: [-self.min[0], self.max[1], self.max[2]],
+        }
+    }
+}
+
+/// Named regions of the face, built around the generator's landmarks: the left eyeball's
+/// centre and the middle of the mouth line. Left regions lie at +X (the avatar's left).
+struct Regions {
+    eye: [Region; 2],
+    brow: [Region; 2],
+    inner_brows: Region,
+    cheek: [Region; 2],
+    nose: Region,
+    mouth: Region,
+    jaw: Region,
+}
+
+fn regions() -> Regions {
+    use facewire::headgen::face::{base_shape, eye_center, MOUTH_PHI};
+    let e = eye_center();
+    let m = base_shape(0.0, MOUTH_PHI);
+    // The eye and its lids, from the lower lid's fall-off to the upper lid's crease.
+    let eye = Region {
+        name: "left eye",
+        min: [e.x - 0.034, e.y - 0.032, e.z - 0.03],
+        max: [e.x + 0.034, e.y + 0.048, e.z + 0.03],
+    };
+    // The brow above the eye, from the centre line to past the eye's outer corner.
+    let brow = Region {
+        name: "left brow",
+        min: [-0.0005, e.y + 0.004, e.z - 0.035],
+        max: [e.x + 0.045, e.y + 0.07, e.z + 0.04],
+    };
+    let inner_brows = Region {
+        name: "inner brows",
+        min: [-(e.x + 0.012), e.y + 0.004, e.z - 0.02],
+        max: [e.x + 0.012, e.y + 0.07, e.z + 0.04],
+    };
+    // The cheek: beside the nose and the mouth, under the eye.
+    let cheek = Region {
+        name: "left cheek",
+        min: [0.006, m.y - 0.03, m.z - 0.07],
+        max: [0.09, e.y - 0.004, m.z + 0.02],
+    };
+    let nose = Region {
+        name: "nose",
+        min: [-0.024, m.y + 0.002, m.z - 0.03],
+        max: [0.024, e.y + 0.02, m.z + 0.03],
+    };
+    // The lips, the skin around them and everything inside the mouth.
+    let mouth = Region {
+        name: "mouth",
+        min: [-0.042, m.y - 0.03, m.z - 0.045],
+        max: [0.042, m.y + 0.022, m.z + 0.04],
+    };
+    // The jaw, chin, lower lip, lower teeth and tongue: the lower head below the mouth line,
+    // rising a little towards the hinge in front of the ears, where the jaw's blend reaches
+    // up the sides of the face (still below the eyes).
+    let jaw = Region {
+        name: "jaw",
+        min: [-0.085, 0.03, m.z - 0.13],
+        max: [0.085, m.y + 0.021, m.z + 0.05],
+    };
+    assert!(jaw.max[1] < e.y - 0.025, "the jaw region reaches the eyes");
+    Regions {
+        eye: [eye, eye.mirrored("right eye")],
+        brow: [brow, brow.mirrored("right brow")],
+        inner_brows,
+        cheek: [cheek, cheek.mirrored("right cheek")],
+        nose,
+        mouth,
+        jaw,
+    }
+}
+
+/// The regions a channel may move, by its name.
+fn allowed(ch: Channel, r: &Regions) -> Vec<Region> {
+    use Channel::*;
+    let name = ch.name();
+    let side = usize::from(name.ends_with("Right"));
+    match ch {
+        BrowInnerUp => vec![r.inner_brows],
+        CheekPuff => vec![r.cheek[0], r.cheek[1]],
+        CheekSquintLeft | CheekSquintRight => vec![r.cheek[side], r.eye[side]],
+        NoseSneerLeft | NoseSneerRight => vec![r.nose, r.cheek[side], r.mouth],
+        TongueOut => vec![r.mouth, r.jaw],
+        _ if name.starts_with("eye") => vec![r.eye[side]],
+        _ if name.starts_with("brow") => vec![r.brow[side]],
+        _ if name.starts_with("jaw") => vec![r.jaw, r.mouth],
+        _ if name.starts_with("mouth") => vec![r.mouth, r.jaw, r.cheek[0], r.cheek[1]],
+        _ => Vec::new(),
+    }
+}
+
+/// Model-frame positions of a `Face` primitive.
+fn model_positions(p: &Prim) -> Vec<V3> {
+    let pivot = facewire::headgen::HEAD_PIVOT;
+    p.positions
+        .iter()
+        .map(|q| [q[0] + pivot.x, q[1] + pivot.y, q[2] + pivot.z])
+        .collect()
+}
+
+/// Vertices that a target moves by more than 0.1 mm, with their model-frame positions.
+fn moved(ch: Channel) -> Vec<(V3, V3)> {
+    let (prims, _) = face();
+    prims
+        .iter()
+        .flat_map(|p| {
+            model_positions(p)
+                .into_iter()
+                .zip(p.targets[target(ch)].0.iter().copied())
+                .filter(|(_, d)| len(*d) > 1e-4)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn every_target_stays_inside_the_regions_its_name_allows() {
+    let r = regions();
+    for ch in Channel::ALL {
+        let allowed = allowed(ch, &r);
+        assert!(!allowed.is_empty(), "{ch} has no region");
+        let moved = moved(ch);
+        assert!(!moved.is_empty(), "{ch} is empty");
+        for (p, d) in moved {
+            assert!(
+                allowed.iter().any(|a| a.contains(p)),
+                "{ch} moves a vertex at {p:?} by {d:?}, outside {:?}",
+                allowed.iter().map(|a| a.name).collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
+#[test]
+fn sided_targets_move_only_their_side_and_the_right_way() {
+    use Channel::*;
+    for ch in Channel::ALL {
+        let name = ch.name();
+        let moved = moved(ch);
+        match ch {
+            // These move the jaw or the whole mouth towards the avatar's left or right.
+            JawLeft | JawRight | MouthLeft | MouthRight => {
+                let sign = if name.ends_with("Left") { 1.0 } else { -1.0 };
+                let sum: f32 = moved.iter().map(|(_, d)| d[0]).sum();
+                assert!(sum * sign > 0.0, "{ch} moves the wrong way ({sum})");
+            }
+            _ if name.ends_with("Left") => {
+                for (p, d) in &moved {
+                    assert!(p[0] >= -5e-4, "{ch} moves {p:?} by {d:?} on the right");
+                }
+            }
+            _ if name.ends_with("Right") => {
+                for (p, d) in &moved {
+                    assert!(p[0] <= 5e-4, "{ch} moves {p:?} by {d:?} on the left");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn symmetric_targets_move_both_sides_alike() {
+    use Channel::*;
+    for ch in [
+        JawOpen,
+        MouthClose,
+        MouthFunnel,
+        MouthPucker,
+        CheekPuff,
+        BrowInnerUp,
+    ] {
+        let moved = moved(ch);
+        let left: f32 = moved
+            .iter()
+            .filter(|(p, _)| p[0] > 0.0)
+            .map(|(_, d)| len(*d))
+            .sum();
+        let right: f32 = moved
+            .iter()
+            .filter(|(p, _)| p[0] < 0.0)
+            .map(|(_, d)| len(*d))
+            .sum();
+        assert!(
+            (left - right).abs() <= 0.01 * left.max(right),
+            "{ch}: left {left} vs right {right}"
+        );
+    }
+}
+
+#[test]
+fn tongue_out_parts_the_lips_and_pushes_the_tongue_forwards() {
+    let (prims, _) = face();
+    let skin = &prims[0];
+    let t = target(Channel::TongueOut);
+    // The lower lip drops with a slight jaw opening, so the tongue passes between the lips.
+    let lip_drop = (0..skin.positions.len())
+        .filter(|&i| skin.positions[i][0].abs() < 1e-4)
+        .map(|i| -skin.targets[t].0[i][1])
+        .fold(0.0f32, f32::max);
+    assert!(
+        lip_drop > 0.004,
+        "tongueOut drops the lower lip by {lip_drop}"
+    );
+    let forward = prims[1].targets[t]
+        .0
+        .iter()
+        .map(|d| d[2])
+        .fold(0.0f32, f32::max);
+    assert!(forward > 0.015, "the tongue only moves {forward} forwards");
+}
+
+#[test]
+fn head_neck_and_eyes_are_separate_nodes() {
+    let gltf = gltf::Gltf::from_slice(glb()).unwrap();
+    let scene = gltf.default_scene().expect("a default scene");
+    let roots: Vec<_> = scene
+        .nodes()
+        .map(|n| n.name().map(str::to_string))
+        .collect();
+    assert!(roots.contains(&Some("Head".into())), "{roots:?}");
+    assert!(roots.contains(&Some("Neck".into())), "{roots:?}");
+    let neck = scene.nodes().find(|n| n.name() == Some("Neck")).unwrap();
+    let mesh = neck.mesh().expect("the neck has a mesh");
+    assert!(mesh.primitives().all(|p| p.morph_targets().count() == 0));
+    let (doc, buffers, _) = gltf::import_slice(glb()).unwrap();
+    let mesh = doc.meshes().nth(mesh.index()).unwrap();
+    let mut top = f32::MIN;
+    let mut bottom = f32::MAX;
+    for p in mesh.primitives() {
+        let r = p.reader(|b| Some(&buffers[b.index()]));
+        for q in r.read_positions().unwrap() {
+            top = top.max(q[1]);
+            bottom = bottom.min(q[1]);
+        }
+    }
+    // The neck rises from its collar at y = 0 to above the head pivot, into the skull.
+    assert!(bottom <= 0.0 && bottom > -0.01, "neck bottom {bottom}");
+    assert!(
+        top > facewire::headgen::HEAD_PIVOT.y + 0.015,
+        "the neck's top ({top}) must reach into the head"
+    );
+}
+
+/// Renders the default head at `size`² pixels, front view, with the given channel weights.
+fn render(size: u32, weights: &[(Channel, f32)]) -> facewire::image::RgbaImage {
+    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::render::headless::HeadlessContext;
+    let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").expect("loads");
+    let ctx = HeadlessContext::new(size, size).expect("headless context");
+    let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
+    let mut frame = facewire::arkit::FaceFrame::empty(
+        facewire::arkit::Protocol::Vmc,
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        std::time::Instant::now(),
+    );
+    for &(ch, v) in weights {
+        frame.set(ch, v);
+    }
+    scene.set_frame(Some(&frame));
+    ctx.bind();
+    scene.draw(&facewire::render::DrawTarget {
+        width: size,
+        height: size,
+        clear_color: [0.0, 0.7, 0.25, 1.0],
+        alpha: false,
+    });
+    let image = ctx.read_rgba();
+    drop(scene);
+    image
+}
+
+/// Pixels in the rectangle (fractions of the image) that pass `test`.
+fn count(
+    img: &facewire::image::RgbaImage,
+    (x0, y0, x1, y1): (f32, f32, f32, f32),
+    test: impl Fn([u8; 4]) -> bool,
+) -> usize {
+    let (w, h) = (img.width as f32, img.height as f32);
+    let mut n = 0;
+    for y in (y0 * h) as u32..(y1 * h) as u32 {
+        for x in (x0 * w) as u32..(x1 * w) as u32 {
+            if test(img.pixel(x, y)) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The irises are blue: clearly more blue than red.
+fn iris_blue(p: [u8; 4]) -> bool {
+    p[2] > 90 && p[2] as i32 > p[0] as i32 + 50 && p[2] as i32 > p[1] as i32 + 15
+}
+
+/// The mouth interior is dark.
+fn dark(p: [u8; 4]) -> bool {
+    (p[0] as u32 + p[1] as u32 + p[2] as u32) < 150
+}
+
+#[test]
+fn rendered_blink_hides_the_left_iris_and_jaw_open_shows_the_mouth() {
+    const SIZE: u32 = 256;
+    // The avatar's left eye is on the viewer's right half of the front view.
+    let viewer_right_eye = (0.5, 0.3, 0.75, 0.6);
+    let viewer_left_eye = (0.25, 0.3, 0.5, 0.6);
+    let mouth = (0.38, 0.55, 0.62, 0.8);
+    let neutral = render(SIZE, &[]);
+    let (nr, nl) = (
+        count(&neutral, viewer_right_eye, iris_blue),
+        count(&neutral, viewer_left_eye, iris_blue),
+    );
+    assert!(
+        nr > 40 && nl > 40,
+        "irises at neutral: {nl} left, {nr} right"
+    );
+    let blink = render(SIZE, &[(Channel::EyeBlinkLeft, 1.0)]);
+    let (br, bl) = (
+        count(&blink, viewer_right_eye, iris_blue),
+        count(&blink, viewer_left_eye, iris_blue),
+    );
+    assert!(
+        br * 20 < nr,
+        "the avatar's left iris still shows {br} of {nr} pixels"
+    );
+    assert!(
+        bl * 10 > nl * 9,
+        "the avatar's right iris shrank from {nl} to {bl} pixels"
+    );
+
+    let dark_neutral = count(&neutral, mouth, dark);
+    let open = render(SIZE, &[(Channel::JawOpen, 1.0)]);
+    let dark_open = count(&open, mouth, dark);
+    assert!(
+        dark_open > dark_neutral + 100,
+        "jawOpen shows {dark_open} dark mouth pixels (neutral {dark_neutral})"
     );
 }

@@ -7,11 +7,13 @@
 use glam::{Vec2, Vec3};
 use serde::Serialize;
 
-/// A scene to write: `nodes[0]` is the root.
+/// A scene to write: `roots` lists the scene's root nodes (`nodes[0]` alone when empty).
 #[derive(Debug, Clone, Default)]
 pub struct Document {
-    /// All nodes; the first is the scene's only root.
+    /// All nodes.
     pub nodes: Vec<NodeDef>,
+    /// Indices of the scene's root nodes; empty means `nodes[0]` is the only root.
+    pub roots: Vec<usize>,
     /// All meshes.
     pub meshes: Vec<MeshDef>,
     /// All materials.
@@ -484,7 +486,13 @@ pub fn write(doc: &Document) -> Vec<u8> {
             generator: "facewire headgen",
         },
         scene: 0,
-        scenes: vec![Scene { nodes: vec![0] }],
+        scenes: vec![Scene {
+            nodes: if doc.roots.is_empty() {
+                vec![0]
+            } else {
+                doc.roots.clone()
+            },
+        }],
         nodes: doc
             .nodes
             .iter()
@@ -578,6 +586,7 @@ mod tests {
                 mesh: Some(0),
                 ..NodeDef::default()
             }],
+            roots: Vec::new(),
             meshes: vec![MeshDef {
                 name: "Tri".into(),
                 target_names: vec!["a".into(), "b".into()],

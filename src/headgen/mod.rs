@@ -2,7 +2,8 @@
 //! friendly head built from code, with all 52 ARKit morph targets.
 //!
 //! - [`face`]: proportions and the skin surface with its eye and mouth slits.
-//! - [`parts`]: neck, mouth interior, hair cap and eyeball.
+//! - [`parts`]: neck (its own root node, so it stays put while the head turns), mouth
+//!   interior, hair cap and eyeball.
 //! - [`targets`]: the ARKit morph targets as displacement fields.
 //! - [`texture`]: the painted texture atlas.
 //! - [`glb`]: the GLB writer.
@@ -84,6 +85,13 @@ pub fn document() -> Document {
         target_names: Vec::new(),
         primitives: vec![primitive(&eye, eye_normals, EYE, Vec::new(), Vec3::ZERO)],
     };
+    let neck = parts::neck();
+    let neck_normals = neck.normals_of(&neck.positions);
+    let neck_mesh = MeshDef {
+        name: "Neck".into(),
+        target_names: Vec::new(),
+        primitives: vec![primitive(&neck, neck_normals, SKIN, Vec::new(), Vec3::ZERO)],
+    };
     let eye_center = face::eye_center();
     let texture = texture::paint();
     let image_png = texture::encode_png(texture::SIZE, texture::SIZE, &texture).unwrap_or_default();
@@ -107,8 +115,15 @@ pub fn document() -> Document {
                 mesh: Some(1),
                 children: Vec::new(),
             },
+            NodeDef {
+                name: "Neck".into(),
+                translation: Vec3::ZERO,
+                mesh: Some(2),
+                children: Vec::new(),
+            },
         ],
-        meshes: vec![face, eye_mesh],
+        roots: vec![0, 3],
+        meshes: vec![face, eye_mesh, neck_mesh],
         materials: vec![
             MaterialDef {
                 name: "Skin".into(),

@@ -105,31 +105,49 @@ fn in_rect(rect: Rect, s: f32, t: f32) -> Vec2 {
     )
 }
 
-/// The neck: an open cylinder from y = 0 up into the head, textured with the under-chin skin.
+/// The neck with a hint of collar, in the `Neck` node's frame (the model's frame: the `Neck`
+/// node sits at the origin and does not turn with the head).
+///
+/// It rises from a flared collar at y = 0 to well inside the skull, so that whichever way the
+/// head turns (±35° yaw, ±20° pitch, ±15° roll about [`super::HEAD_PIVOT`]) the top of the
+/// neck stays hidden inside the head's closed underside and no gap opens at the junction.
+/// The bottom is closed by a cap. Textured with the shaded skin under the jaw, well away
+/// from the atlas's other swatches so no other colour bleeds in.
 pub fn neck() -> MeshBuilder {
     let mut b = MeshBuilder::default();
-    let segments = 24;
-    let heights = [0.0f32, 0.03, 0.055, 0.075, 0.095];
+    let segments = 32;
+    // (height, width scale, depth scale): a collar that flares into the shoulders' start.
+    let rows_def: [(f32, f32, f32); 8] = [
+        (0.0, 2.05, 1.45),
+        (0.006, 1.8, 1.33),
+        (0.014, 1.42, 1.16),
+        (0.026, 1.12, 1.03),
+        (0.042, 1.0, 1.0),
+        (0.062, 0.98, 0.98),
+        (0.08, 0.98, 0.98),
+        (0.102, 0.96, 0.96),
+    ];
     let angles = symmetric_steps(segments, PI);
     let mut rows = Vec::new();
-    for (k, &y) in heights.iter().enumerate() {
-        let flare = 1.0 + 0.08 * smoothstep(0.03, 0.0, y);
+    for (k, &(y, sx, sz)) in rows_def.iter().enumerate() {
         let ids: Vec<u32> = angles
             .iter()
             .enumerate()
             .map(|(j, &t)| {
                 let (st, ct) = sincos(t);
-                let p = Vec3::new(0.029 * flare * st, y, -0.014 + 0.030 * flare * ct);
-                let uv = skin_uv_of(t, lerp(-1.56, -1.36, k as f32 / (heights.len() - 1) as f32));
+                // The collar dips a little at the front and back like a neckline.
+                let dip = 0.004 * smoothstep(0.03, 0.0, y) * ct * ct;
+                let p = Vec3::new(0.029 * sx * st, y - dip, -0.014 + 0.030 * sz * ct);
+                let v = lerp(-1.34, -1.16, k as f32 / (rows_def.len() - 1) as f32);
                 let seam = if j == segments { TAG_SEAM } else { 0 };
-                b.vertex(p, uv, TAG_NECK | seam)
+                b.vertex(p, skin_uv_of(t, v), TAG_NECK | seam)
             })
             .collect();
         let (first, last) = (ids[0], ids[segments]);
         b.groups[last as usize] = first;
         rows.push(ids);
     }
-    for k in 0..heights.len() - 1 {
+    for k in 0..rows.len() - 1 {
         for j in 0..segments {
             b.quad(
                 rows[k][j],
@@ -139,18 +157,38 @@ pub fn neck() -> MeshBuilder {
             );
         }
     }
+    // A cap under the collar, with its own vertices so its shading does not bleed into the sides.
+    let centre = b.vertex(
+        Vec3::new(0.0, -0.002, -0.014),
+        skin_uv_of(0.0, -1.34),
+        TAG_NECK | 8,
+    );
+    let rim: Vec<u32> = rows[0]
+        .iter()
+        .take(segments)
+        .map(|&i| {
+            let p = b.positions[i as usize];
+            b.vertex(p, b.uvs[i as usize], TAG_NECK | 8)
+        })
+        .collect();
+    for j in 0..segments {
+        b.tri(centre, rim[(j + 1) % segments], rim[j]);
+    }
     b
 }
 
-/// Centre of the mouth cavity.
+/// Centre of the mouth cavity. The cavity is wide and deep enough that its front reaches the
+/// lips' inner surfaces and its sides the mouth corners, so an open mouth never shows through to
+/// the inside of the head, even from the side.
 pub fn cavity_center() -> Vec3 {
     let m = base_shape(0.0, MOUTH_PHI);
-    Vec3::new(0.0, m.y - 0.002, m.z - 0.019)
+    Vec3::new(0.0, m.y - 0.002, m.z - 0.0175)
 }
 
 /// Centre of the tongue.
 pub fn tongue_center() -> Vec3 {
-    cavity_center() + Vec3::new(0.0, -0.0062, 0.0)
+    let m = base_shape(0.0, MOUTH_PHI);
+    Vec3::new(0.0, m.y - 0.0082, m.z - 0.019)
 }
 
 /// One row of teeth: a curved slab (front, biting edge and back faces).
@@ -208,7 +246,7 @@ pub fn mouth_interior() -> (MeshBuilder, Vec<MouthPart>) {
     let mut b = MeshBuilder::default();
     let mut parts = Vec::new();
     let c = cavity_center();
-    let mut cavity = ellipsoid(c, Vec3::new(0.0145, 0.012, 0.011), 10, 24, TAG_BAG, |p| {
+    let mut cavity = ellipsoid(c, Vec3::new(0.0162, 0.0105, 0.012), 10, 24, TAG_BAG, |p| {
         in_rect(BAG_RECT, 0.5 + (p.x - c.x) / 0.04, 0.5 - (p.y - c.y) / 0.03)
     });
     cavity.flip();

@@ -13,20 +13,23 @@ use super::face::{
 };
 use super::math::{bump, cos, sin, smoothstep, sq};
 use super::mesh::{mirror, mirror_map, MeshBuilder};
-use super::parts::{cavity_center, hair, mouth_interior, neck, tongue_center, MouthPart};
+use super::parts::{cavity_center, hair, mouth_interior, tongue_center, MouthPart};
 use crate::arkit::Channel;
 
 /// Jaw hinge, a little in front of and below the ears (m).
 const JAW_PIVOT: Vec3 = Vec3::new(0.0, 0.100, 0.005);
 /// How far `jawOpen` rotates the jaw (radians).
 const JAW_ANGLE: f32 = 0.26;
+/// Fraction of `jawOpen` that `tongueOut` applies, so the tongue passes between parted lips
+/// instead of through closed ones.
+const TONGUE_JAW: f32 = 0.4;
 
 /// The face mesh's three primitives with what the targets need to know about their vertices.
 #[derive(Debug, Clone)]
 pub struct Rig {
-    /// Skin grid followed by the neck.
+    /// The skin grid.
     pub skin: MeshBuilder,
-    /// Grid placement of the first `grid.len()` skin vertices (the rest are the neck).
+    /// Grid placement of every skin vertex.
     pub grid: Vec<SkinVertex>,
     /// Mouth cavity, teeth and tongue.
     pub mouth: MeshBuilder,
@@ -42,10 +45,9 @@ impl Rig {
     /// Builds the neutral face.
     pub fn new() -> Rig {
         let Skin {
-            mesh: mut skin,
+            mesh: skin,
             vertices: grid,
         } = build_skin();
-        skin.append(&neck());
         let (mouth, mouth_parts) = mouth_interior();
         let hair = hair();
         let mirrors = [
@@ -239,9 +241,9 @@ fn lid_state(channel: Channel) -> Option<Lids> {
         EyeLookDownLeft => (0.55, 0.85, 0.0),
         EyeLookInLeft => (1.0, 1.0, 0.3),
         EyeLookOutLeft => (1.0, 1.0, -0.3),
-        EyeLookUpLeft => (1.18, 1.08, 0.0),
+        EyeLookUpLeft => (1.1, 1.06, 0.0),
         EyeSquintLeft => (0.85, 0.45, 0.0),
-        EyeWideLeft => (1.3, 1.12, 0.0),
+        EyeWideLeft => (1.14, 1.22, 0.0),
         _ => return None,
     };
     Some(Lids {
@@ -260,7 +262,9 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
     }
     let jaw = jaw_weight(v);
     let lips = lm.lips(p);
-    let left = smoothstep(-0.008, 0.008, p.x);
+    // Sided lip fields stop exactly at the centre line, so a Left target never moves the
+    // avatar's right half.
+    let left = smoothstep(0.0, 0.012, p.x);
     let guard = lm.eye_guard(p);
     match channel {
         JawOpen => lm.jaw_open(p) * jaw,
@@ -271,14 +275,16 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
                 + Vec3::new(0.0, -0.0015, 0.0) * ((1.0 - jaw) * lips)
         }
         MouthFunnel => {
+            // The lips part into a rounded opening and push forwards while the corners draw in.
             let side = 1.0 - 2.0 * jaw;
-            Vec3::new(-0.22 * p.x, side * 0.0028 * bump(p.x.abs(), 0.013), 0.006) * lips
+            let round = (1.0 - sq(p.x / 0.013)).max(0.0).sqrt();
+            Vec3::new(-0.22 * p.x, side * 0.0026 * round, 0.006) * lips
         }
         MouthPucker => Vec3::new(-0.35 * p.x, -(p.y - lm.mouth_y) * 0.25, 0.008) * lips,
         MouthLeft => Vec3::new(0.007, 0.0, -0.0008) * lm.mouth_wide(p),
         MouthSmileLeft => {
             let cheek = bump((p - lm.cheek).length(), 0.028) * guard;
-            Vec3::new(0.0025, 0.0065, -0.0025) * lm.corner(p)
+            Vec3::new(0.0025, 0.0065, -0.0012) * lm.corner(p)
                 + Vec3::new(0.0, 0.0025, 0.0012) * cheek
         }
         MouthFrownLeft => Vec3::new(0.0008, -0.0055, -0.0005) * lm.corner(p),
@@ -324,8 +330,11 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
         NoseSneerLeft => {
             let wing = bump((p - lm.nose_wing).length(), 0.012);
             let side = bump((p - lm.nose_side).length(), 0.015);
-            (Vec3::new(0.0004, 0.0032, 0.0004) * wing + Vec3::new(0.0, 0.0015, 0.0) * side) * guard
+            let own_side = smoothstep(0.0, 0.004, p.x);
+            (Vec3::new(0.0004, 0.0032, 0.0004) * wing + Vec3::new(0.0, 0.0015, 0.0) * side)
+                * (guard * own_side)
         }
+        TongueOut => lm.jaw_open(p) * (TONGUE_JAW * jaw),
         _ => Vec3::ZERO,
     }
 }
@@ -342,9 +351,15 @@ fn mouth_delta(lm: &Landmarks, channel: Channel, part: MouthPart, p: Vec3) -> Ve
         JawOpen => lm.jaw_open(p) * jaw,
         JawForward => Vec3::new(0.0, 0.0, 0.007) * jaw,
         JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
-        TongueOut if part == MouthPart::Tongue => {
-            Vec3::new(0.0, -0.004, 0.024)
-                * smoothstep(lm.tongue.z - 0.012, lm.tongue.z + 0.010, p.z)
+        TongueOut => {
+            // The jaw drops a little so the lips part, and the tongue slides out over the lower
+            // lip: raised into the opening, flattened, and pushed forwards.
+            let mut d = lm.jaw_open(p) * (TONGUE_JAW * jaw);
+            if part == MouthPart::Tongue {
+                let w = smoothstep(lm.tongue.z - 0.012, lm.tongue.z + 0.010, p.z);
+                d += Vec3::new(0.0, 0.0085 - 0.3 * (p.y - lm.tongue.y), 0.022) * w;
+            }
+            d
         }
         _ => Vec3::ZERO,
     }
