@@ -78,6 +78,18 @@ impl Scene {
         }
     }
 
+    /// Replaces the mapping (for example with one compiled from a mapping file).
+    pub fn set_mapping(&mut self, mapping: CompiledMapping) {
+        self.mapping = mapping;
+    }
+
+    /// Sets the pose directly in avatar space: starts from the rest pose, then `edit` changes
+    /// weights or rotations (for tools that drive targets no channel maps to).
+    pub fn set_pose(&mut self, edit: impl FnOnce(&mut Pose)) {
+        self.pose.clone_from(&self.rest);
+        edit(&mut self.pose);
+    }
+
     /// Draws the current pose into the bound framebuffer.
     pub fn draw(&mut self, target: &DrawTarget) {
         let aspect = target.width as f32 / target.height.max(1) as f32;
@@ -183,7 +195,7 @@ pub struct StageOptions {
 /// The winit application showing the avatar in the stage window.
 pub struct StageApp {
     options: StageOptions,
-    avatar: Option<Avatar>,
+    avatar: Option<(Avatar, CompiledMapping)>,
     frames: FrameReceiver,
     latest: Option<FaceFrame>,
     // Field order is drop order: the scene's GL objects go before the window's context.
@@ -196,14 +208,19 @@ pub struct StageApp {
 }
 
 impl StageApp {
-    /// A stage for `avatar` fed by `frames`.
-    pub fn new(options: StageOptions, avatar: Avatar, frames: FrameReceiver) -> StageApp {
+    /// A stage for `avatar`, animated through `mapping`, fed by `frames`.
+    pub fn new(
+        options: StageOptions,
+        avatar: Avatar,
+        mapping: CompiledMapping,
+        frames: FrameReceiver,
+    ) -> StageApp {
         let frame_period =
             (!options.config.window.vsync).then(|| Duration::from_secs_f64(1.0 / 60.0));
         StageApp {
             exit_at: options.exit_after.map(|d| Instant::now() + d),
             options,
-            avatar: Some(avatar),
+            avatar: Some((avatar, mapping)),
             frames,
             latest: None,
             scene: None,
@@ -265,11 +282,12 @@ impl ApplicationHandler<AppEvent> for StageApp {
         if cfg.transparent && window.has_alpha() {
             tracing::info!("transparent window: writing premultiplied alpha for OBS");
         }
-        let Some(avatar) = self.avatar.take() else {
+        let Some((avatar, mapping)) = self.avatar.take() else {
             return;
         };
         match Scene::new(window.gl(), avatar, self.options.config.render.morph) {
-            Ok(scene) => {
+            Ok(mut scene) => {
+                scene.set_mapping(mapping);
                 tracing::info!(morph = ?scene.morph_path(), "stage ready");
                 self.scene = Some(scene);
             }

@@ -135,6 +135,9 @@ impl Default for IngestSection {
 pub struct RenderSection {
     /// The avatar (glTF or GLB); empty means the built-in default head.
     pub model: PathBuf,
+    /// The mapping file; empty means the default head's mapping for the default head and the
+    /// automatic mapping for other models.
+    pub mapping: PathBuf,
     /// Morph path: "auto", "gpu" or "cpu".
     pub morph: MorphMode,
     /// Frame rate of headless runs, frames per second.
@@ -145,6 +148,7 @@ impl Default for RenderSection {
     fn default() -> Self {
         RenderSection {
             model: PathBuf::new(),
+            mapping: PathBuf::new(),
             morph: MorphMode::Auto,
             headless_fps: 60,
         }
@@ -277,6 +281,11 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
 
 /// Where `key = ` first appears at the start of a line, for validation errors after parsing.
 fn locate_key(text: &str, key: &str) -> (usize, usize) {
+    line_column(text, key_offset(text, key).unwrap_or(0))
+}
+
+/// Byte offset of the first line that sets `key` (`key = ...`), if any.
+pub(crate) fn key_offset(text: &str, key: &str) -> Option<usize> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
@@ -284,11 +293,11 @@ fn locate_key(text: &str, key: &str) -> (usize, usize) {
             .strip_prefix(key)
             .is_some_and(|rest| rest.trim_start().starts_with('='))
         {
-            return line_column(text, offset + (line.len() - trimmed.len()));
+            return Some(offset + (line.len() - trimmed.len()));
         }
         offset += line.len();
     }
-    (1, 1)
+    None
 }
 
 /// Edit distance between two short strings.
@@ -323,7 +332,7 @@ pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// A "did you mean" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
-fn suggest_for(message: &str) -> Option<String> {
+pub(crate) fn suggest_for(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown field `")?;
     let (field, rest) = rest.split_once('`')?;
     let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();

@@ -18,6 +18,7 @@
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
 //! - [`app`]: the winit application: the stage window, redraws, applying control events.
+//! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
 
 pub mod app;
@@ -32,3 +33,4 @@ pub mod image;
 pub mod ingest;
 pub mod mapping;
 pub mod render;
+pub mod sheet;

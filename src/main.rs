@@ -18,8 +18,12 @@ use facewire::calibrate::Calibrator;
 use facewire::config::{Config, MorphMode};
 use facewire::image::RgbaImage;
 use facewire::ingest::{self, IngestConfig};
+use facewire::mapping::{self, CompiledMapping, MappingFile};
 use facewire::render::{headless::HeadlessContext, DrawTarget};
-use facewire::{fsutil, headgen};
+use facewire::{fsutil, headgen, sheet};
+
+/// Where the default head's mapping lives in a checkout.
+const DEFAULT_HEAD_MAPPING_PATH: &str = "config/mappings/default_head.toml";
 
 /// Hand-off queue length: a few frames absorb scheduling jitter; more would only add latency.
 const QUEUE: usize = 4;
@@ -48,6 +52,8 @@ enum Command {
     Snapshot(SnapshotArgs),
     /// Print every frame a phone sends as one JSON line.
     Listen(ListenArgs),
+    /// Render a labelled contact sheet: the neutral face and each morph target at weight 1.
+    Sheet(SheetArgs),
     /// Regenerate the default head (models/default_head.glb).
     GenHead(GenHeadArgs),
 }
@@ -57,6 +63,9 @@ struct RenderArgs {
     /// Avatar file (.glb or .gltf) instead of the configured one.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
+    /// Mapping file (ARKit channels to the avatar's targets and nodes).
+    #[arg(long, value_name = "PATH")]
+    mapping: Option<PathBuf>,
     /// Morph path: auto, gpu or cpu.
     #[arg(long, value_name = "MODE")]
     morph: Option<MorphMode>,
@@ -113,6 +122,31 @@ struct ListenArgs {
     /// Exit after this many frames.
     #[arg(long)]
     count: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct SheetArgs {
+    /// Avatar file (.glb or .gltf); default: the configured model.
+    #[arg(long, value_name = "PATH")]
+    model: Option<PathBuf>,
+    /// Mapping file (which channels drive which targets and nodes).
+    #[arg(long, value_name = "PATH")]
+    mapping: Option<PathBuf>,
+    /// Output PNG.
+    #[arg(long, value_name = "PNG", default_value = "sheet.png")]
+    out: PathBuf,
+    /// Size of each panel's picture in pixels.
+    #[arg(long, default_value_t = sheet::DEFAULT_PANEL)]
+    size: u32,
+    /// Panels per row.
+    #[arg(long, default_value_t = sheet::DEFAULT_COLUMNS)]
+    columns: u32,
+    /// What the camera frames: targets (the part the targets move) or model (all of it).
+    #[arg(long, default_value = "targets")]
+    framing: sheet::Framing,
+    /// Morph path: auto, gpu or cpu.
+    #[arg(long, value_name = "MODE")]
+    morph: Option<MorphMode>,
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +230,7 @@ fn run() -> Result<()> {
         Some(Command::Run(args)) => run_command(&mut config, args),
         Some(Command::Snapshot(args)) => snapshot(&mut config, args),
         Some(Command::Listen(args)) => listen(&config, args),
+        Some(Command::Sheet(args)) => contact_sheet(&mut config, args),
         Some(Command::GenHead(args)) => {
             let bytes = headgen::generate();
             fsutil::write_atomic(&args.out, &bytes)
@@ -211,6 +246,9 @@ fn apply_render_args(config: &mut Config, args: &RenderArgs) {
     if let Some(m) = &args.model {
         config.render.model.clone_from(m);
     }
+    if let Some(m) = &args.mapping {
+        config.render.mapping.clone_from(m);
+    }
     if let Some(m) = args.morph {
         config.render.morph = m;
     }
@@ -219,16 +257,39 @@ fn apply_render_args(config: &mut Config, args: &RenderArgs) {
     }
 }
 
-/// Loads the configured avatar, or the built-in default head.
-fn load_avatar(config: &Config) -> Result<Avatar> {
-    let avatar = if config.render.model.as_os_str().is_empty() {
+/// Loads the configured avatar (or the built-in default head) and compiles its mapping.
+fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping)> {
+    let default_head = config.render.model.as_os_str().is_empty();
+    let avatar = if default_head {
         avatar::load_slice(app::DEFAULT_HEAD_GLB, headgen::DEFAULT_HEAD)?
     } else {
         avatar::load(&config.render.model)?
     };
     let targets: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
     tracing::info!(model = %avatar.source, meshes = avatar.meshes.len(), targets, "avatar loaded");
-    Ok(avatar)
+    let default_file = std::path::Path::new(DEFAULT_HEAD_MAPPING_PATH);
+    let file = if !config.render.mapping.as_os_str().is_empty() {
+        Some(MappingFile::load(&config.render.mapping)?)
+    } else if default_head && default_file.is_file() {
+        Some(MappingFile::load(default_file)?)
+    } else if default_head {
+        Some(MappingFile::parse(
+            mapping::DEFAULT_HEAD_MAPPING,
+            DEFAULT_HEAD_MAPPING_PATH,
+        )?)
+    } else {
+        None
+    };
+    let compiled = match &file {
+        Some(file) => CompiledMapping::compile(file, &avatar)?,
+        None => CompiledMapping::auto(&avatar),
+    };
+    tracing::info!(
+        mapping = file.as_ref().map_or("automatic", |f| f.path.as_str()),
+        targets = compiled.targets.len(),
+        "mapping compiled"
+    );
+    Ok((avatar, compiled))
 }
 
 /// The background colour for offscreen images: transparent when asked, else opaque.
@@ -272,13 +333,43 @@ fn parse_weights(spec: &str) -> Result<FaceFrame> {
     Ok(frame)
 }
 
+fn contact_sheet(config: &mut Config, args: SheetArgs) -> Result<()> {
+    apply_render_args(
+        config,
+        &RenderArgs {
+            model: args.model,
+            mapping: args.mapping,
+            morph: args.morph,
+            transparent: false,
+        },
+    );
+    let (avatar, mapping) = load_avatar(config)?;
+    let options = sheet::SheetOptions {
+        panel: args.size,
+        columns: args.columns,
+        morph: config.render.morph,
+        framing: args.framing,
+        ..sheet::SheetOptions::default()
+    };
+    let image = sheet::render_sheet_with(avatar, &mapping, &options)?;
+    image.save_png(&args.out)?;
+    println!(
+        "wrote {} ({}x{})",
+        args.out.display(),
+        image.width,
+        image.height
+    );
+    Ok(())
+}
+
 fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
     apply_render_args(config, &args.render);
     let mut frame = parse_weights(&args.weights)?;
     frame.head = args.head.map(|h| h.0);
-    let avatar = load_avatar(config)?;
+    let (avatar, mapping) = load_avatar(config)?;
     let ctx = HeadlessContext::new(args.size.0, args.size.1)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
+    scene.set_mapping(mapping);
     let (clear, premultiplied) = background(config);
     scene.set_frame(Some(&frame));
     ctx.bind();
@@ -323,9 +414,9 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
     if !args.listen.is_empty() {
         config.ingest.listen.clone_from(&args.listen);
     }
-    let avatar = load_avatar(config)?;
+    let (avatar, mapping) = load_avatar(config)?;
     if args.headless {
-        return run_headless(config, &args, avatar);
+        return run_headless(config, &args, avatar, mapping);
     }
     if args.out.is_some() || args.size.is_some() {
         bail!("--out and --size belong to headless runs; add --headless");
@@ -341,6 +432,7 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
             exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
         },
         avatar,
+        mapping,
         receiver,
     );
     event_loop.run_app(&mut app)?;
@@ -351,12 +443,18 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
     }
 }
 
-fn run_headless(config: &Config, args: &RunArgs, avatar: Avatar) -> Result<()> {
+fn run_headless(
+    config: &Config,
+    args: &RunArgs,
+    avatar: Avatar,
+    mapping: CompiledMapping,
+) -> Result<()> {
     let Size(width, height) = args
         .size
         .unwrap_or(Size(config.window.width, config.window.height));
     let ctx = HeadlessContext::new(width, height)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
+    scene.set_mapping(mapping);
     tracing::info!(morph = ?scene.morph_path(), width, height, "headless renderer ready");
     let (sender, mut receiver) = bridge::channel(QUEUE);
     let counters = sender.counters();

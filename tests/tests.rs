@@ -17,3 +17,6 @@ mod render;
 
 /// The whole pipeline through the `facewire` binary: snapshot, run --headless, listen.
 mod pipeline;
+
+/// The contact sheet of a model's targets.
+mod sheet;

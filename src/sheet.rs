@@ -1,0 +1,1323 @@
+//! The labelled contact sheet of a model's morph targets (`facewire sheet`).
+//!
+//! One headless render of the neutral face and one per distinct target at weight 1, in a grid
+//! under a title row, each labelled with its target name, its ARKit channel and a left/right cue.
+//!
+//! # Reading the sheet
+//!
+//! Panels are front views through one camera (see [`Framing`]): the avatar's left appears on
+//! the viewer's right, as when facing a person. Sided targets carry a badge at the end of their
+//! label on the side of the panel where that side of the face appears: a blue `L` on the right
+//! end for the avatar's left, a red `R` on the left end for the avatar's right (the usual
+//! rigging colours), so a reader can check at a glance that the motion is on the badge's side.
+//!
+//! # Which panels
+//!
+//! Targets whose name is an ARKit channel (in any dialect, see
+//! [`crate::mapping::channel_for_target`]) are posed through that channel with the avatar's
+//! automatic mapping, exactly as live tracking would drive them (including the eye nodes turned
+//! by `eyeLook*`), one panel per channel, in ARKit's canonical order. Perfect-sync avatars
+//! repeat the same names on several meshes (face, teeth, lashes): the channel moves them all in
+//! one panel. Every other named target follows, in file order, one panel per distinct name with
+//! every target of that name on every mesh at weight 1. Unnamed targets get one panel each.
+//!
+//! # Rendering
+//!
+//! The sheet drives a [`Renderer`] directly rather than through [`crate::app::Scene`], whose
+//! camera always frames the whole model: [`Framing::Targets`] needs its own framing.
+
+mod canvas;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Instant;
+
+use glam::Vec3;
+
+use crate::arkit::{Channel, FaceFrame, Protocol};
+use crate::avatar::{Aabb, Avatar, Pose};
+use crate::image::RgbaImage;
+use crate::mapping::{channel_for_target, CompiledMapping};
+use crate::render::headless::HeadlessContext;
+use crate::render::{Camera, DrawTarget, MorphMode, RenderError, Renderer};
+
+pub use canvas::{fit, text_width, wrap, Fitted, Rect, Wrapped, GLYPH};
+
+/// Default panel size in pixels (square).
+pub const DEFAULT_PANEL: u32 = 256;
+/// Default number of panel columns.
+pub const DEFAULT_COLUMNS: u32 = 8;
+/// Default panel background: a neutral mid-grey (`#3a3f47`), sRGB-encoded RGBA.
+pub const DEFAULT_BACKGROUND: [f32; 4] = [58.0 / 255.0, 63.0 / 255.0, 71.0 / 255.0, 1.0];
+/// Smallest accepted panel size in pixels.
+pub const MIN_PANEL: u32 = 64;
+/// Largest accepted panel size in pixels.
+pub const MAX_PANEL: u32 = 2048;
+/// Most accepted columns.
+pub const MAX_COLUMNS: u32 = 64;
+/// Largest sheet side in pixels.
+pub const MAX_SHEET_SIDE: u32 = 16384;
+
+/// Space around and between cells, in pixels.
+const GAP: u32 = 4;
+/// Padding above and below the title row's text, in pixels.
+const TITLE_PAD: u32 = 8;
+/// Space between the title and its detail line, in pixels.
+const TITLE_GAP: u32 = 6;
+/// Horizontal margin inside a label strip and the title row, in pixels.
+const MARGIN: u32 = 6;
+/// Panels at least this wide get 2x names and badges.
+const BIG_LABEL_PANEL: u32 = 192;
+/// Padding above and below the text of a label strip, in pixels.
+const LABEL_PAD: u32 = 5;
+/// Space between the two lines of a wrapped name at scale 1, in pixels.
+const LINE_GAP: u32 = 2;
+/// Space between the name and the caption, in pixels.
+const CAPTION_GAP: u32 = 4;
+
+/// Colour between cells and behind the title.
+const SHEET_COLOR: [u8; 4] = [22, 25, 29, 255];
+/// Label strip colour.
+const LABEL_COLOR: [u8; 4] = [35, 39, 46, 255];
+/// Target names and the title.
+const TEXT_COLOR: [u8; 4] = [236, 239, 243, 255];
+/// Captions (channel names, notes) and the title's details.
+const CAPTION_COLOR: [u8; 4] = [141, 153, 166, 255];
+/// Badge of the avatar's left side (blue, as rigs colour left controls).
+const LEFT_COLOR: [u8; 4] = [47, 111, 214, 255];
+/// Badge of the avatar's right side (red, as rigs colour right controls).
+const RIGHT_COLOR: [u8; 4] = [210, 70, 60, 255];
+
+/// Errors rendering a contact sheet.
+#[derive(Debug, thiserror::Error)]
+pub enum SheetError {
+    /// The panel size is outside [`MIN_PANEL`]..=[`MAX_PANEL`].
+    #[error("panel size {0} px is outside {MIN_PANEL}..={MAX_PANEL}")]
+    PanelSize(u32),
+    /// The column count is 0 or above [`MAX_COLUMNS`].
+    #[error("columns must be 1 to {MAX_COLUMNS}, not {0}")]
+    Columns(u32),
+    /// The sheet would exceed [`MAX_SHEET_SIDE`] on a side.
+    #[error(
+        "a sheet of {panels} panels would be {width}x{height} px, over the {MAX_SHEET_SIDE} px \
+         limit; use more columns or smaller panels"
+    )]
+    TooLarge {
+        /// Number of panels.
+        panels: usize,
+        /// Width it would have.
+        width: u64,
+        /// Height it would have.
+        height: u64,
+    },
+    /// Creating the headless context or uploading the model failed.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
+/// How to render a sheet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SheetOptions {
+    /// Width and height of each picture, in pixels.
+    pub panel: u32,
+    /// Panels per row (fewer when the model has fewer panels).
+    pub columns: u32,
+    /// Which morph path renders the panels.
+    pub morph: MorphMode,
+    /// Picture background: straight sRGB-encoded RGBA, each 0 to 1 (alpha is ignored: the
+    /// sheet is opaque).
+    pub background: [f32; 4],
+    /// The title; `None`: the model's file name.
+    pub title: Option<String>,
+    /// What the camera frames (the same for every panel).
+    pub framing: Framing,
+}
+
+/// What the sheet's camera frames. Either way it is one front camera for every panel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// The part of the model its morph targets move (see [`moving_bounds`]): the face of a
+    /// full-body avatar, so small motions stay visible. The whole model when no target moves
+    /// anything.
+    #[default]
+    Targets,
+    /// The whole model in its rest pose, as the stage window frames it.
+    Model,
+}
+
+/// The error for a framing that is not `targets` or `model`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown framing {0:?} (expected \"targets\" or \"model\")")]
+pub struct ParseFramingError(pub String);
+
+impl std::str::FromStr for Framing {
+    type Err = ParseFramingError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "targets" | "face" => Ok(Framing::Targets),
+            "model" => Ok(Framing::Model),
+            _ => Err(ParseFramingError(s.to_owned())),
+        }
+    }
+}
+
+impl std::fmt::Display for Framing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Framing::Targets => "targets",
+            Framing::Model => "model",
+        })
+    }
+}
+
+/// The region [`Framing::Targets`] frames: the rest-pose world bounds of every vertex some morph
+/// target moves (both where it rests and where the full delta takes it), grown by a margin and
+/// to at least a quarter of the whole model's size on each axis, so a model that moves only
+/// its lips still shows the face around them. `None` when no target moves any vertex.
+pub fn moving_bounds(avatar: &Avatar) -> Option<Aabb> {
+    let whole = avatar.bounds()?;
+    let extent = whole.size().max_element();
+    if !extent.is_finite() || extent <= 0.0 {
+        return None;
+    }
+    // Deltas below this are export noise, not motion.
+    let threshold = extent * 1e-4;
+    let world = avatar.world_transforms(&avatar.rest_pose());
+    let mut bounds: Option<Aabb> = None;
+    let mut include = |q: Vec3| {
+        if !q.is_finite() {
+            return;
+        }
+        bounds = Some(match bounds {
+            None => Aabb { min: q, max: q },
+            Some(b) => Aabb {
+                min: b.min.min(q),
+                max: b.max.max(q),
+            },
+        });
+    };
+    for (index, node) in avatar.nodes.iter().enumerate() {
+        let Some(mesh) = node.mesh.and_then(|m| avatar.meshes.get(m)) else {
+            continue;
+        };
+        let Some(transform) = world.get(index) else {
+            continue;
+        };
+        for prim in &mesh.primitives {
+            for target in &prim.targets {
+                for (p, d) in prim.positions.iter().zip(&target.positions) {
+                    if d.length() > threshold {
+                        include(transform.transform_point3(*p));
+                        include(transform.transform_point3(*p + *d));
+                    }
+                }
+            }
+        }
+    }
+    let moving = bounds?;
+    let margin = Vec3::splat(moving.size().max_element() * 0.08);
+    let least = whole.size() * 0.25;
+    let half = (moving.size() * 0.5 + margin).max(least * 0.5);
+    let center = moving.center();
+    Some(Aabb {
+        min: center - half,
+        max: center + half,
+    })
+}
+
+impl Default for SheetOptions {
+    fn default() -> Self {
+        SheetOptions {
+            panel: DEFAULT_PANEL,
+            columns: DEFAULT_COLUMNS,
+            morph: MorphMode::Auto,
+            background: DEFAULT_BACKGROUND,
+            title: None,
+            framing: Framing::Targets,
+        }
+    }
+}
+
+impl SheetOptions {
+    /// Checks the panel size and column count.
+    pub fn validate(&self) -> Result<(), SheetError> {
+        if !(MIN_PANEL..=MAX_PANEL).contains(&self.panel) {
+            return Err(SheetError::PanelSize(self.panel));
+        }
+        if !(1..=MAX_COLUMNS).contains(&self.columns) {
+            return Err(SheetError::Columns(self.columns));
+        }
+        Ok(())
+    }
+}
+
+/// A side of the avatar's face (its own left and right, not the viewer's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The avatar's left: on the viewer's right in a front view.
+    Left,
+    /// The avatar's right: on the viewer's left in a front view.
+    Right,
+}
+
+impl Side {
+    /// The badge letter.
+    pub fn letter(self) -> char {
+        match self {
+            Side::Left => 'L',
+            Side::Right => 'R',
+        }
+    }
+
+    /// Whether this side appears on the viewer's right in a front view.
+    pub fn on_viewers_right(self) -> bool {
+        self == Side::Left
+    }
+}
+
+/// The side an ARKit channel acts on, from its canonical name (`eyeBlinkLeft`, `jawRight`).
+/// Directional channels (`jawLeft`, `mouthRight`) count as sided: their motion is towards that
+/// side.
+pub fn side_of_channel(channel: Channel) -> Option<Side> {
+    let name = channel.name();
+    if name.ends_with("Left") {
+        Some(Side::Left)
+    } else if name.ends_with("Right") {
+        Some(Side::Right)
+    } else {
+        None
+    }
+}
+
+/// The side a target name acts on: through its ARKit channel when it maps to one, else from
+/// rig naming conventions: a `Left`/`Right` suffix (camel or Pascal case: `SmileLeft`), a
+/// `left`/`right`/`L`/`R` (any case) suffix after `_`, `.`, `-` or a space (`Smile_L`,
+/// `smile.l`, `Smile_Right`), or the same as a prefix (`L_Smile`, `Left_Smile`). Words that only
+/// end in the letters (`Upright`) are not sided.
+pub fn side_of_name(name: &str) -> Option<Side> {
+    if let Some(channel) = channel_for_target(name) {
+        return side_of_channel(channel);
+    }
+    let name = name.trim();
+    let side_word = |word: &str| match word.to_ascii_lowercase().as_str() {
+        "l" | "left" => Some(Side::Left),
+        "r" | "right" => Some(Side::Right),
+        _ => None,
+    };
+    let is_separator = |c: char| matches!(c, '_' | '.' | '-' | ' ');
+    if let Some((_, last)) = name.rsplit_once(is_separator) {
+        if let Some(side) = side_word(last) {
+            return Some(side);
+        }
+    }
+    if let Some((first, rest)) = name.split_once(is_separator) {
+        if !rest.is_empty() {
+            if let Some(side) = side_word(first) {
+                return Some(side);
+            }
+        }
+    }
+    for (suffix, side) in [("Left", Side::Left), ("Right", Side::Right)] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            if !stem.is_empty() {
+                return Some(side);
+            }
+        }
+    }
+    None
+}
+
+/// One target of one mesh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TargetRef {
+    /// Mesh index in the avatar.
+    pub mesh: usize,
+    /// Target index in that mesh.
+    pub target: usize,
+}
+
+/// What poses a panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drive {
+    /// The rest pose.
+    Neutral,
+    /// A frame with this channel at 1, through the avatar's automatic mapping.
+    Channel(Channel),
+    /// The panel's [`SheetEntry::targets`] set to weight 1 directly.
+    Weights,
+}
+
+/// One panel of the sheet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SheetEntry {
+    /// The main label: the target's name (the first one met, for channel panels), `neutral`,
+    /// or `<mesh> #<index>` for an unnamed target.
+    pub name: String,
+    /// The second label line: `ARKit <channel>` when the channel is spelt differently from
+    /// `name`, `not ARKit` for targets no channel drives, and how many meshes the panel moves
+    /// when more than one.
+    pub caption: Option<String>,
+    /// The avatar's side the target acts on, if it is sided.
+    pub side: Option<Side>,
+    /// What poses the panel.
+    pub drive: Drive,
+    /// Every target the panel sets to 1 (for channel panels: every target the channel drives).
+    pub targets: Vec<TargetRef>,
+}
+
+impl SheetEntry {
+    /// The ARKit channel that drives the panel, if any.
+    pub fn channel(&self) -> Option<Channel> {
+        match self.drive {
+            Drive::Channel(channel) => Some(channel),
+            _ => None,
+        }
+    }
+
+    /// Number of distinct meshes the panel moves.
+    pub fn mesh_count(&self) -> usize {
+        let mut meshes: Vec<usize> = self.targets.iter().map(|t| t.mesh).collect();
+        meshes.sort_unstable();
+        meshes.dedup();
+        meshes.len()
+    }
+}
+
+/// The panels of `avatar`'s sheet, in order: the neutral face, then one per ARKit channel some
+/// target maps to (canonical order), then one per other distinct target name (file order), then
+/// one per unnamed target.
+pub fn sheet_entries(avatar: &Avatar) -> Vec<SheetEntry> {
+    let mut by_channel: Vec<Option<SheetEntry>> = vec![None; crate::arkit::COUNT];
+    let mut others: Vec<SheetEntry> = Vec::new();
+    let mut by_name: HashMap<&str, usize> = HashMap::new();
+    let mut unnamed: Vec<SheetEntry> = Vec::new();
+    for (mesh, m) in avatar.meshes.iter().enumerate() {
+        for (target, name) in m.target_names.iter().enumerate() {
+            let r = TargetRef { mesh, target };
+            if name.trim().is_empty() {
+                let owner = m
+                    .name
+                    .as_deref()
+                    .filter(|n| !n.trim().is_empty())
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("mesh {mesh}"));
+                unnamed.push(SheetEntry {
+                    name: format!("{owner} #{target}"),
+                    caption: None,
+                    side: None,
+                    drive: Drive::Weights,
+                    targets: vec![r],
+                });
+            } else if let Some(channel) = channel_for_target(name) {
+                by_channel[channel.index()]
+                    .get_or_insert_with(|| SheetEntry {
+                        name: name.clone(),
+                        caption: None,
+                        side: side_of_channel(channel),
+                        drive: Drive::Channel(channel),
+                        targets: Vec::new(),
+                    })
+                    .targets
+                    .push(r);
+            } else if let Some(&index) = by_name.get(name.as_str()) {
+                others[index].targets.push(r);
+            } else {
+                by_name.insert(name, others.len());
+                others.push(SheetEntry {
+                    name: name.clone(),
+                    caption: None,
+                    side: side_of_name(name),
+                    drive: Drive::Weights,
+                    targets: vec![r],
+                });
+            }
+        }
+    }
+    let neutral = SheetEntry {
+        name: "neutral".to_owned(),
+        caption: Some("rest pose".to_owned()),
+        side: None,
+        drive: Drive::Neutral,
+        targets: Vec::new(),
+    };
+    let mut entries: Vec<SheetEntry> = std::iter::once(neutral)
+        .chain(by_channel.into_iter().flatten())
+        .chain(others)
+        .chain(unnamed)
+        .collect();
+    for entry in entries.iter_mut().skip(1) {
+        entry.caption = caption(entry);
+    }
+    entries
+}
+
+/// The second label line of a target panel.
+fn caption(entry: &SheetEntry) -> Option<String> {
+    let mut parts = Vec::new();
+    match entry.drive {
+        Drive::Channel(channel) if entry.name != channel.name() => {
+            parts.push(format!("ARKit {}", channel.name()));
+        }
+        Drive::Weights => parts.push("not ARKit".to_owned()),
+        _ => {}
+    }
+    let meshes = entry.mesh_count();
+    if meshes > 1 {
+        parts.push(format!("{meshes} meshes"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Where everything goes on a sheet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SheetLayout {
+    /// Sheet width in pixels.
+    pub width: u32,
+    /// Sheet height in pixels.
+    pub height: u32,
+    /// Panels per row.
+    pub columns: u32,
+    /// Rows of panels.
+    pub rows: u32,
+    /// Picture size in pixels (square).
+    pub panel: u32,
+    /// Number of panels.
+    pub panels: usize,
+    /// The title row.
+    pub title: Rect,
+    /// Height of the label strip under each picture, in pixels.
+    pub label_height: u32,
+}
+
+/// Glyph scale of names and badges for pictures `panel` pixels wide: 2x from
+/// [`BIG_LABEL_PANEL`] up, else 1x. One scale for the whole sheet keeps the labels even; a name
+/// that two lines cannot hold at 2x drops to 1x on its own.
+fn label_scale(panel: u32) -> u32 {
+    if panel >= BIG_LABEL_PANEL {
+        2
+    } else {
+        1
+    }
+}
+
+/// Height of the name area of a label strip: two lines of names at `scale`.
+fn name_area(scale: u32) -> u32 {
+    2 * GLYPH * scale + LINE_GAP * scale
+}
+
+/// Height of the title row over pictures `panel` pixels wide: the title one scale above the
+/// labels, the detail line at the labels' scale.
+fn title_height(panel: u32) -> u32 {
+    let scale = label_scale(panel);
+    2 * TITLE_PAD + GLYPH * (scale + 1) + TITLE_GAP + GLYPH * scale
+}
+
+/// Height of a label strip for pictures `panel` pixels wide: padding, two name lines, the
+/// caption.
+fn label_height(panel: u32) -> u32 {
+    LABEL_PAD + name_area(label_scale(panel)) + CAPTION_GAP + GLYPH + LABEL_PAD
+}
+
+impl SheetLayout {
+    /// The layout of `panels` panels under `options` (which must be valid).
+    pub fn new(panels: usize, options: &SheetOptions) -> Result<SheetLayout, SheetError> {
+        options.validate()?;
+        let count = panels.max(1) as u64;
+        let columns = u64::from(options.columns).min(count);
+        let rows = count.div_ceil(columns);
+        let panel = u64::from(options.panel);
+        let gap = u64::from(GAP);
+        let width = columns * (panel + gap) + gap;
+        let label = u64::from(label_height(options.panel));
+        let title = title_height(options.panel);
+        let height = u64::from(title) + rows * (panel + label + gap) + gap;
+        let limit = u64::from(MAX_SHEET_SIDE);
+        if width > limit || height > limit {
+            return Err(SheetError::TooLarge {
+                panels,
+                width,
+                height,
+            });
+        }
+        Ok(SheetLayout {
+            width: width as u32,
+            height: height as u32,
+            columns: columns as u32,
+            rows: rows as u32,
+            panel: options.panel,
+            panels,
+            title: Rect {
+                x: 0,
+                y: 0,
+                width: width as u32,
+                height: title,
+            },
+            label_height: label as u32,
+        })
+    }
+
+    /// The cell (picture and label) of panel `index`, row by row.
+    fn cell(&self, index: usize) -> (u32, u32) {
+        let column = index as u32 % self.columns;
+        let row = index as u32 / self.columns;
+        (
+            GAP + column * (self.panel + GAP),
+            self.title.bottom() + row * (self.panel + self.label_height + GAP),
+        )
+    }
+
+    /// The picture of panel `index`.
+    pub fn picture(&self, index: usize) -> Rect {
+        let (x, y) = self.cell(index);
+        Rect {
+            x,
+            y,
+            width: self.panel,
+            height: self.panel,
+        }
+    }
+
+    /// The label strip under the picture of panel `index`.
+    pub fn label(&self, index: usize) -> Rect {
+        let (x, y) = self.cell(index);
+        Rect {
+            x,
+            y: y + self.panel,
+            width: self.panel,
+            height: self.label_height,
+        }
+    }
+}
+
+/// The model's name for the title: the file name of [`Avatar::source`].
+fn model_name(source: &str) -> String {
+    Path::new(source)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| "model".to_owned())
+}
+
+/// The title's detail line: how many targets, how many ARKit channels they cover.
+fn summary(avatar: &Avatar, entries: &[SheetEntry]) -> String {
+    let panels = entries.len().saturating_sub(1);
+    let channels = entries.iter().filter(|e| e.channel().is_some()).count();
+    let total: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
+    let meshes = avatar
+        .meshes
+        .iter()
+        .filter(|m| m.target_count() > 0)
+        .count();
+    let mut out = format!(
+        "{panels} morph target{}",
+        if panels == 1 { "" } else { "s" }
+    );
+    if total != panels {
+        out.push_str(&format!(" ({total} on {meshes} meshes)"));
+    }
+    out.push_str(&format!(
+        ", {channels}/{} ARKit channels; all at weight 1",
+        crate::arkit::COUNT
+    ));
+    out
+}
+
+/// Side length of a badge drawn at glyph `scale`.
+fn badge_size(scale: u32) -> u32 {
+    GLYPH * scale + 4
+}
+
+/// Draws a side badge with its top-left corner at (`x`, `y`).
+fn draw_badge(image: &mut RgbaImage, x: u32, y: u32, side: Side, scale: u32) {
+    let size = badge_size(scale);
+    let color = match side {
+        Side::Left => LEFT_COLOR,
+        Side::Right => RIGHT_COLOR,
+    };
+    canvas::fill(
+        image,
+        Rect {
+            x,
+            y,
+            width: size,
+            height: size,
+        },
+        color,
+    );
+    let text = side.letter().to_string();
+    // Glyphs sit in the left seven columns of their cell; nudge by one font pixel to centre.
+    canvas::draw_text(image, x + 2 + scale / 2, y + 2, &text, scale, TEXT_COLOR);
+}
+
+/// Draws the label strip of `entry` into `rect` (as wide as the picture above it).
+fn draw_label(image: &mut RgbaImage, rect: Rect, entry: &SheetEntry) {
+    canvas::fill(image, rect, LABEL_COLOR);
+    let scale = label_scale(rect.width);
+    let badge = badge_size(scale);
+    let area_top = rect.y + LABEL_PAD;
+    // Without a caption the name has the whole strip.
+    let area = if entry.caption.is_some() {
+        name_area(scale)
+    } else {
+        rect.height.saturating_sub(2 * LABEL_PAD)
+    };
+    // Names are centred in what the badge leaves free.
+    let reserved = if entry.side.is_some() { badge + 4 } else { 0 };
+    let room = rect.width.saturating_sub(2 * MARGIN + reserved);
+    let room_x = match entry.side {
+        Some(side) if !side.on_viewers_right() => rect.x + MARGIN + reserved,
+        _ => rect.x + MARGIN,
+    };
+    let name = wrap(&entry.name, room, scale);
+    let lines = name.lines.len() as u32;
+    let block = lines * GLYPH * name.scale + lines.saturating_sub(1) * LINE_GAP * name.scale;
+    let mut y = area_top + area.saturating_sub(block) / 2;
+    for line in &name.lines {
+        let width = text_width(line, name.scale);
+        let x = room_x + room.saturating_sub(width) / 2;
+        canvas::draw_text(image, x, y, line, name.scale, TEXT_COLOR);
+        y += (GLYPH + LINE_GAP) * name.scale;
+    }
+    if let Some(caption) = &entry.caption {
+        let room = rect.width.saturating_sub(2 * MARGIN);
+        // On narrow panels the channel name matters more than the word saying it is one.
+        let text = match caption.strip_prefix("ARKit ") {
+            Some(rest) if text_width(caption, 1) > room => rest,
+            _ => caption.as_str(),
+        };
+        let line = fit(text, room, 1);
+        let width = text_width(&line.text, 1);
+        canvas::draw_text(
+            image,
+            rect.x + rect.width.saturating_sub(width) / 2,
+            area_top + area + CAPTION_GAP,
+            &line.text,
+            1,
+            CAPTION_COLOR,
+        );
+    }
+    if let Some(side) = entry.side {
+        let x = if side.on_viewers_right() {
+            rect.right().saturating_sub(MARGIN + badge)
+        } else {
+            rect.x + MARGIN
+        };
+        draw_badge(
+            image,
+            x,
+            area_top + area.saturating_sub(badge) / 2,
+            side,
+            scale,
+        );
+    }
+}
+
+/// Draws the title row: the title and the summary on the left, the badge legend on the right
+/// when some panel is sided and there is room for it.
+fn draw_title(
+    image: &mut RgbaImage,
+    layout: &SheetLayout,
+    title: &str,
+    summary: &str,
+    sided: bool,
+) {
+    let rect = layout.title;
+    let scale = label_scale(layout.panel);
+    let left = rect.x + GAP + MARGIN;
+    let heading_y = rect.y + TITLE_PAD;
+    let detail_y = heading_y + GLYPH * (scale + 1) + TITLE_GAP;
+    let legend_left = "avatar's left   ";
+    let legend_right = "avatar's right";
+    let legend_note = "front view: the avatar's left is on your right";
+    let badge = badge_size(scale);
+    let legend_width =
+        (2 * (badge + 4) + text_width(legend_left, scale) + text_width(legend_right, scale))
+            .max(text_width(legend_note, scale));
+    let full = rect.width.saturating_sub(2 * (GAP + MARGIN));
+    let with_legend = full.saturating_sub(legend_width + 24);
+    let show_legend = sided && with_legend >= text_width(summary, scale).min(240 * scale);
+    let room = if show_legend { with_legend } else { full };
+    let heading = fit(title, room, scale + 1);
+    canvas::draw_text(
+        image,
+        left,
+        heading_y,
+        &heading.text,
+        heading.scale,
+        TEXT_COLOR,
+    );
+    let detail = fit(summary, room, scale);
+    canvas::draw_text(
+        image,
+        left,
+        detail_y,
+        &detail.text,
+        detail.scale,
+        CAPTION_COLOR,
+    );
+    if show_legend {
+        let start = rect.right().saturating_sub(GAP + MARGIN + legend_width);
+        let badge_y = heading_y + (GLYPH * (scale + 1)).saturating_sub(badge) / 2;
+        let text_y = badge_y + 2;
+        let mut x = start;
+        for (side, text) in [(Side::Left, legend_left), (Side::Right, legend_right)] {
+            draw_badge(image, x, badge_y, side, scale);
+            x += badge + 4;
+            canvas::draw_text(image, x, text_y, text, scale, CAPTION_COLOR);
+            x += text_width(text, scale);
+        }
+        canvas::draw_text(image, start, detail_y, legend_note, scale, CAPTION_COLOR);
+    }
+}
+
+/// The pose of `entry`'s panel: the rest pose, then its channel at 1 through `mapping` (which
+/// also turns the eye nodes for `eyeLook*`) or its targets at weight 1.
+pub fn panel_pose(entry: &SheetEntry, mapping: &CompiledMapping, rest: &Pose) -> Pose {
+    let mut pose = rest.clone();
+    match entry.drive {
+        Drive::Neutral => {}
+        Drive::Channel(channel) => {
+            let mut frame = FaceFrame::empty(
+                Protocol::Vmc,
+                SocketAddr::from(([127, 0, 0, 1], 0)),
+                Instant::now(),
+            );
+            frame.set(channel, 1.0);
+            mapping.apply(&frame, &mut pose);
+        }
+        Drive::Weights => {
+            for t in &entry.targets {
+                if let Some(w) = pose
+                    .weights
+                    .get_mut(t.mesh)
+                    .and_then(|m| m.get_mut(t.target))
+                {
+                    *w = 1.0;
+                }
+            }
+        }
+    }
+    pose
+}
+
+/// Renders the contact sheet of `avatar` with its automatic mapping (see the module docs for
+/// what it shows). Creates its own headless GL context on the calling thread.
+pub fn render_sheet(avatar: Avatar, options: &SheetOptions) -> Result<RgbaImage, SheetError> {
+    let mapping = CompiledMapping::auto(&avatar);
+    render_sheet_with(avatar, &mapping, options)
+}
+
+/// Renders the contact sheet of `avatar`, driving ARKit-named panels through `mapping` (so eye
+/// nodes turn as the mapping file says).
+pub fn render_sheet_with(
+    avatar: Avatar,
+    mapping: &CompiledMapping,
+    options: &SheetOptions,
+) -> Result<RgbaImage, SheetError> {
+    let entries = sheet_entries(&avatar);
+    let layout = SheetLayout::new(entries.len(), options)?;
+    let title = options
+        .title
+        .clone()
+        .unwrap_or_else(|| model_name(&avatar.source));
+    let mut sheet = RgbaImage::filled(layout.width, layout.height, SHEET_COLOR);
+    let sided = entries.iter().any(|e| e.side.is_some());
+    draw_title(
+        &mut sheet,
+        &layout,
+        &title,
+        &summary(&avatar, &entries),
+        sided,
+    );
+
+    let started = Instant::now();
+    let bounds = match options.framing {
+        Framing::Targets => moving_bounds(&avatar).or_else(|| avatar.bounds()),
+        Framing::Model => avatar.bounds(),
+    }
+    .unwrap_or(Aabb {
+        min: Vec3::splat(-0.5),
+        max: Vec3::splat(0.5),
+    });
+    let camera = Camera::framing(bounds, 1.0);
+    let rest = avatar.rest_pose();
+    let ctx = HeadlessContext::new(options.panel, options.panel)?;
+    // Declared after the context, so it is dropped first, while the context is alive.
+    let mut renderer = Renderer::new(ctx.gl(), &avatar, options.morph)?;
+    let target = DrawTarget {
+        width: options.panel,
+        height: options.panel,
+        clear_color: options.background,
+        alpha: false,
+    };
+    for (index, entry) in entries.iter().enumerate() {
+        let pose = panel_pose(entry, mapping, &rest);
+        ctx.bind();
+        renderer.draw(&pose, &camera, &target);
+        let picture = ctx.read_rgba();
+        let at = layout.picture(index);
+        canvas::blit(&mut sheet, &picture, at.x, at.y);
+        draw_label(&mut sheet, layout.label(index), entry);
+        tracing::trace!(panel = index, name = %entry.name, "sheet panel drawn");
+    }
+    let morph = renderer.morph_path();
+    drop(renderer);
+    tracing::info!(
+        panels = entries.len(),
+        width = layout.width,
+        height = layout.height,
+        ?morph,
+        framing = %options.framing,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "contact sheet rendered"
+    );
+    Ok(sheet)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::avatar::Mesh;
+
+    fn mesh(name: &str, targets: &[&str]) -> Mesh {
+        Mesh {
+            name: Some(name.to_owned()),
+            target_names: targets.iter().map(|s| (*s).to_owned()).collect(),
+            default_weights: vec![0.0; targets.len()],
+            primitives: Vec::new(),
+        }
+    }
+
+    fn avatar(meshes: Vec<Mesh>) -> Avatar {
+        Avatar {
+            source: "models/test head.glb".to_owned(),
+            meshes,
+            ..Avatar::default()
+        }
+    }
+
+    #[test]
+    fn sidedness_follows_channels_and_rig_conventions() {
+        let cases = [
+            ("eyeBlinkLeft", Some(Side::Left)),
+            ("EyeBlinkRight", Some(Side::Right)),
+            ("eyeBlink_L", Some(Side::Left)),
+            ("BlendShape.mouthSmileRight", Some(Side::Right)),
+            ("jawLeft", Some(Side::Left)),
+            ("jawOpen", None),
+            ("browInnerUp", None),
+            ("Fcl_EYE_Close_L", Some(Side::Left)),
+            ("Fcl_EYE_Close_R", Some(Side::Right)),
+            ("Smile.L", Some(Side::Left)),
+            ("smile.r", Some(Side::Right)),
+            ("Smile-L", Some(Side::Left)),
+            ("SneerLeft", Some(Side::Left)),
+            ("Sneer_right", Some(Side::Right)),
+            ("L_Brow_Raise", Some(Side::Left)),
+            ("Right_Brow_Raise", Some(Side::Right)),
+            ("Key 1", None),
+            ("Upright", None),
+            ("Bright", None),
+            ("Left", None),
+            ("L", None),
+            ("", None),
+            ("Cheek_Lift", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(side_of_name(name), want, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn badges_sit_where_the_side_appears_in_a_front_view() {
+        assert!(Side::Left.on_viewers_right());
+        assert!(!Side::Right.on_viewers_right());
+        assert_eq!(side_of_channel(Channel::EyeBlinkLeft), Some(Side::Left));
+        assert_eq!(side_of_channel(Channel::MouthRight), Some(Side::Right));
+        assert_eq!(side_of_channel(Channel::TongueOut), None);
+    }
+
+    #[test]
+    fn entries_dedupe_names_across_meshes_in_arkit_order() {
+        let a = avatar(vec![
+            mesh(
+                "Face",
+                &[
+                    "jawOpen",
+                    "Smile_L",
+                    "",
+                    "eyeBlinkRight",
+                    "eyeBlinkLeft",
+                    "Key",
+                ],
+            ),
+            mesh("Teeth", &["jawOpen", "Smile_L"]),
+            mesh("Lashes", &["EyeBlinkLeft", "eyeBlink_R"]),
+        ]);
+        let entries = sheet_entries(&a);
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "neutral",
+                "eyeBlinkLeft",
+                "eyeBlinkRight",
+                "jawOpen",
+                "Smile_L",
+                "Key",
+                "Face #2"
+            ]
+        );
+        assert_eq!(entries[0].drive, Drive::Neutral);
+        assert!(entries[0].targets.is_empty());
+
+        let blink = &entries[1];
+        assert_eq!(blink.drive, Drive::Channel(Channel::EyeBlinkLeft));
+        assert_eq!(blink.side, Some(Side::Left));
+        assert_eq!(
+            blink.targets,
+            [
+                TargetRef { mesh: 0, target: 4 },
+                TargetRef { mesh: 2, target: 0 }
+            ]
+        );
+        assert_eq!(blink.caption.as_deref(), Some("2 meshes"));
+        assert_eq!(entries[2].side, Some(Side::Right));
+
+        let jaw = &entries[3];
+        assert_eq!(jaw.channel(), Some(Channel::JawOpen));
+        assert_eq!(jaw.side, None);
+        assert_eq!(jaw.mesh_count(), 2);
+
+        let smile = &entries[4];
+        assert_eq!(smile.drive, Drive::Weights);
+        assert_eq!(smile.side, Some(Side::Left));
+        assert_eq!(
+            smile.targets,
+            [
+                TargetRef { mesh: 0, target: 1 },
+                TargetRef { mesh: 1, target: 1 }
+            ]
+        );
+        assert_eq!(smile.caption.as_deref(), Some("not ARKit, 2 meshes"));
+
+        let unnamed = &entries[6];
+        assert_eq!(unnamed.targets, [TargetRef { mesh: 0, target: 2 }]);
+        assert_eq!(unnamed.drive, Drive::Weights);
+    }
+
+    #[test]
+    fn captions_name_the_channel_when_spelt_differently() {
+        let a = avatar(vec![mesh(
+            "Face",
+            &["BlendShape.jawOpen", "eyeBlink_L", "mouthFunnel"],
+        )]);
+        let entries = sheet_entries(&a);
+        let caption = |name: &str| {
+            entries
+                .iter()
+                .find(|e| e.name == name)
+                .and_then(|e| e.caption.clone())
+        };
+        assert_eq!(
+            caption("BlendShape.jawOpen").as_deref(),
+            Some("ARKit jawOpen")
+        );
+        assert_eq!(caption("eyeBlink_L").as_deref(), Some("ARKit eyeBlinkLeft"));
+        assert_eq!(caption("mouthFunnel"), None);
+        assert_eq!(caption("neutral").as_deref(), Some("rest pose"));
+    }
+
+    #[test]
+    fn a_model_without_targets_has_only_the_neutral_panel() {
+        let entries = sheet_entries(&Avatar::default());
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].drive, Drive::Neutral);
+        let nameless = Avatar {
+            meshes: vec![Mesh {
+                name: None,
+                ..mesh("", &["", ""])
+            }],
+            ..Avatar::default()
+        };
+        let entries = sheet_entries(&nameless);
+        assert_eq!(entries[1].name, "mesh 0 #0");
+        assert_eq!(entries[2].name, "mesh 0 #1");
+    }
+
+    #[test]
+    fn the_summary_counts_targets_and_channels() {
+        let a = avatar(vec![
+            mesh("Face", &["jawOpen", "Key"]),
+            mesh("Teeth", &["jawOpen"]),
+        ]);
+        let s = summary(&a, &sheet_entries(&a));
+        assert_eq!(
+            s,
+            "2 morph targets (3 on 2 meshes), 1/52 ARKit channels; all at weight 1"
+        );
+        assert_eq!(model_name(&a.source), "test head.glb");
+        assert_eq!(model_name(""), "model");
+    }
+
+    #[test]
+    fn options_are_validated() {
+        assert!(SheetOptions::default().validate().is_ok());
+        let bad = |panel, columns| SheetOptions {
+            panel,
+            columns,
+            ..SheetOptions::default()
+        };
+        assert!(matches!(
+            bad(8, 8).validate(),
+            Err(SheetError::PanelSize(8))
+        ));
+        assert!(matches!(
+            bad(256, 0).validate(),
+            Err(SheetError::Columns(0))
+        ));
+        assert!(matches!(
+            SheetLayout::new(10_000, &bad(2048, 8)),
+            Err(SheetError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn the_layout_is_a_grid_under_the_title() {
+        let options = SheetOptions {
+            panel: 128,
+            ..SheetOptions::default()
+        };
+        let layout = SheetLayout::new(53, &options).unwrap();
+        assert_eq!((layout.columns, layout.rows), (8, 7));
+        assert_eq!(layout.width, 8 * (128 + GAP) + GAP);
+        assert_eq!(
+            layout.height,
+            title_height(128) + 7 * (128 + label_height(128) + GAP) + GAP
+        );
+        let mut rects = Vec::new();
+        for i in 0..53 {
+            let (p, l) = (layout.picture(i), layout.label(i));
+            assert_eq!((p.width, p.height), (128, 128));
+            assert_eq!((l.x, l.y), (p.x, p.bottom()));
+            assert!(p.y >= layout.title.bottom());
+            assert!(l.right() <= layout.width && l.bottom() <= layout.height);
+            rects.push(Rect {
+                height: p.height + l.height,
+                ..p
+            });
+        }
+        for (i, a) in rects.iter().enumerate() {
+            for b in &rects[i + 1..] {
+                let apart =
+                    a.right() <= b.x || b.right() <= a.x || a.bottom() <= b.y || b.bottom() <= a.y;
+                assert!(apart, "{a:?} overlaps {b:?}");
+            }
+        }
+        assert_eq!(layout.picture(8).x, layout.picture(0).x);
+        assert!(layout.picture(8).y > layout.picture(0).y);
+        // Fewer panels than columns: the sheet narrows to them.
+        let small = SheetLayout::new(3, &options).unwrap();
+        assert_eq!(small.columns, 3);
+        assert_eq!(small.rows, 1);
+    }
+
+    /// Pixels of `rect` whose colour is `rgba`.
+    fn count(image: &RgbaImage, rect: Rect, rgba: [u8; 4]) -> usize {
+        (rect.y..rect.bottom())
+            .flat_map(|y| (rect.x..rect.right()).map(move |x| (x, y)))
+            .filter(|&(x, y)| image.pixel(x, y) == rgba)
+            .count()
+    }
+
+    #[test]
+    fn labels_put_the_badge_on_the_side_the_face_shows_it() {
+        for (panel, side) in [
+            (256, Side::Left),
+            (256, Side::Right),
+            (96, Side::Left),
+            (96, Side::Right),
+        ] {
+            let rect = Rect {
+                x: 0,
+                y: 0,
+                width: panel,
+                height: label_height(panel),
+            };
+            let mut image = RgbaImage::filled(panel, rect.height, [0, 0, 0, 255]);
+            let entry = SheetEntry {
+                name: "mouthLowerDownLeft".to_owned(),
+                caption: Some("ARKit mouthLowerDownLeft".to_owned()),
+                side: Some(side),
+                drive: Drive::Weights,
+                targets: Vec::new(),
+            };
+            draw_label(&mut image, rect, &entry);
+            let half = panel / 2;
+            let left = Rect {
+                width: half,
+                ..rect
+            };
+            let right = Rect {
+                x: half,
+                width: half,
+                ..rect
+            };
+            let color = match side {
+                Side::Left => LEFT_COLOR,
+                Side::Right => RIGHT_COLOR,
+            };
+            let (l, r) = (count(&image, left, color), count(&image, right, color));
+            match side {
+                Side::Left => assert!(r > 0 && l == 0, "{panel} {side:?}: {l} {r}"),
+                Side::Right => assert!(l > 0 && r == 0, "{panel} {side:?}: {l} {r}"),
+            }
+            assert!(count(&image, rect, TEXT_COLOR) > 50);
+            assert!(count(&image, rect, CAPTION_COLOR) > 20);
+        }
+    }
+
+    #[test]
+    fn the_title_row_fits_narrow_and_wide_sheets() {
+        for columns in [1, 8] {
+            let options = SheetOptions {
+                panel: 64,
+                columns,
+                ..SheetOptions::default()
+            };
+            let layout = SheetLayout::new(20, &options).unwrap();
+            let mut image = RgbaImage::filled(layout.width, layout.height, SHEET_COLOR);
+            draw_title(
+                &mut image,
+                &layout,
+                "a very long model name that cannot possibly fit.glb",
+                "52 morph targets, 52/52 ARKit channels; all at weight 1",
+                true,
+            );
+            assert!(count(&image, layout.title, TEXT_COLOR) > 30);
+            // Nothing spills under the title row.
+            let below = Rect {
+                x: 0,
+                y: layout.title.bottom(),
+                width: layout.width,
+                height: layout.height - layout.title.bottom(),
+            };
+            assert_eq!(
+                count(&image, below, SHEET_COLOR) as u32,
+                below.width * below.height
+            );
+        }
+    }
+
+    /// A square of four vertices at z = 0 on one node, whose single target moves vertex 0.
+    fn quad_avatar(names: &[&str], delta: Vec3) -> Avatar {
+        use crate::avatar::{MorphTarget, Node, Primitive};
+        use glam::Quat;
+        let positions = vec![
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 0.0),
+            Vec3::new(1.0, 1.0, 0.0),
+            Vec3::new(-1.0, 1.0, 0.0),
+        ];
+        let mut moved = vec![Vec3::ZERO; 4];
+        moved[0] = delta;
+        let prim = Primitive {
+            normals: vec![Vec3::Z; 4],
+            uvs: vec![glam::Vec2::ZERO; 4],
+            indices: vec![0, 1, 2, 0, 2, 3],
+            targets: names
+                .iter()
+                .map(|_| MorphTarget {
+                    positions: moved.clone(),
+                    normals: Vec::new(),
+                })
+                .collect(),
+            positions,
+            material: None,
+        };
+        let mut m = mesh("Face", names);
+        m.primitives.push(prim);
+        Avatar {
+            source: "quad.glb".to_owned(),
+            nodes: vec![Node {
+                name: Some("Face".to_owned()),
+                parent: None,
+                children: Vec::new(),
+                translation: Vec3::new(0.0, 10.0, 0.0),
+                rotation: Quat::IDENTITY,
+                scale: Vec3::ONE,
+                mesh: Some(0),
+                weights: None,
+            }],
+            roots: vec![0],
+            meshes: vec![m],
+            ..Avatar::default()
+        }
+    }
+
+    #[test]
+    fn panel_poses_drive_channels_and_raw_targets() {
+        let a = avatar(vec![
+            mesh("Face", &["jawOpen", "Key", "eyeBlinkLeft"]),
+            mesh("Teeth", &["jawOpen", "Key"]),
+        ]);
+        let entries = sheet_entries(&a);
+        let mapping = CompiledMapping::auto(&a);
+        let rest = a.rest_pose();
+        let pose_of = |name: &str| {
+            let entry = entries.iter().find(|e| e.name == name).unwrap();
+            panel_pose(entry, &mapping, &rest)
+        };
+        assert_eq!(pose_of("neutral"), rest);
+        let jaw = pose_of("jawOpen");
+        assert_eq!(jaw.weights, [vec![1.0, 0.0, 0.0], vec![1.0, 0.0]]);
+        let key = pose_of("Key");
+        assert_eq!(key.weights, [vec![0.0, 1.0, 0.0], vec![0.0, 1.0]]);
+        // A hand-made entry pointing outside the avatar changes nothing and does not panic.
+        let stray = SheetEntry {
+            targets: vec![
+                TargetRef { mesh: 7, target: 0 },
+                TargetRef { mesh: 0, target: 9 },
+            ],
+            ..entries[1].clone()
+        };
+        let stray = SheetEntry {
+            drive: Drive::Weights,
+            ..stray
+        };
+        assert_eq!(panel_pose(&stray, &mapping, &rest), rest);
+    }
+
+    #[test]
+    fn moving_bounds_frame_what_targets_move() {
+        let a = quad_avatar(&["Key"], Vec3::new(0.0, 0.0, 0.5));
+        let whole = a.bounds().unwrap();
+        assert_eq!(whole.min, Vec3::new(-1.0, 9.0, 0.0));
+        let b = moving_bounds(&a).unwrap();
+        // Only vertex 0 (at (-1, 9, 0) in the world) moves: the box is around it, grown to a
+        // quarter of the model and a margin, not the whole quad.
+        let center = b.center();
+        assert!(
+            (center - Vec3::new(-1.0, 9.0, 0.25)).length() < 1e-5,
+            "{b:?}"
+        );
+        assert!(b.size().x >= 0.5 - 1e-5 && b.size().x < 2.0, "{b:?}");
+        assert!(b.size().z > 0.5, "{b:?}");
+        // Nothing moves: no region.
+        let still = quad_avatar(&["Key"], Vec3::ZERO);
+        assert_eq!(moving_bounds(&still), None);
+        assert_eq!(moving_bounds(&Avatar::default()), None);
+    }
+
+    #[test]
+    fn framing_parses_and_prints() {
+        assert_eq!("targets".parse::<Framing>(), Ok(Framing::Targets));
+        assert_eq!(" Face ".parse::<Framing>(), Ok(Framing::Targets));
+        assert_eq!("MODEL".parse::<Framing>(), Ok(Framing::Model));
+        assert!("head".parse::<Framing>().is_err());
+        assert_eq!(Framing::Model.to_string(), "model");
+        assert_eq!(SheetOptions::default().framing, Framing::Targets);
+    }
+}
