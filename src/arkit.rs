@@ -294,13 +294,15 @@ impl ChannelMask {
 }
 
 /// Which wire protocol a frame came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     /// The VMC protocol (OSC `/VMC/Ext/...`).
     Vmc,
     /// Face Cap's plain OSC (`/W`, `/HR`, ...).
     FaceCap,
+    /// Epic's Live Link Face (UDP packets or its CSV export).
+    LiveLinkFace,
 }
 
 impl Protocol {
@@ -309,6 +311,7 @@ impl Protocol {
         match self {
             Protocol::Vmc => "vmc",
             Protocol::FaceCap => "facecap",
+            Protocol::LiveLinkFace => "livelinkface",
         }
     }
 }
