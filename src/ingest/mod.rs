@@ -17,5 +17,7 @@ mod vmc;
 
 pub use decoder::{DatagramClass, Decoder, Outcome, MAX_DATAGRAM, MAX_SENDERS};
 pub use osc::MAX_BUNDLE_DEPTH;
-pub use server::{spawn, IngestConfig, IngestError, IngestHandle, DEFAULT_PORT};
+pub use server::{
+    spawn, FrameSink, IngestConfig, IngestError, IngestHandle, DEFAULT_PORT, TICK_PERIOD,
+};
 pub use stats::{RateLimiter, Stats};

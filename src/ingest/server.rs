@@ -27,6 +27,26 @@ const THREAD_NAME: &str = "facewire-ingest";
 /// How often silent senders are looked for.
 const SWEEP_PERIOD: Duration = Duration::from_millis(250);
 
+/// How often the sink's [`FrameSink::tick`] runs, data or not.
+pub const TICK_PERIOD: Duration = Duration::from_millis(10);
+
+/// Where the ingest thread delivers what it decodes. Any `FnMut(FaceFrame) + Send` closure is a
+/// sink that ignores ticks.
+pub trait FrameSink: Send {
+    /// A committed frame, in the order frames were committed.
+    fn frame(&mut self, frame: FaceFrame);
+
+    /// Called every [`TICK_PERIOD`] whether or not data arrives, so time-based logic (tracking
+    /// loss after silence) can act while the network is quiet.
+    fn tick(&mut self, _now: Instant) {}
+}
+
+impl<F: FnMut(FaceFrame) + Send> FrameSink for F {
+    fn frame(&mut self, frame: FaceFrame) {
+        self(frame)
+    }
+}
+
 /// The first pause after repeated receive errors; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 
@@ -135,13 +155,10 @@ impl Drop for IngestHandle {
 }
 
 /// Binds every address in `config.listen`, then starts the `facewire-ingest` thread, which calls
-/// `on_frame` for every committed frame until the handle is shut down or dropped.
+/// `sink` for every committed frame (and its tick every [`TICK_PERIOD`]) until the handle is shut down or dropped.
 ///
 /// Binding happens before this returns, so "address in use" and similar come back here.
-pub fn spawn(
-    config: IngestConfig,
-    on_frame: Box<dyn FnMut(FaceFrame) + Send>,
-) -> Result<IngestHandle, IngestError> {
+pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHandle, IngestError> {
     if config.listen.is_empty() {
         return Err(IngestError::NoListenAddress);
     }
@@ -177,7 +194,7 @@ pub fn spawn(
         sockets,
         stats: Arc::clone(&stats),
         silence_after: config.silence_after,
-        on_frame,
+        sink,
     };
     let thread = std::thread::Builder::new()
         .name(THREAD_NAME.to_string())
@@ -201,7 +218,7 @@ struct Receiver {
     /// How long a sender may be quiet before it is logged as silent.
     silence_after: Duration,
     /// The frame callback.
-    on_frame: Box<dyn FnMut(FaceFrame) + Send>,
+    sink: Box<dyn FrameSink>,
 }
 
 /// What woke the receive loop.
@@ -210,6 +227,8 @@ enum Event {
     Stop,
     /// Time to look for silent senders.
     Sweep,
+    /// Time for the sink's periodic tick.
+    Tick,
     /// A datagram of this length arrived in the buffer.
     Datagram(usize, SocketAddr),
     /// A socket failed to receive.
@@ -227,6 +246,8 @@ impl Receiver {
         let mut next_socket = 0;
         let mut sweep = tokio::time::interval(SWEEP_PERIOD);
         sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut ticks = tokio::time::interval(TICK_PERIOD);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut recv_errors = 0u64;
         let mut consecutive_errors = 0u32;
         let mut error_log = RateLimiter::per_second();
@@ -236,6 +257,7 @@ impl Receiver {
                 biased;
                 _ = stopped.changed() => Event::Stop,
                 _ = sweep.tick() => Event::Sweep,
+                _ = ticks.tick() => Event::Tick,
                 (socket, result) = poll_fn(|cx| poll_recv_any(cx, &self.sockets, &mut buf, &mut next_socket)) => {
                     match result {
                         Ok((len, from)) => Event::Datagram(len, from),
@@ -245,6 +267,7 @@ impl Receiver {
             };
             match event {
                 Event::Stop => break,
+                Event::Tick => self.sink.tick(Instant::now()),
                 Event::Sweep => {
                     decoder.sweep_silent(Instant::now(), self.silence_after, |from, protocol, idle| {
                         info!(%from, %protocol, idle_s = idle.as_secs_f32(), "{protocol} sender {from} went silent");
@@ -267,7 +290,7 @@ impl Receiver {
                     snapshot.recv_errors = recv_errors;
                     *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = snapshot;
                     for frame in committed.drain(..) {
-                        (self.on_frame)(frame);
+                        self.sink.frame(frame);
                     }
                 }
                 Event::RecvError(socket, err) => {
