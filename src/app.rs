@@ -39,6 +39,8 @@ pub struct Scene {
     renderer: Renderer,
     rest: Pose,
     pose: Pose,
+    /// Rest-pose bounds, computed once: the camera frames them every frame.
+    bounds: crate::avatar::Aabb,
 }
 
 impl Scene {
@@ -51,7 +53,12 @@ impl Scene {
         let renderer = Renderer::new(gl, &avatar, morph)?;
         let mapping = CompiledMapping::auto(&avatar);
         let rest = avatar.rest_pose();
+        let bounds = avatar.bounds().unwrap_or(crate::avatar::Aabb {
+            min: glam::Vec3::splat(-0.5),
+            max: glam::Vec3::splat(0.5),
+        });
         Ok(Scene {
+            bounds,
             pose: rest.clone(),
             rest,
             mapping,
@@ -93,11 +100,7 @@ impl Scene {
     /// Draws the current pose into the bound framebuffer.
     pub fn draw(&mut self, target: &DrawTarget) {
         let aspect = target.width as f32 / target.height.max(1) as f32;
-        let bounds = self.avatar.bounds().unwrap_or(crate::avatar::Aabb {
-            min: glam::Vec3::splat(-0.5),
-            max: glam::Vec3::splat(0.5),
-        });
-        let camera = Camera::framing(bounds, aspect);
+        let camera = Camera::framing(self.bounds, aspect);
         self.renderer.draw(&self.pose, &camera, target);
     }
 }
