@@ -303,6 +303,12 @@ pub enum Protocol {
     FaceCap,
     /// Epic's Live Link Face (UDP packets or its CSV export).
     LiveLinkFace,
+    /// iFacialMocap's UDP text frames.
+    IFacialMocap,
+    /// Facemotion3d's UDP text frames.
+    Facemotion3d,
+    /// VTube Studio's phone protocol (also MeowFace).
+    VTubeStudio,
 }
 
 impl Protocol {
@@ -312,6 +318,9 @@ impl Protocol {
             Protocol::Vmc => "vmc",
             Protocol::FaceCap => "facecap",
             Protocol::LiveLinkFace => "livelinkface",
+            Protocol::IFacialMocap => "ifacialmocap",
+            Protocol::Facemotion3d => "facemotion3d",
+            Protocol::VTubeStudio => "vtubestudio",
         }
     }
 }
