@@ -13,6 +13,7 @@
 //! - [`bridge`]: the newest-wins ringbuf hand-off to the render thread and the control events.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
+//! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
 //! - [`avatar`]: glTF/GLB loading into CPU structures and the CPU reference blend.
 //! - [`headgen`]: the generator of the default head in `models/`.
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
@@ -32,5 +33,6 @@ pub mod headgen;
 pub mod image;
 pub mod ingest;
 pub mod mapping;
+pub mod record;
 pub mod render;
 pub mod sheet;

@@ -17,8 +17,10 @@ use facewire::bridge::{self, AppEvent};
 use facewire::calibrate::Calibrator;
 use facewire::config::{Config, MorphMode};
 use facewire::image::RgbaImage;
+use facewire::ingest::FrameSink;
 use facewire::ingest::{self, IngestConfig};
 use facewire::mapping::{self, CompiledMapping, MappingFile};
+use facewire::record::{self, Recording, ReplayOptions};
 use facewire::render::{headless::HeadlessContext, DrawTarget};
 use facewire::{fsutil, headgen, sheet};
 
@@ -54,6 +56,10 @@ enum Command {
     Listen(ListenArgs),
     /// Render a labelled contact sheet: the neutral face and each morph target at weight 1.
     Sheet(SheetArgs),
+    /// Save the raw datagrams a phone sends, with their timing, to a .fwrec file.
+    Record(RecordArgs),
+    /// Send a recording (.fwrec or a Live Link Face CSV) to facewire or another VMC receiver.
+    Replay(ReplayArgs),
     /// Regenerate the default head (models/default_head.glb).
     GenHead(GenHeadArgs),
 }
@@ -84,6 +90,13 @@ struct RunArgs {
     /// Render offscreen instead of in a window.
     #[arg(long)]
     headless: bool,
+    /// Take input from a recording (.fwrec or Live Link Face CSV) instead of the network; a
+    /// headless run ends when the recording does.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// Playback speed of --replay.
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     exit_after: Option<f64>,
@@ -147,6 +160,40 @@ struct SheetArgs {
     /// Morph path: auto, gpu or cpu.
     #[arg(long, value_name = "MODE")]
     morph: Option<MorphMode>,
+}
+
+#[derive(Debug, Args)]
+struct RecordArgs {
+    /// Output file.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// UDP port to listen on (all interfaces); default: the configured addresses.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Stop after this many datagrams.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// The recording.
+    file: PathBuf,
+    /// Where to send it.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:39539")]
+    to: SocketAddr,
+    /// Playback speed (2 = twice as fast).
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Start again at the end, until interrupted.
+    #[arg(long = "loop")]
+    looped: bool,
+    /// The file's format: fwrec or llf-csv (default: detected from its content).
+    #[arg(long)]
+    format: Option<record::Format>,
 }
 
 #[derive(Debug, Args)]
@@ -231,6 +278,8 @@ fn run() -> Result<()> {
         Some(Command::Snapshot(args)) => snapshot(&mut config, args),
         Some(Command::Listen(args)) => listen(&config, args),
         Some(Command::Sheet(args)) => contact_sheet(&mut config, args),
+        Some(Command::Record(args)) => record_command(&config, args),
+        Some(Command::Replay(args)) => replay_command(args),
         Some(Command::GenHead(args)) => {
             let bytes = headgen::generate();
             fsutil::write_atomic(&args.out, &bytes)
@@ -386,27 +435,90 @@ fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
     Ok(())
 }
 
-/// Starts the ingest thread: decode → calibrate → hand-off (and a wake-up for the window).
-fn start_ingest(
+/// Where frames come from: the network or a recording. Both stop when dropped.
+enum Input {
+    /// UDP listeners.
+    Network(ingest::IngestHandle),
+    /// A recording played in real time.
+    Replay(record::ReplayHandle),
+}
+
+impl Input {
+    /// Frames committed and malformed datagrams so far.
+    fn counts(&self) -> (u64, u64) {
+        match self {
+            Input::Network(h) => {
+                let s = h.stats();
+                (s.frames, s.malformed_datagrams + s.oversized_datagrams)
+            }
+            Input::Replay(h) => {
+                let s = h.stats();
+                (s.frames, s.malformed)
+            }
+        }
+    }
+
+    /// Whether a replay has played everything (never true for the network).
+    fn finished(&self) -> bool {
+        matches!(self, Input::Replay(h) if h.stats().finished)
+    }
+
+    fn shutdown(self) {
+        match self {
+            Input::Network(h) => h.shutdown(),
+            Input::Replay(h) => {
+                h.shutdown();
+            }
+        }
+    }
+}
+
+/// The ingest-side sink: calibrate, then hand off (and wake the window when it waits).
+fn frame_sink(
     config: &Config,
     mut sender: bridge::FrameSender,
     notify: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
-) -> Result<ingest::IngestHandle> {
+) -> Box<dyn FrameSink> {
     let mut calibrator = Calibrator::new(config.smoothing);
-    let on_frame = Box::new(move |raw: FaceFrame| {
+    Box::new(move |raw: FaceFrame| {
         sender.send(calibrator.apply(&raw));
         if let Some(proxy) = &notify {
             let _ = proxy.send_event(AppEvent::FrameReady);
         }
-    });
-    let handle = ingest::spawn(
-        IngestConfig {
-            listen: config.ingest.listen.clone(),
-            ..IngestConfig::default()
-        },
-        on_frame,
-    )?;
-    Ok(handle)
+    })
+}
+
+/// Starts the input thread (network listeners, or a replay when `replay` names a file).
+fn start_input(
+    config: &Config,
+    replay: Option<(&std::path::Path, f64)>,
+    sink: Box<dyn FrameSink>,
+) -> Result<Input> {
+    Ok(match replay {
+        Some((file, speed)) => {
+            let recording = Recording::load(file)
+                .with_context(|| format!("loading the recording {}", file.display()))?;
+            tracing::info!(
+                file = %file.display(),
+                format = %recording.format(),
+                items = recording.len(),
+                seconds = recording.duration().as_secs_f64(),
+                "replaying instead of listening"
+            );
+            let options = ReplayOptions {
+                speed,
+                ..ReplayOptions::default()
+            };
+            Input::Replay(record::spawn_replay(recording, options, sink)?)
+        }
+        None => Input::Network(ingest::spawn(
+            IngestConfig {
+                listen: config.ingest.listen.clone(),
+                ..IngestConfig::default()
+            },
+            sink,
+        )?),
+    })
 }
 
 fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
@@ -425,7 +537,8 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
         .build()
         .context("cannot open a window (is a display available? for offscreen use --headless)")?;
     let (sender, receiver) = bridge::channel(QUEUE);
-    let ingest = start_ingest(config, sender, None)?;
+    let replay = args.replay.as_deref().map(|f| (f, args.speed));
+    let input = start_input(config, replay, frame_sink(config, sender, None))?;
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
@@ -436,7 +549,7 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
         receiver,
     );
     event_loop.run_app(&mut app)?;
-    ingest.shutdown();
+    input.shutdown();
     match app.take_error() {
         Some(e) => Err(e.into()),
         None => Ok(()),
@@ -458,10 +571,14 @@ fn run_headless(
     tracing::info!(morph = ?scene.morph_path(), width, height, "headless renderer ready");
     let (sender, mut receiver) = bridge::channel(QUEUE);
     let counters = sender.counters();
-    let ingest = start_ingest(config, sender, None)?;
+    let replay = args.replay.as_deref().map(|f| (f, args.speed));
+    let input = start_input(config, replay, frame_sink(config, sender, None))?;
     let deadline = args
         .exit_after
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    // Without --exit-after, a replayed run ends once the recording has played and its last
+    // frame has been drawn.
+    let until_replayed = deadline.is_none() && args.replay.is_some();
     let (clear, premultiplied) = background(config);
     let (image, drawn, mut ages) = app::run_headless(
         &mut scene,
@@ -470,10 +587,13 @@ fn run_headless(
         config.render.headless_fps,
         clear,
         premultiplied,
-        || deadline.is_some_and(|d| Instant::now() >= d),
+        || {
+            deadline.is_some_and(|d| Instant::now() >= d)
+                || (until_replayed && input.finished() && receiver_idle(&counters))
+        },
     );
-    let stats = ingest.stats();
-    ingest.shutdown();
+    let (frames_received, malformed) = input.counts();
+    input.shutdown();
     drop(scene);
     if let Some(out) = &args.out {
         image.save_png(out)?;
@@ -481,15 +601,88 @@ fn run_headless(
     ages.sort_unstable();
     let report = HeadlessReport {
         frames_drawn: drawn,
-        frames_received: stats.frames,
+        frames_received,
         frames_dropped: counters.snapshot().dropped,
-        malformed: stats.malformed_datagrams + stats.oversized_datagrams,
+        malformed,
         sample_age_us: AgeStats {
             p50: app::percentile(&ages, 50.0),
             p99: app::percentile(&ages, 99.0),
         },
     };
     println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+/// Whether every frame handed off has been taken or dropped (nothing left to draw).
+fn receiver_idle(counters: &bridge::BridgeCounters) -> bool {
+    let s = counters.snapshot();
+    s.taken + s.superseded + s.dropped >= s.sent
+}
+
+fn record_command(config: &Config, args: RecordArgs) -> Result<()> {
+    let listen = match args.port {
+        Some(p) => vec![SocketAddr::from(([0, 0, 0, 0], p))],
+        None => config.ingest.listen.clone(),
+    };
+    let handle = record::spawn_recorder(record::RecorderConfig {
+        listen,
+        out: args.out.clone(),
+        max_datagrams: args.count,
+        max_duration: args.duration.map(|s| Duration::from_secs_f64(s.max(0.0))),
+    })?;
+    eprintln!(
+        "recording to {} (Ctrl-C stops; the file is readable up to the last datagram)",
+        args.out.display()
+    );
+    while !handle.wait_finished(Duration::from_secs(2)) {
+        let s = handle.stats();
+        tracing::info!(
+            datagrams = s.datagrams,
+            bytes = s.bytes,
+            senders = s.senders,
+            "recording"
+        );
+    }
+    let stats = handle.shutdown()?;
+    println!(
+        "recorded {} datagrams ({} bytes) in {:.1} s to {}",
+        stats.datagrams,
+        stats.bytes,
+        stats.elapsed.as_secs_f64(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn replay_command(args: ReplayArgs) -> Result<()> {
+    let recording = match args.format {
+        Some(format) => Recording::load_as(&args.file, format),
+        None => Recording::load(&args.file),
+    }
+    .with_context(|| format!("loading {}", args.file.display()))?;
+    eprintln!(
+        "replaying {} ({}, {} items, {:.1} s) to {} at {}x{}",
+        args.file.display(),
+        recording.format(),
+        recording.len(),
+        recording.duration().as_secs_f64(),
+        args.to,
+        args.speed,
+        if args.looped { ", looping" } else { "" }
+    );
+    let stats = record::replay_to(
+        &recording,
+        args.to,
+        &ReplayOptions {
+            speed: args.speed,
+            looped: args.looped,
+        },
+        &std::sync::atomic::AtomicBool::new(false),
+    )?;
+    println!(
+        "sent {} datagrams ({} bytes), {} send errors",
+        stats.datagrams, stats.bytes, stats.send_errors
+    );
     Ok(())
 }
 

@@ -438,3 +438,95 @@ fn stage_window_shows_the_head_under_xvfb() {
         "centre {centre:?} does not look like the face"
     );
 }
+
+#[test]
+fn headless_run_replays_a_live_link_face_csv() {
+    let Some(fixtures) = crate::support::fixtures("the Live Link Face CSV replay") else {
+        return;
+    };
+    let csv = fixtures.join("protocols/livelinkface_csv_MySlate_3_Jason_Millers_iPhone.csv");
+    let output = check(
+        facewire()
+            .args(["run", "--headless", "--speed", "8", "--size", "160x160"])
+            .arg("--replay")
+            .arg(&csv)
+            .output()
+            .unwrap(),
+        "run --headless --replay",
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
+    assert_eq!(report["frames_received"].as_u64(), Some(328), "{report}");
+    assert_eq!(report["malformed"].as_u64(), Some(0), "{report}");
+    assert!(report["frames_drawn"].as_u64().unwrap() > 0, "{report}");
+}
+
+#[test]
+fn record_then_replay_reaches_listen() {
+    let dir = tempfile::tempdir().unwrap();
+    let take = dir.path().join("take.fwrec");
+    let port = free_udp_port();
+    let mut recorder = facewire()
+        .args(["record", "--port", &port.to_string(), "--count", "3"])
+        .arg("--out")
+        .arg(&take)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let frames = [0.25f32, 0.5, 0.75].map(|v| vmc_frame(&[("jawOpen", v)]));
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    // Repeat until the recorder has its three datagrams (it may still be binding at first).
+    let mut i = 0;
+    while recorder.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "record never finished"
+        );
+        sock.send_to(&frames[i % 3], to).unwrap();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    check(recorder.wait_with_output().unwrap(), "record");
+
+    let listen_port = free_udp_port();
+    let mut listener = facewire()
+        .args(["listen", "--port", &listen_port.to_string(), "--count", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Replay until the listener has printed its three frames (it may still be binding at first).
+    let start = Instant::now();
+    while listener.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = listener.kill();
+            panic!("listen never saw the replayed frames");
+        }
+        check(
+            facewire()
+                .arg("replay")
+                .arg(&take)
+                .args(["--to", &format!("127.0.0.1:{listen_port}")])
+                .output()
+                .unwrap(),
+            "replay",
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let output = check(listener.wait_with_output().unwrap(), "listen");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let values: Vec<f64> = stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["weights"]["jawOpen"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(values.len(), 3, "{stdout}");
+    for v in values {
+        assert!([0.25, 0.5, 0.75].contains(&v), "{v}");
+    }
+}

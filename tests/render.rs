@@ -980,3 +980,52 @@ fn window_renders_under_x11() {
     }
     eprintln!("window: has_alpha = {has_alpha}");
 }
+
+/// An overlay image lands 1:1 at its pixel position, blends by its alpha, and keeps the frame
+/// premultiplied over a transparent background.
+#[test]
+fn overlay_is_placed_in_pixels_and_stays_premultiplied() {
+    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::image::RgbaImage;
+    use facewire::render::overlay::Overlay;
+    use facewire::render::{DrawTarget, MorphMode};
+
+    let ctx = facewire::render::headless::HeadlessContext::with_samples(160, 120, 0).unwrap();
+    let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").unwrap();
+    let mut scene = Scene::new(ctx.gl(), avatar, MorphMode::Cpu).unwrap();
+    let mut overlay = Overlay::new(ctx.gl()).unwrap();
+    // A 20x10 image: left half opaque white, right half half-transparent red.
+    let mut image = RgbaImage::filled(20, 10, [255, 255, 255, 255]);
+    for y in 0..10 {
+        for x in 10..20 {
+            let i = (y * 20 + x) * 4;
+            image.data[i..i + 4].copy_from_slice(&[255, 0, 0, 128]);
+        }
+    }
+    overlay.set_image(&image);
+    assert_eq!(overlay.size(), (20, 10));
+    ctx.bind();
+    scene.set_frame(None);
+    scene.draw(&DrawTarget {
+        width: 160,
+        height: 120,
+        clear_color: [0.0, 0.0, 0.0, 0.0],
+        alpha: true,
+    });
+    overlay.draw((160, 120), 5, 7);
+    let out = ctx.read_rgba();
+    assert_eq!(out.pixel(6, 8), [255, 255, 255, 255], "opaque part");
+    let red = out.pixel(20, 12);
+    assert!(
+        red[0] >= 126 && red[0] <= 129 && red[1] == 0 && red[3] >= 126 && red[3] <= 129,
+        "{red:?}"
+    );
+    assert_eq!(out.pixel(4, 8), [0, 0, 0, 0], "left of the overlay");
+    assert_eq!(out.pixel(6, 18), [0, 0, 0, 0], "below the overlay");
+    for p in out.data.chunks_exact(4) {
+        assert!(
+            p[0] <= p[3] && p[1] <= p[3] && p[2] <= p[3],
+            "not premultiplied: {p:?}"
+        );
+    }
+}

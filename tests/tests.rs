@@ -20,3 +20,6 @@ mod pipeline;
 
 /// The contact sheet of a model's targets.
 mod sheet;
+
+/// Recording and replay.
+mod record;

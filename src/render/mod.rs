@@ -34,6 +34,7 @@ mod camera;
 mod debug;
 pub mod headless;
 mod objects;
+pub mod overlay;
 mod renderer;
 mod shader;
 pub mod window;

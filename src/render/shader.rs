@@ -19,6 +19,10 @@ const VERSION: &str = "#version 330 core\n";
 pub(crate) const AVATAR_VERT: &str = include_str!("../../shaders/avatar.vert.glsl");
 /// The avatar fragment shader (texture, lighting, sRGB encoding).
 pub(crate) const AVATAR_FRAG: &str = include_str!("../../shaders/avatar.frag.glsl");
+/// The overlay vertex shader (a screen-space quad).
+pub(crate) const OVERLAY_VERT: &str = include_str!("../../shaders/overlay.vert.glsl");
+/// The overlay fragment shader (premultiplied image).
+pub(crate) const OVERLAY_FRAG: &str = include_str!("../../shaders/overlay.frag.glsl");
 
 /// Builds the full source: the version line, one `#define NAME VALUE` per define, a `#line`
 /// directive so driver messages point at the file's own line numbers, then the body.

@@ -1,0 +1,457 @@
+//! Recording and replay of raw input (our `.fwrec` format, Live Link Face CSV exports).
+//!
+//! - [`format`](mod@format): the versioned `.fwrec` file format ([`Writer`], [`Reader`]); the layout is
+//!   documented byte by byte in `docs/recording-format.md`.
+//! - [`spawn_recorder`] (capture.rs): the `facewire-record` thread that saves every datagram
+//!   received on some UDP addresses, with its receive time and sender.
+//! - [`Recording`]: a whole recording in memory, either `.fwrec` datagrams or Live Link Face CSV
+//!   rows ([`llf_csv`]).
+//! - [`replay_to`] re-sends a recording over UDP with its original timing; [`spawn_replay`] feeds
+//!   it into the pipeline (through the same [`Decoder`] the network path uses) on the
+//!   `facewire-replay` thread; [`frames`] decodes it offline, without timing.
+//! - [`vmc_datagram`] encodes a frame as a VMC bundle, which is how CSV rows travel over UDP.
+
+pub mod format;
+pub mod llf_csv;
+
+mod capture;
+mod replay;
+mod vmc_encode;
+
+use std::fmt;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::arkit::FaceFrame;
+use crate::ingest::Decoder;
+
+pub use capture::{spawn_recorder, RecordStats, RecorderConfig, RecorderHandle};
+pub use format::{FormatError, Header, Reader, Record, Writer};
+pub use llf_csv::{LlfCsvError, LlfRow};
+pub use replay::{replay_to, spawn_replay, ReplayHandle, ReplayOptions, ReplayStats};
+pub use vmc_encode::vmc_datagram;
+
+/// The sender address given to frames replayed from a source that has none (CSV rows):
+/// `0.0.0.0:0`, "no network sender".
+pub const NO_SENDER: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+
+/// The kinds of recording facewire reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// facewire's own raw datagram recording (`.fwrec`), written by `facewire record`.
+    Fwrec,
+    /// A Live Link Face CSV export (`MySlate_<n>_<device>.csv`), columns matched by header name.
+    LlfCsv,
+}
+
+impl Format {
+    /// The name used on the command line: `fwrec` or `llf-csv`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Fwrec => "fwrec",
+            Format::LlfCsv => "llf-csv",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "fwrec" => Ok(Format::Fwrec),
+            "llf-csv" | "llf_csv" | "csv" => Ok(Format::LlfCsv),
+            _ => Err(format!(
+                "unknown recording format {s:?} (expected fwrec or llf-csv)"
+            )),
+        }
+    }
+}
+
+/// Why recording or replaying failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// A recording file could not be read.
+    #[error("cannot read {}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// A `.fwrec` file is not a valid recording.
+    #[error("{} is not a readable facewire recording", path.display())]
+    Fwrec {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: FormatError,
+    },
+    /// A Live Link Face CSV file could not be parsed.
+    #[error("{} is not a readable Live Link Face CSV export", path.display())]
+    LlfCsv {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: LlfCsvError,
+    },
+    /// A file is neither a `.fwrec` recording nor a Live Link Face CSV export.
+    #[error(
+        "{} is neither a facewire recording nor a Live Link Face CSV export (name the format explicitly?)",
+        path.display()
+    )]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The output file of a recording could not be created or written.
+    #[error("cannot write the recording {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: FormatError,
+    },
+    /// The replay speed is not a positive number.
+    #[error("replay speed {0} is not a positive number")]
+    BadSpeed(f64),
+    /// The recorder was given no address to listen on.
+    #[error("no UDP address to listen on")]
+    NoListenAddress,
+    /// A UDP socket could not be bound.
+    #[error("cannot bind a UDP socket on {addr}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// A bound socket could not be set up (non-blocking mode, tokio registration).
+    #[error("cannot set up the UDP socket on {addr}")]
+    Socket {
+        /// The address.
+        addr: SocketAddr,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The recorder's tokio runtime could not be built.
+    #[error("cannot start the recorder runtime")]
+    Runtime(#[source] io::Error),
+    /// A recording or replay thread could not be spawned.
+    #[error("cannot spawn the {name} thread")]
+    Thread {
+        /// The thread's name.
+        name: &'static str,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What a recording holds.
+#[derive(Debug, Clone)]
+enum Content {
+    /// Raw datagrams from a `.fwrec` file.
+    Fwrec {
+        /// The file header.
+        header: Header,
+        /// The records, in file order.
+        records: Vec<Record>,
+        /// Whether the file ended inside a record.
+        truncated: bool,
+    },
+    /// Rows of a Live Link Face CSV export.
+    LlfCsv(Vec<LlfRow>),
+}
+
+/// A whole recording, loaded in memory: `.fwrec` datagrams or Live Link Face CSV rows.
+///
+/// Every item has a replay offset: its time relative to the first item (leading silence before
+/// the first datagram is not replayed), never decreasing (an earlier time than the previous item's
+/// is replayed at the previous item's).
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// The items.
+    content: Content,
+    /// Each item's replay offset, relative to the first item, non-decreasing.
+    offsets: Vec<Duration>,
+}
+
+/// One item of a recording, borrowed.
+#[derive(Debug, Clone, Copy)]
+enum Item<'a> {
+    /// A datagram.
+    Datagram(&'a Record),
+    /// A CSV row.
+    Row(&'a LlfRow),
+}
+
+/// Seconds to a non-negative duration; NaN and negative values are zero, huge ones saturate.
+fn seconds(s: f64) -> Duration {
+    if s.is_finite() && s > 0.0 {
+        Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
+    } else if s == f64::INFINITY {
+        Duration::MAX
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// Makes offsets relative to the first one and non-decreasing.
+fn normalise_offsets(raw: impl Iterator<Item = Duration>) -> Vec<Duration> {
+    let mut first = None;
+    let mut last = Duration::ZERO;
+    raw.map(|offset| {
+        let first = *first.get_or_insert(offset);
+        last = last.max(offset.saturating_sub(first));
+        last
+    })
+    .collect()
+}
+
+impl Recording {
+    /// Loads `path`, recognising a `.fwrec` file by its magic bytes and a Live Link Face CSV
+    /// export by its header line (`Timecode,BlendShapeCount,...`; the first column is enough).
+    pub fn load(path: &Path) -> Result<Recording, RecordError> {
+        let bytes = std::fs::read(path).map_err(|source| RecordError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let magic_len = bytes.len().min(format::MAGIC.len());
+        let format = if magic_len > 0 && bytes[..magic_len] == format::MAGIC[..magic_len] {
+            // A file that starts like a recording but is too short for a header still gets the
+            // recording's "cut off" error rather than "unknown format".
+            Format::Fwrec
+        } else if looks_like_llf_csv(&bytes) {
+            Format::LlfCsv
+        } else {
+            return Err(RecordError::UnknownFormat {
+                path: path.to_path_buf(),
+            });
+        };
+        Recording::from_bytes(path, &bytes, format)
+    }
+
+    /// Loads `path` as the given format.
+    pub fn load_as(path: &Path, format: Format) -> Result<Recording, RecordError> {
+        let bytes = std::fs::read(path).map_err(|source| RecordError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Recording::from_bytes(path, &bytes, format)
+    }
+
+    /// Parses file contents; `path` only names the file in errors.
+    fn from_bytes(path: &Path, bytes: &[u8], format: Format) -> Result<Recording, RecordError> {
+        let recording = match format {
+            Format::Fwrec => Recording::from_fwrec(bytes).map_err(|source| RecordError::Fwrec {
+                path: path.to_path_buf(),
+                source,
+            })?,
+            Format::LlfCsv => {
+                // The CSV is ASCII; invalid UTF-8 is replaced so the reader reports the bad cell.
+                let text = String::from_utf8_lossy(bytes);
+                Recording::from_llf_csv(&text).map_err(|source| RecordError::LlfCsv {
+                    path: path.to_path_buf(),
+                    source,
+                })?
+            }
+        };
+        tracing::info!(
+            path = %path.display(),
+            format = %recording.format(),
+            items = recording.len(),
+            duration_s = recording.duration().as_secs_f64(),
+            "loaded a recording"
+        );
+        Ok(recording)
+    }
+
+    /// Parses a whole `.fwrec` stream. A stream cut off inside its last record gives every
+    /// complete record (see [`Recording::truncated`]); any other problem is an error.
+    pub fn from_fwrec(bytes: &[u8]) -> Result<Recording, FormatError> {
+        let mut reader = Reader::new(bytes)?;
+        let mut records = Vec::new();
+        while let Some(record) = reader.read_record()? {
+            records.push(record);
+        }
+        let truncated = reader.truncated().is_some();
+        Ok(Recording::from_records(reader.header(), records, truncated))
+    }
+
+    /// A recording of the given datagram records (`truncated` says whether their file was cut
+    /// off).
+    pub fn from_records(header: Header, records: Vec<Record>, truncated: bool) -> Recording {
+        let offsets = normalise_offsets(records.iter().map(|r| r.offset));
+        Recording {
+            content: Content::Fwrec {
+                header,
+                records,
+                truncated,
+            },
+            offsets,
+        }
+    }
+
+    /// Parses a Live Link Face CSV export.
+    pub fn from_llf_csv(text: &str) -> Result<Recording, LlfCsvError> {
+        Ok(Recording::from_llf_rows(llf_csv::parse(text)?))
+    }
+
+    /// A recording of the given CSV rows.
+    pub fn from_llf_rows(rows: Vec<LlfRow>) -> Recording {
+        let offsets = normalise_offsets(rows.iter().map(|r| seconds(r.time)));
+        Recording {
+            content: Content::LlfCsv(rows),
+            offsets,
+        }
+    }
+
+    /// Which kind of recording this is.
+    pub fn format(&self) -> Format {
+        match self.content {
+            Content::Fwrec { .. } => Format::Fwrec,
+            Content::LlfCsv(_) => Format::LlfCsv,
+        }
+    }
+
+    /// How many items (datagrams or rows) it holds.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// The replay time of the last item after the first.
+    pub fn duration(&self) -> Duration {
+        self.offsets.last().copied().unwrap_or(Duration::ZERO)
+    }
+
+    /// The datagram records (empty for a CSV recording).
+    pub fn records(&self) -> &[Record] {
+        match &self.content {
+            Content::Fwrec { records, .. } => records,
+            Content::LlfCsv(_) => &[],
+        }
+    }
+
+    /// The CSV rows (empty for a `.fwrec` recording).
+    pub fn llf_rows(&self) -> &[LlfRow] {
+        match &self.content {
+            Content::Fwrec { .. } => &[],
+            Content::LlfCsv(rows) => rows,
+        }
+    }
+
+    /// The `.fwrec` header, for a `.fwrec` recording.
+    pub fn header(&self) -> Option<Header> {
+        match &self.content {
+            Content::Fwrec { header, .. } => Some(*header),
+            Content::LlfCsv(_) => None,
+        }
+    }
+
+    /// Whether the `.fwrec` file ended inside its last record (an interrupted recording).
+    pub fn truncated(&self) -> bool {
+        matches!(
+            self.content,
+            Content::Fwrec {
+                truncated: true,
+                ..
+            }
+        )
+    }
+
+    /// Each item's replay offset (relative to the first item, non-decreasing).
+    pub fn offsets(&self) -> &[Duration] {
+        &self.offsets
+    }
+
+    /// Item `i` with its replay offset; `None` past the end.
+    fn item(&self, i: usize) -> Option<(Duration, Item<'_>)> {
+        let offset = *self.offsets.get(i)?;
+        let item = match &self.content {
+            Content::Fwrec { records, .. } => Item::Datagram(records.get(i)?),
+            Content::LlfCsv(rows) => Item::Row(rows.get(i)?),
+        };
+        Some((offset, item))
+    }
+}
+
+/// Whether `bytes` start with a Live Link Face CSV header line (`Timecode,...`).
+fn looks_like_llf_csv(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let line_end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let line = String::from_utf8_lossy(&bytes[..line_end.min(64 * 1024)]);
+    // Exports always start with `Timecode,BlendShapeCount,`; only the first column is required
+    // here so that hand-trimmed files are still recognised (the reader checks the rest).
+    line.split(',')
+        .next()
+        .is_some_and(|c| c.trim().eq_ignore_ascii_case("timecode"))
+}
+
+/// The fixed base instant [`frames`] adds recorded offsets to, the same for the whole process, so
+/// frames decoded twice compare equal.
+pub fn base_instant() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
+}
+
+/// The frames a recording gives, decoded without timing: `.fwrec` datagrams through a fresh
+/// [`Decoder`] (as the network path decodes them), CSV rows through [`LlfRow::to_frame`].
+///
+/// Each frame's `received` is [`base_instant`] plus its item's recorded offset (a datagram's
+/// offset since the recording started, a row's time), so the result is deterministic. Frames of
+/// CSV rows come from [`NO_SENDER`].
+pub fn frames(recording: &Recording) -> impl Iterator<Item = FaceFrame> + '_ {
+    let base = base_instant();
+    let mut decoder = Decoder::new();
+    let mut pending = std::collections::VecDeque::new();
+    let mut next = 0;
+    std::iter::from_fn(move || loop {
+        if let Some(frame) = pending.pop_front() {
+            return Some(frame);
+        }
+        let (_, item) = recording.item(next)?;
+        next += 1;
+        match item {
+            Item::Datagram(record) => {
+                let received = base + record.offset;
+                decoder.decode(&record.datagram, record.from, received, |frame| {
+                    pending.push_back(*frame)
+                });
+            }
+            Item::Row(row) => return Some(row_frame(row, base + seconds(row.time))),
+        }
+    })
+}
+
+/// The frame of one CSV row, received at `received` (its sender time is the row's time).
+fn row_frame(row: &LlfRow, received: Instant) -> FaceFrame {
+    let mut frame = row.to_frame(received, NO_SENDER);
+    // `to_frame` adds the row's time to its start; here the caller has already placed the row.
+    frame.received = received;
+    frame
+}

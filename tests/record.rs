@@ -1,0 +1,576 @@
+//! Recording and replay: the `.fwrec` format against files, hostile bytes, loopback UDP recording,
+//! replay over UDP and into the pipeline, and Live Link Face CSV replay.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use facewire::arkit::{Channel, FaceFrame};
+use facewire::ingest::{self, Decoder, IngestConfig, MAX_DATAGRAM};
+use facewire::record::{
+    self, spawn_recorder, spawn_replay, Format, Header, Record, RecordError, RecorderConfig,
+    Recording, ReplayOptions, Writer,
+};
+use glam::Quat;
+use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
+
+/// A small deterministic PRNG (xorshift64*), so fuzz failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn msg(addr: &str, args: Vec<OscType>) -> OscPacket {
+    OscPacket::Message(OscMessage {
+        addr: addr.to_string(),
+        args,
+    })
+}
+
+fn val(name: &str, value: f32) -> OscPacket {
+    msg(
+        "/VMC/Ext/Blend/Val",
+        vec![OscType::String(name.to_string()), OscType::Float(value)],
+    )
+}
+
+fn apply() -> OscPacket {
+    msg("/VMC/Ext/Blend/Apply", vec![])
+}
+
+fn encode(content: Vec<OscPacket>) -> Vec<u8> {
+    rosc::encoder::encode(&OscPacket::Bundle(OscBundle {
+        timetag: OscTime::from((0, 1)),
+        content,
+    }))
+    .unwrap()
+}
+
+/// A VMC stream of `n` frames as datagrams: most frames are one bundle, every fifth one is split
+/// across two datagrams (values, then `Apply`), and one malformed datagram is mixed in.
+fn vmc_stream(n: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let t = i as f32 / n as f32;
+        let values = vec![
+            val("jawOpen", t),
+            val("EyeBlinkLeft", 1.0 - t),
+            val("mouthSmile_L", t * 0.5),
+        ];
+        if i % 5 == 4 {
+            out.push(encode(values));
+            out.push(encode(vec![apply()]));
+        } else {
+            let mut content = values;
+            content.push(apply());
+            out.push(encode(content));
+        }
+        if i == n / 2 {
+            out.push(b"not osc at all".to_vec());
+        }
+    }
+    out
+}
+
+/// A recording of `datagrams` from one phone, `step` apart.
+fn recording_of(datagrams: &[Vec<u8>], step: Duration) -> Recording {
+    let records = datagrams
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Record {
+            offset: step * i as u32,
+            from: addr("192.168.1.20:50123"),
+            datagram: d.clone(),
+        })
+        .collect();
+    Recording::from_records(Header::default(), records, false)
+}
+
+/// The frames a fresh decoder gives for `recording`'s datagrams.
+fn decode_directly(recording: &Recording) -> Vec<FaceFrame> {
+    let mut decoder = Decoder::new();
+    let mut frames = Vec::new();
+    let now = Instant::now();
+    for record in recording.records() {
+        decoder.decode(&record.datagram, record.from, now, |f| frames.push(*f));
+    }
+    frames
+}
+
+fn assert_same_faces(a: &[FaceFrame], b: &[FaceFrame]) {
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert_eq!(x.present, y.present, "frame {i}");
+        for channel in x.present.iter() {
+            assert_eq!(x.get(channel), y.get(channel), "frame {i} {channel}");
+        }
+        assert_eq!((x.head, x.from, x.protocol), (y.head, y.from, y.protocol));
+    }
+}
+
+/// Writes `records` to a `.fwrec` file and returns its path and bytes.
+fn write_file(
+    dir: &tempfile::TempDir,
+    records: &[(Duration, SocketAddr, Vec<u8>)],
+) -> (PathBuf, Vec<u8>) {
+    let mut writer = Writer::new(Vec::new(), Header::default()).unwrap();
+    for (offset, from, datagram) in records {
+        writer.write(*offset, *from, datagram).unwrap();
+    }
+    let bytes = writer.into_inner();
+    let path = dir.path().join("take.fwrec");
+    std::fs::write(&path, &bytes).unwrap();
+    (path, bytes)
+}
+
+fn sample_records() -> Vec<(Duration, SocketAddr, Vec<u8>)> {
+    vec![
+        (
+            Duration::from_micros(10),
+            addr("192.168.1.20:50123"),
+            vmc_stream(1).remove(0),
+        ),
+        (Duration::from_millis(5), addr("[::1]:9000"), Vec::new()),
+        (
+            Duration::from_millis(17),
+            addr("[2001:db8::7]:39539"),
+            vec![0x5A; MAX_DATAGRAM],
+        ),
+        (
+            Duration::from_millis(33),
+            addr("10.0.0.2:1"),
+            b"tail".to_vec(),
+        ),
+    ]
+}
+
+#[test]
+fn files_round_trip_ipv4_ipv6_empty_and_max_size_datagrams() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = sample_records();
+    let (path, _) = write_file(&dir, &records);
+    let recording = Recording::load(&path).unwrap();
+    assert_eq!(recording.format(), Format::Fwrec);
+    assert!(!recording.truncated());
+    assert_eq!(recording.len(), records.len());
+    for (r, (offset, from, datagram)) in recording.records().iter().zip(&records) {
+        assert_eq!((r.offset, r.from, &r.datagram), (*offset, *from, datagram));
+    }
+    // Replay offsets start at the first record.
+    assert_eq!(recording.offsets()[0], Duration::ZERO);
+    assert_eq!(recording.duration(), Duration::from_micros(33_000 - 10));
+    let explicit = Recording::load_as(&path, Format::Fwrec).unwrap();
+    assert_eq!(explicit.records(), recording.records());
+}
+
+#[test]
+fn a_truncated_file_reads_up_to_its_last_complete_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = sample_records();
+    let (path, bytes) = write_file(&dir, &records);
+    // Cut inside the max-size datagram of the third record.
+    std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+    let recording = Recording::load(&path).unwrap();
+    assert!(recording.truncated());
+    assert_eq!(recording.len(), 2);
+    assert_eq!(recording.records()[1].from, addr("[::1]:9000"));
+    // Cut exactly after the second record: a clean end.
+    let second_end = 20 + (8 + 1 + 4 + 2 + 4 + records[0].2.len()) + (8 + 1 + 16 + 2 + 4);
+    std::fs::write(&path, &bytes[..second_end]).unwrap();
+    let recording = Recording::load(&path).unwrap();
+    assert!(!recording.truncated());
+    assert_eq!(recording.len(), 2);
+}
+
+#[test]
+fn hostile_files_are_errors_or_clean_ends_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, good) = write_file(&dir, &sample_records()[..2]);
+    let mut rng = Rng(0x5EED_F00D_1234_5678);
+    let mut outcomes = [0usize; 2];
+    for _ in 0..4000 {
+        let mut bytes = good.clone();
+        for _ in 0..1 + rng.below(4) {
+            match rng.below(5) {
+                0 if !bytes.is_empty() => {
+                    let i = rng.below(bytes.len());
+                    bytes[i] ^= 1 << rng.below(8);
+                }
+                1 if !bytes.is_empty() => {
+                    let i = rng.below(bytes.len());
+                    bytes[i] = rng.next() as u8;
+                }
+                2 => bytes.truncate(rng.below(bytes.len() + 1)),
+                3 => {
+                    // A huge or random length field somewhere after the header.
+                    if bytes.len() > 24 {
+                        let i = 20 + rng.below(bytes.len() - 24);
+                        let len = if rng.below(2) == 0 {
+                            u32::MAX
+                        } else {
+                            rng.next() as u32
+                        };
+                        bytes[i..i + 4].copy_from_slice(&len.to_le_bytes());
+                    }
+                }
+                0 | 1 => {}
+                _ => {
+                    let i = rng.below(bytes.len() + 1);
+                    let junk: Vec<u8> = (0..rng.below(64)).map(|_| rng.next() as u8).collect();
+                    bytes.splice(i..i, junk);
+                }
+            }
+        }
+        match Recording::from_fwrec(&bytes) {
+            Ok(recording) => {
+                outcomes[0] += 1;
+                assert!(recording
+                    .records()
+                    .iter()
+                    .all(|r| r.datagram.len() <= MAX_DATAGRAM));
+                // Whatever survived must decode without trouble too.
+                let _ = record::frames(&recording).count();
+            }
+            Err(_) => outcomes[1] += 1,
+        }
+    }
+    // The mutations reach both outcomes, so both paths were exercised.
+    assert!(outcomes[0] > 100 && outcomes[1] > 100, "{outcomes:?}");
+
+    // Files that are not recordings at all.
+    let path = dir.path().join("junk.bin");
+    for junk in [
+        &b""[..],
+        b"FW",
+        b"FWREC\0\r\n\x01",
+        b"\x89PNG\r\n\x1a\n",
+        b"hello, world\n",
+    ] {
+        std::fs::write(&path, junk).unwrap();
+        let err = Recording::load(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RecordError::Fwrec { .. } | RecordError::UnknownFormat { .. }
+            ),
+            "{err}"
+        );
+    }
+    assert!(matches!(
+        Recording::load(&dir.path().join("missing.fwrec")),
+        Err(RecordError::Open { .. })
+    ));
+}
+
+#[test]
+fn records_loopback_udp_with_increasing_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("loopback.fwrec");
+    let handle = spawn_recorder(RecorderConfig {
+        listen: vec![addr("127.0.0.1:0")],
+        out: out.clone(),
+        max_datagrams: None,
+        max_duration: None,
+    })
+    .unwrap();
+    let to = handle.local_addrs()[0];
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let datagrams = vmc_stream(20);
+    for d in &datagrams {
+        sender.send_to(d, to).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while handle.stats().datagrams < datagrams.len() as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = handle.shutdown().unwrap();
+    assert_eq!(stats.datagrams, datagrams.len() as u64);
+
+    let recording = Recording::load(&out).unwrap();
+    let records = recording.records();
+    assert_eq!(records.len(), datagrams.len());
+    for (r, d) in records.iter().zip(&datagrams) {
+        assert_eq!(&r.datagram, d);
+        assert_eq!(r.from, sender.local_addr().unwrap());
+    }
+    assert!(records.windows(2).all(|w| w[0].offset <= w[1].offset));
+    // The sender slept between datagrams, so the recording spans real time.
+    assert!(records.last().unwrap().offset > records[0].offset);
+}
+
+#[test]
+fn replay_to_reproduces_datagrams_in_order_with_their_timing() {
+    let datagrams = vmc_stream(25);
+    let step = Duration::from_millis(8);
+    let recording = recording_of(&datagrams, step);
+    let target = UdpSocket::bind("127.0.0.1:0").unwrap();
+    target
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let options = ReplayOptions {
+        speed: 2.0,
+        looped: false,
+    };
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let (stats, received) = std::thread::scope(|scope| {
+        let receiver = scope.spawn(|| {
+            let mut buf = vec![0u8; MAX_DATAGRAM];
+            let mut got = Vec::new();
+            for _ in 0..datagrams.len() {
+                let (len, _) = target.recv_from(&mut buf).unwrap();
+                got.push((Instant::now(), buf[..len].to_vec()));
+            }
+            got
+        });
+        let stats =
+            record::replay_to(&recording, target.local_addr().unwrap(), &options, &stop).unwrap();
+        (stats, receiver.join().unwrap())
+    });
+    assert!(stats.finished);
+    assert_eq!(stats.datagrams, datagrams.len() as u64);
+    assert_eq!(stats.passes, 1);
+    let bytes: Vec<&Vec<u8>> = received.iter().map(|(_, b)| b).collect();
+    assert_eq!(bytes, datagrams.iter().collect::<Vec<_>>());
+    // Loose bound only: the last datagram cannot arrive before it was due.
+    let due = recording.duration().div_f64(options.speed);
+    let slack = Duration::from_millis(5);
+    assert!(
+        received.last().unwrap().0 - start + slack >= due,
+        "the replay ran faster than the recording"
+    );
+}
+
+#[test]
+fn spawn_replay_gives_the_frames_a_decoder_gives() {
+    let recording = recording_of(&vmc_stream(30), Duration::from_millis(2));
+    let expected = decode_directly(&recording);
+    assert_eq!(expected.len(), 30);
+    let frames = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let frames = Arc::clone(&frames);
+        move |frame: FaceFrame| frames.lock().unwrap().push(frame)
+    };
+    let handle = spawn_replay(
+        recording.clone(),
+        ReplayOptions {
+            speed: 4.0,
+            looped: false,
+        },
+        Box::new(sink),
+    )
+    .unwrap();
+    assert!(handle.wait_finished(Duration::from_secs(60)));
+    let stats = handle.shutdown();
+    assert_eq!(stats.frames, 30);
+    assert_eq!(stats.malformed, 1);
+    assert_eq!(stats.datagrams, recording.len() as u64);
+    let got = frames.lock().unwrap().clone();
+    assert_same_faces(&got, &expected);
+    // Frame spacing follows the recording (received = due time), not the thread's wake-ups.
+    assert!(got.windows(2).all(|w| w[0].received <= w[1].received));
+
+    // The offline iterator agrees, with received = base + recorded offset.
+    let offline: Vec<FaceFrame> = record::frames(&recording).collect();
+    assert_same_faces(&offline, &expected);
+    let apply_record = recording
+        .records()
+        .iter()
+        .position(|r| !r.datagram.starts_with(b"not"))
+        .unwrap();
+    assert_eq!(
+        offline[0].received,
+        record::base_instant() + recording.records()[apply_record].offset
+    );
+}
+
+#[test]
+fn a_looped_replay_keeps_going_until_shut_down() {
+    let recording = recording_of(&vmc_stream(3), Duration::from_millis(1));
+    let count = Arc::new(Mutex::new(0usize));
+    let sink = {
+        let count = Arc::clone(&count);
+        move |_: FaceFrame| *count.lock().unwrap() += 1
+    };
+    let handle = spawn_replay(
+        recording,
+        ReplayOptions {
+            speed: 1.0,
+            looped: true,
+        },
+        Box::new(sink),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while *count.lock().unwrap() < 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = handle.shutdown();
+    assert!(!stats.finished);
+    assert!(stats.passes >= 3, "{stats:?}");
+}
+
+/// The JawOpen column of the fixture CSV, read independently of facewire's CSV reader.
+fn csv_column(text: &str, name: &str) -> Vec<f32> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = header.iter().position(|h| h.trim() == name).unwrap();
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split(',').nth(column).unwrap().trim().parse().unwrap())
+        .collect()
+}
+
+fn llf_fixture() -> Option<PathBuf> {
+    let dir = crate::support::fixtures("live link face csv")?;
+    Some(dir.join("protocols/livelinkface_csv_MySlate_3_Jason_Millers_iPhone.csv"))
+}
+
+#[test]
+fn llf_csv_replays_as_frames_offline() {
+    let Some(path) = llf_fixture() else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).unwrap();
+    let jaw = csv_column(&text, "JawOpen");
+    assert_eq!(jaw.len(), 328);
+
+    let recording = Recording::load(&path).unwrap();
+    assert_eq!(recording.format(), Format::LlfCsv);
+    assert_eq!(recording.len(), 328);
+    let explicit = Recording::load_as(&path, Format::LlfCsv).unwrap();
+    assert_eq!(explicit.len(), 328);
+    let frames: Vec<FaceFrame> = record::frames(&recording).collect();
+    assert_eq!(frames.len(), 328);
+    for (i, (frame, expected)) in frames.iter().zip(&jaw).enumerate() {
+        assert_eq!(frame.get(Channel::JawOpen), Some(*expected), "row {i}");
+        assert_eq!(frame.from, record::NO_SENDER);
+    }
+    // 328 rows at 60 fps span about 5.45 s.
+    let span = recording.duration().as_secs_f64();
+    assert!((5.0..6.0).contains(&span), "{span}");
+    // Loading a CSV as .fwrec is an error, not a misread.
+    assert!(matches!(
+        Recording::load_as(&path, Format::Fwrec),
+        Err(RecordError::Fwrec { .. })
+    ));
+}
+
+/// Replays `recording` over loopback into a real ingest thread and returns the frames it
+/// committed, waiting for `expect` of them.
+fn replay_into_ingest(recording: &Recording, expect: usize) -> Vec<FaceFrame> {
+    let frames = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let frames = Arc::clone(&frames);
+        move |frame: FaceFrame| frames.lock().unwrap().push(frame)
+    };
+    let ingest = ingest::spawn(
+        IngestConfig {
+            listen: vec![addr("127.0.0.1:0")],
+            ..IngestConfig::default()
+        },
+        Box::new(sink),
+    )
+    .unwrap();
+    let to = ingest.local_addrs()[0];
+    let stats = record::replay_to(
+        recording,
+        to,
+        &ReplayOptions {
+            speed: 4.0,
+            looped: false,
+        },
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(stats.datagrams, recording.len() as u64);
+    assert_eq!(stats.send_errors, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while frames.lock().unwrap().len() < expect && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    ingest.shutdown();
+    let frames = frames.lock().unwrap().clone();
+    frames
+}
+
+#[test]
+fn llf_csv_replays_over_udp_as_vmc_that_facewire_decodes_back() {
+    let Some(path) = llf_fixture() else {
+        return;
+    };
+    let recording = Recording::load(&path).unwrap();
+    let offline: Vec<FaceFrame> = record::frames(&recording).collect();
+    let received = replay_into_ingest(&recording, offline.len());
+    assert_eq!(received.len(), 328);
+    for (i, (got, want)) in received.iter().zip(&offline).enumerate() {
+        assert_eq!(got.present, want.present, "row {i}");
+        for channel in want.present.iter() {
+            assert_eq!(got.get(channel), want.get(channel), "row {i} {channel}");
+        }
+        for (a, b) in [
+            (got.head, want.head),
+            (got.left_eye, want.left_eye),
+            (got.right_eye, want.right_eye),
+        ] {
+            assert_eq!(a.is_some(), b.is_some(), "row {i}");
+            if let (Some(a), Some(b)) = (a, b) {
+                assert!(a.dot(b).abs() > 1.0 - 1e-4, "row {i}: {a} vs {b}");
+            }
+        }
+        let time = recording.llf_rows()[i].time;
+        assert_eq!(got.sender_time, Some(f64::from(time as f32)), "row {i}");
+    }
+}
+
+#[test]
+fn csv_rows_with_a_head_rotation_survive_the_vmc_round_trip() {
+    let Some(path) = llf_fixture() else {
+        return;
+    };
+    // The public fixtures have the head rotation off, so give the rows one.
+    let mut rows = Recording::load(&path).unwrap().llf_rows().to_vec();
+    rows.truncate(40);
+    for (i, row) in rows.iter_mut().enumerate() {
+        let t = i as f32 * 0.02;
+        row.head = Some(Quat::from_euler(
+            glam::EulerRot::YXZ,
+            0.4 - t,
+            0.1 + t,
+            -0.2,
+        ));
+    }
+    let recording = Recording::from_llf_rows(rows.clone());
+    let received = replay_into_ingest(&recording, rows.len());
+    assert_eq!(received.len(), rows.len());
+    for (got, row) in received.iter().zip(&rows) {
+        let (a, b) = (got.head.unwrap(), row.head.unwrap());
+        assert!(
+            (a - b).length() < 1e-4 || (a + b).length() < 1e-4,
+            "{a} vs {b}"
+        );
+        assert_eq!(
+            got.get(Channel::JawOpen),
+            row.present
+                .contains(Channel::JawOpen)
+                .then(|| row.weights[Channel::JawOpen.index()])
+        );
+    }
+}
