@@ -48,8 +48,16 @@ pub const EYE_RADIUS: f32 = 0.0165;
 pub const EYE_BULGE: f32 = 0.0035;
 /// Gap between eyeball and lid skin (m).
 pub const LID_GAP: f32 = 0.0010;
+/// Gap between the eyeball and a lid's very edge (m): tighter than [`LID_GAP`], so a raised lid
+/// shows no dark margin between its edge and the eyeball.
+pub const LID_EDGE_GAP: f32 = 0.0003;
 /// Depth of the lid margin: the inner copy of a lid edge sits this far inside the eyeball (m).
 pub const LID_MARGIN: f32 = 0.0008;
+
+/// Longitude of the ears' centres.
+pub const EAR_THETA: f32 = 1.55;
+/// Latitude of the ears' centres.
+pub const EAR_PHI: f32 = -0.27;
 
 /// Latitude of the mouth slit.
 pub const MOUTH_PHI: f32 = -0.79;
@@ -169,7 +177,8 @@ pub fn grid_thetas() -> Vec<f32> {
         (0.0, 8),
         (MOUTH_HALF, 14),
         (EYE_OUTER, 12),
-        (1.3, 14),
+        (1.3, 10),
+        (1.85, 10),
         (PI, 0),
     ]);
     let mut all: Vec<f32> = half.iter().skip(1).rev().map(|t| -t).collect();
@@ -269,13 +278,16 @@ pub fn base_shape(theta: f32, phi: f32) -> Vec3 {
     let mouth_zone = bump((y - mouth_y).abs(), 0.014) * bump(x.abs(), 0.02);
     let y = y + 0.0016 * corner * mouth_zone * smoothstep(0.3, 0.8, ct);
 
-    // Ears: rounded bumps on the sides.
-    let ear = bump(
-        (sq((at - 1.55) / 0.16) + sq((phi + 0.27) / 0.2)).sqrt(),
+    // Ears: rounded shells on the sides, flat-topped so they stand out from the head, with a
+    // shallow bowl inside the rim, leaning back a little.
+    let e = (sq((at - EAR_THETA) / 0.17) + sq((phi - EAR_PHI) / 0.22)).sqrt();
+    let ear = smoothstep(1.0, 0.55, e);
+    let bowl = bump(
+        (sq((at - EAR_THETA + 0.02) / 0.09) + sq((phi - EAR_PHI + 0.02) / 0.13)).sqrt(),
         1.0,
     );
-    x += sgn(x) * 0.007 * ear;
-    z -= 0.003 * ear;
+    x += sgn(x) * (0.0125 * ear - 0.004 * bowl);
+    z -= 0.006 * ear;
     Vec3::new(x, y, z)
 }
 
@@ -345,8 +357,17 @@ pub fn skin_point(v: &SkinVertex, lids: &[Lids; 2]) -> Vec3 {
         if r > 0.0 {
             let wrapped = smooth_max(r, EYE_RADIUS + LID_GAP, 0.005);
             p = e + d * (wrapped / r);
-            if matches!(v.slit, Slit::EyeInner { .. }) {
-                p = e + d * ((EYE_RADIUS - LID_MARGIN) / r);
+            match v.slit {
+                // The lid's edge hugs the eyeball, so no gap shows under a raised lid.
+                Slit::EyeEdge { .. } => {
+                    p = e + d * (smooth_max(r, EYE_RADIUS + LID_EDGE_GAP, 0.0012) / r);
+                }
+                // The margin tucks into the eyeball behind the edge (inwards and backwards), so
+                // from the front it stays hidden behind the edge instead of showing as a band.
+                Slit::EyeInner { .. } => {
+                    p = e + d * ((EYE_RADIUS - LID_MARGIN) / r);
+                }
+                _ => {}
             }
         }
     }

@@ -19,7 +19,17 @@ use crate::arkit::Channel;
 /// Jaw hinge, a little in front of and below the ears (m).
 const JAW_PIVOT: Vec3 = Vec3::new(0.0, 0.100, 0.005);
 /// How far `jawOpen` rotates the jaw (radians).
-const JAW_ANGLE: f32 = 0.26;
+const JAW_ANGLE: f32 = 0.30;
+/// How far `jawOpen` slides the jaw forwards (m), as the jaw's condyles glide forwards while it
+/// opens: the chin drops more than it swings back.
+const JAW_SLIDE: f32 = 0.0045;
+/// How far `jawOpen` lifts the middle of the upper lip (m), rounding the opening.
+const JAW_UPPER_LIP: f32 = 0.0022;
+/// Latitude band below the mouth over which the lower lip's arched drop blends into the chin's
+/// rigid rotation.
+const JAW_LIP_BAND: f32 = 0.2;
+/// Longitude band beside the mouth corners over which the jaw's rotation fades in.
+const JAW_CORNER_BAND: f32 = 0.15;
 /// Fraction of `jawOpen` that `tongueOut` applies, so the tongue passes between parted lips
 /// instead of through closed ones.
 const TONGUE_JAW: f32 = 0.4;
@@ -142,21 +152,37 @@ impl Landmarks {
         }
     }
 
-    /// Where the jaw rotation takes `p`, minus `p`.
+    /// Where the jaw's motion (rotation about the hinge plus a slight forward glide) takes `p`,
+    /// minus `p`.
     fn jaw_open(&self, p: Vec3) -> Vec3 {
         let d = p - JAW_PIVOT;
         let r = Vec3::new(
             d.x,
             d.y * self.jaw_cos - d.z * self.jaw_sin,
-            d.y * self.jaw_sin + d.z * self.jaw_cos,
+            d.y * self.jaw_sin + d.z * self.jaw_cos + JAW_SLIDE,
         );
         r - d
+    }
+
+    /// The whole `jawOpen` delta of a skin vertex: the jaw's motion where the jaw carries the
+    /// skin, the upper lip's lift, and the corners drawing in a little.
+    fn jaw_open_skin(&self, v: &SkinVertex, p: Vec3) -> Vec3 {
+        let lift = JAW_UPPER_LIP * upper_lip_weight(v);
+        let narrow = -0.08 * p.x * self.lips(p);
+        self.jaw_open(p) * jaw_weight(v) + Vec3::new(narrow, lift, 0.0)
     }
 
     /// 1 on the lips, fading over the skin around them.
     fn lips(&self, p: Vec3) -> f32 {
         let e = (sq(p.x / 0.017) + sq((p.y - self.mouth_y) / 0.011)).sqrt();
         bump(e, 1.0) * self.front(p)
+    }
+
+    /// The lips gathered into a pout: like [`Self::lips`] but with a flatter top, so the whole
+    /// mouth moves together.
+    fn pout(&self, p: Vec3) -> f32 {
+        let e = (sq(p.x / 0.02) + sq((p.y - self.mouth_y) / 0.013)).sqrt();
+        smoothstep(1.0, 0.35, e) * self.front(p)
     }
 
     /// Like [`Self::lips`] but reaching further down towards the chin.
@@ -193,31 +219,55 @@ impl Landmarks {
     }
 }
 
-/// Jaw weight of a skin vertex: 1 on the lower lip and chin, 0 above the mouth, blending
-/// outwards from the mouth corners along a line that runs back and slightly down.
+/// The lips' opening profile across the mouth: 1 in the middle, 0 at the corners, shaped like
+/// half an ellipse, so parted lips form an oval with soft corners.
+fn lip_arch(theta: f32) -> f32 {
+    let u = theta / MOUTH_HALF;
+    (1.0 - u * u).max(0.0).sqrt()
+}
+
+/// Jaw weight of a skin vertex: 1 on the chin, 0 above the mouth. The lower lip follows the jaw
+/// along [`lip_arch`] (fully in the middle, not at all at the corners) and blends into the
+/// chin's rigid motion below it; beside the corners the weight fades in along a line that runs
+/// back and slightly down.
 fn jaw_weight(v: &SkinVertex) -> f32 {
+    let at = v.theta.abs();
+    let dt = at - MOUTH_HALF;
+    let dp = v.phi - MOUTH_PHI;
+    let arch = lip_arch(at);
     match v.slit {
         Slit::MouthEdge { upper } | Slit::MouthInner { upper } => {
-            return if upper { 0.0 } else { 1.0 }
+            return if upper { 0.0 } else { arch }
         }
         _ => {}
     }
-    let lateral = smoothstep(1.75, 1.2, v.theta.abs());
-    let dt = v.theta.abs() - MOUTH_HALF;
-    let dp = v.phi - MOUTH_PHI;
-    let w = if dt <= 0.0 {
+    let lateral = smoothstep(1.75, 1.2, at);
+    let angular = if dt <= 0.0 {
         if dp < 0.0 {
             1.0
-        } else if dp > 0.0 {
-            0.0
         } else {
-            0.5
+            0.0
         }
     } else {
         let r = (dt * dt + dp * dp).sqrt();
         smoothstep(0.55, -0.55, (dp + 0.25 * dt) / r)
     };
-    w * lateral
+    let near = bump(
+        (sq(dt.max(0.0) / JAW_CORNER_BAND) + sq(dp / JAW_LIP_BAND)).sqrt(),
+        1.0,
+    );
+    let soft = 1.0 - (1.0 - arch) * near;
+    angular * soft * lateral
+}
+
+/// Weight of the upper lip's lift when the jaw opens: the lip's arch, fading upwards.
+fn upper_lip_weight(v: &SkinVertex) -> f32 {
+    let dp = v.phi - MOUTH_PHI;
+    match v.slit {
+        Slit::MouthEdge { upper: true } | Slit::MouthInner { upper: true } => lip_arch(v.theta),
+        Slit::None if dp > 0.0 => lip_arch(v.theta) * bump(dp, 0.12),
+        _ => 0.0,
+    }
 }
 
 /// A bump in grid coordinates around (`theta`, `phi`).
@@ -267,12 +317,12 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
     let left = smoothstep(0.0, 0.012, p.x);
     let guard = lm.eye_guard(p);
     match channel {
-        JawOpen => lm.jaw_open(p) * jaw,
+        JawOpen => lm.jaw_open_skin(v, p),
         JawForward => Vec3::new(0.0, 0.0, 0.007) * jaw,
         JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
         MouthClose => {
-            -lm.jaw_open(p) * (0.95 * jaw * lips)
-                + Vec3::new(0.0, -0.0015, 0.0) * ((1.0 - jaw) * lips)
+            // Undoes jawOpen on the lips, so the two together close the lips over the open jaw.
+            -lm.jaw_open_skin(v, p) * lip_rows(v, None, 0.16)
         }
         MouthFunnel => {
             // The lips part into a rounded opening and push forwards while the corners draw in.
@@ -280,7 +330,11 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
             let round = (1.0 - sq(p.x / 0.013)).max(0.0).sqrt();
             Vec3::new(-0.22 * p.x, side * 0.0026 * round, 0.006) * lips
         }
-        MouthPucker => Vec3::new(-0.35 * p.x, -(p.y - lm.mouth_y) * 0.25, 0.008) * lips,
+        MouthPucker => {
+            // A small round pout: the lips gather towards the middle and push well forwards.
+            let pout = lm.pout(p);
+            Vec3::new(-0.5 * p.x, -(p.y - lm.mouth_y) * 0.3, 0.012) * pout
+        }
         MouthLeft => Vec3::new(0.007, 0.0, -0.0008) * lm.mouth_wide(p),
         MouthSmileLeft => {
             let cheek = bump((p - lm.cheek).length(), 0.028) * guard;
@@ -290,14 +344,27 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
         MouthFrownLeft => Vec3::new(0.0008, -0.0055, -0.0005) * lm.corner(p),
         MouthDimpleLeft => Vec3::new(0.0025, 0.0005, -0.0035) * lm.corner(p),
         MouthStretchLeft => Vec3::new(0.0055, -0.0025, -0.0015) * lm.corner(p),
-        MouthRollLower => Vec3::new(0.0, 0.0012, -0.0035) * (jaw * lips),
-        MouthRollUpper => Vec3::new(0.0, -0.0012, -0.003) * ((1.0 - jaw) * lips),
+        // Rolling curls a lip in over the teeth: its red turns up (or down) and back under the
+        // other lip, so it thins to a line.
+        MouthRollLower => Vec3::new(0.0, 0.004, -0.0028) * lip_rows(v, Some(false), 0.11),
+        MouthRollUpper => Vec3::new(0.0, -0.0042, -0.0055) * lip_rows(v, Some(true), 0.11),
         MouthShrugLower => {
-            let e = (sq(p.x / 0.02) + sq((p.y - lm.mouth_y + 0.008) / 0.02)).sqrt();
-            Vec3::new(0.0, 0.0035, 0.0015) * (jaw * bump(e, 1.0) * lm.front(p))
+            // The chin and the lower lip push up and out, carrying the closed lip line up.
+            let w = shrug(v, false, 0.3, 0.2, 0.06, 0.08);
+            Vec3::new(0.0, 0.0045, 0.003) * w
         }
-        MouthShrugUpper => Vec3::new(0.0, 0.0028, 0.001) * ((1.0 - jaw) * lips),
-        MouthPressLeft => Vec3::new(0.0, -(p.y - lm.mouth_y) * 0.35, -0.0012) * (lips * left),
+        MouthShrugUpper => {
+            // The upper lip pushes up and out, and the closed lip line follows it.
+            let w = shrug(v, true, 0.3, 0.14, 0.04, 0.06);
+            Vec3::new(0.0, 0.0035, 0.0022) * w
+        }
+        MouthPressLeft => {
+            // The lips press together on that side: they flatten towards the lip line, thin, and
+            // the corner pulls outwards.
+            let thin = -(p.y - lm.mouth_y) * 0.6;
+            Vec3::new(0.0, thin, -0.0016) * (lm.lips_tall(p) * left)
+                + Vec3::new(0.0025, -0.0006, -0.0006) * lm.corner(p)
+        }
         MouthLowerDownLeft => Vec3::new(0.0, -0.0045, 0.0006) * (jaw * lm.lips_tall(p) * left),
         MouthUpperUpLeft => Vec3::new(0.0, 0.0042, 0.0006) * ((1.0 - jaw) * lips * left),
         BrowDownLeft => {
@@ -328,14 +395,59 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
             Vec3::new(0.0, 0.0038, 0.0012) * (grid_bump(v, 0.55, -0.5, 0.3, 0.22) * guard)
         }
         NoseSneerLeft => {
-            let wing = bump((p - lm.nose_wing).length(), 0.012);
-            let side = bump((p - lm.nose_side).length(), 0.015);
+            // The nose wing lifts and wrinkles up towards the eye, and the upper lip on that
+            // side rises with it.
+            let wing = bump((p - lm.nose_wing).length(), 0.013);
+            let side = bump((p - lm.nose_side).length(), 0.017);
             let own_side = smoothstep(0.0, 0.004, p.x);
-            (Vec3::new(0.0004, 0.0032, 0.0004) * wing + Vec3::new(0.0, 0.0015, 0.0) * side)
+            let lip = (1.0 - jaw) * lm.lips(p) * left;
+            (Vec3::new(0.0012, 0.0058, 0.0012) * wing + Vec3::new(0.0004, 0.0028, -0.0004) * side)
                 * (guard * own_side)
+                + Vec3::new(0.0, 0.003, 0.0004) * lip
         }
-        TongueOut => lm.jaw_open(p) * (TONGUE_JAW * jaw),
+        TongueOut => lm.jaw_open_skin(v, p) * TONGUE_JAW,
         _ => Vec3::ZERO,
+    }
+}
+
+/// Weight of the lip rows around the mouth slit: 1 on the slit, fading over `reach` radians of
+/// latitude and beyond the corners. `upper` picks one lip (the other gets 0); `None` takes both.
+fn lip_rows(v: &SkinVertex, upper: Option<bool>, reach: f32) -> f32 {
+    let dp = v.phi - MOUTH_PHI;
+    let on_upper = match v.slit {
+        Slit::MouthEdge { upper } | Slit::MouthInner { upper } => Some(upper),
+        _ if dp > 0.0 => Some(true),
+        _ if dp < 0.0 => Some(false),
+        _ => None,
+    };
+    if let (Some(want), Some(is)) = (upper, on_upper) {
+        if want != is {
+            return 0.0;
+        }
+    }
+    bump(dp.abs(), reach) * smoothstep(MOUTH_HALF + 0.12, MOUTH_HALF - 0.04, v.theta.abs())
+}
+
+/// Weight of a shrug: a bump on one lip's side of the slit (`upper`), `r_theta` wide and
+/// `r_phi` tall, centred `offset` away from the slit. On the other side the value at the slit
+/// fades over `fade`, so the closed lips move together and never cross.
+fn shrug(v: &SkinVertex, upper: bool, r_theta: f32, r_phi: f32, offset: f32, fade: f32) -> f32 {
+    let dp = v.phi - MOUTH_PHI;
+    let s = if upper { 1.0 } else { -1.0 };
+    let own = match v.slit {
+        Slit::MouthEdge { .. } | Slit::MouthInner { .. } => 0.0,
+        _ => dp * s,
+    };
+    let at = |d: f32| {
+        bump(
+            (sq(v.theta / r_theta) + sq((d - offset) / r_phi)).sqrt(),
+            1.0,
+        )
+    };
+    if own >= 0.0 {
+        at(own)
+    } else {
+        at(0.0) * bump(-own, fade)
     }
 }
 
@@ -343,14 +455,30 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
 fn mouth_delta(lm: &Landmarks, channel: Channel, part: MouthPart, p: Vec3) -> Vec3 {
     use Channel::*;
     let jaw = match part {
-        MouthPart::Cavity => smoothstep(lm.cavity.y + 0.003, lm.cavity.y - 0.004, p.y),
-        MouthPart::UpperTeeth => 0.0,
+        // The cavity's floor follows the jaw where the lower lip does (fully in the middle, less
+        // towards the corners), so it never swings out through the skin beside the mouth.
+        MouthPart::Cavity => {
+            let u = p.x / (1.25 * lm.corner.x);
+            smoothstep(lm.cavity.y + 0.003, lm.cavity.y - 0.004, p.y)
+                * (1.0 - u * u).max(0.0).sqrt()
+        }
+        MouthPart::UpperTeeth | MouthPart::Socket => 0.0,
         MouthPart::LowerTeeth | MouthPart::Tongue => 1.0,
+    };
+    // The cavity's front follows lips that push forwards, so no gap opens behind them.
+    let front = match part {
+        MouthPart::Cavity => smoothstep(lm.cavity.z, lm.cavity.z + 0.012, p.z),
+        _ => 0.0,
     };
     match channel {
         JawOpen => lm.jaw_open(p) * jaw,
         JawForward => Vec3::new(0.0, 0.0, 0.007) * jaw,
         JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
+        MouthFunnel => {
+            let u = p.x / lm.corner.x;
+            let inside = (1.0 - u * u).max(0.0);
+            Vec3::new(0.0, 0.0, 0.005) * (front * inside * lm.lips(p))
+        }
         TongueOut => {
             // The jaw drops a little so the lips part, and the tongue slides out over the lower
             // lip: raised into the opening, flattened, and pushed forwards.
