@@ -127,6 +127,26 @@ pub struct HeadlessReport {
     pub malformed: u64,
     /// Age of the newest sample when a frame using it was drawn, in microseconds.
     pub sample_age_us: AgeStats,
+    /// The tracking state at exit and how often it changed.
+    pub tracking: TrackingSummary,
+}
+
+/// The tracking state at the end of a run and how many changes led there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TrackingSummary {
+    /// The state at exit.
+    pub state: crate::calibrate::TrackingState,
+    /// State changes during the run.
+    pub changes: u64,
+}
+
+impl Default for TrackingSummary {
+    fn default() -> Self {
+        TrackingSummary {
+            state: crate::calibrate::TrackingState::Neutral,
+            changes: 0,
+        }
+    }
 }
 
 /// Median and 99th percentile of sample ages, in microseconds.
@@ -305,6 +325,9 @@ impl ApplicationHandler<AppEvent> for StageApp {
             AppEvent::FrameReady => {}
             AppEvent::SourceConnected { protocol, from } => {
                 tracing::debug!(%protocol, %from, "source connected");
+            }
+            AppEvent::Tracking(state) => {
+                tracing::debug!(state = state.name(), "stage sees a tracking change");
             }
             AppEvent::IngestFailed(message) => {
                 tracing::error!(%message, "ingest stopped");

@@ -158,6 +158,8 @@ pub enum AppEvent {
     },
     /// The ingest side stopped with an error.
     IngestFailed(String),
+    /// The tracking state changed (face lost, fading, reacquired, ...).
+    Tracking(crate::calibrate::TrackingState),
     /// Stop the program.
     Shutdown,
 }

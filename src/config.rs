@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::calibrate::SmoothingConfig;
+use crate::calibrate::{Invalid, SmoothingConfig, TrackingConfig};
 pub use crate::render::MorphMode;
 
 /// The configuration file used when `--config` is not given and it exists.
@@ -165,6 +165,8 @@ pub struct Config {
     pub ingest: IngestSection,
     /// `[smoothing]`.
     pub smoothing: SmoothingConfig,
+    /// `[tracking]`: tracking-loss detection and the hold, fade and ease-in times.
+    pub tracking: TrackingConfig,
     /// `[render]`.
     pub render: RenderSection,
 }
@@ -245,17 +247,23 @@ impl Config {
                 "use a frame rate between 1 and 1000",
             );
         }
-        for (key, v) in [
-            ("weights", self.smoothing.weights),
-            ("rotations", self.smoothing.rotations),
-        ] {
-            if !(0.0..=5.0).contains(&v) {
-                return fail(
-                    key,
-                    format!("smoothing time constant {v} s is out of range"),
-                    "use seconds between 0 (off) and 5; 0.03 is a good start",
-                );
-            }
+        if let Err(Invalid {
+            line,
+            column,
+            message,
+            hint,
+        }) = self
+            .smoothing
+            .validate(text)
+            .and_then(|()| self.tracking.validate(text))
+        {
+            return Err(ConfigError::Parse {
+                path: path.to_string(),
+                line,
+                column,
+                message,
+                hint: Some(hint),
+            });
         }
         if self.ingest.listen.is_empty() {
             return fail(

@@ -4,17 +4,19 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use facewire::app::{self, AgeStats, HeadlessReport, Scene, StageApp, StageOptions};
+use facewire::app::{
+    self, AgeStats, HeadlessReport, Scene, StageApp, StageOptions, TrackingSummary,
+};
 use facewire::arkit::{Channel, FaceFrame, Protocol};
 use facewire::avatar::{self, Avatar};
 use facewire::bridge::{self, AppEvent};
-use facewire::calibrate::Calibrator;
+use facewire::calibrate::{Conditioner, ConditionerSink, TrackingState};
 use facewire::config::{Config, MorphMode};
 use facewire::image::RgbaImage;
 use facewire::ingest::FrameSink;
@@ -473,19 +475,38 @@ impl Input {
     }
 }
 
-/// The ingest-side sink: calibrate, then hand off (and wake the window when it waits).
+/// The tracking state as last reported, and how many changes there were.
+type TrackingLog = Arc<Mutex<TrackingSummary>>;
+
+/// The ingest-side sink: calibrate, smooth and watch for tracking loss, then hand off; tell the
+/// window about new frames and state changes, and keep `log` current.
 fn frame_sink(
     config: &Config,
     mut sender: bridge::FrameSender,
     notify: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
+    log: TrackingLog,
 ) -> Box<dyn FrameSink> {
-    let mut calibrator = Calibrator::new(config.smoothing);
-    Box::new(move |raw: FaceFrame| {
-        sender.send(calibrator.apply(&raw));
-        if let Some(proxy) = &notify {
-            let _ = proxy.send_event(AppEvent::FrameReady);
-        }
-    })
+    let core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
+    let frame_proxy = notify.clone();
+    Box::new(ConditionerSink::new(
+        core,
+        Box::new(move |frame: FaceFrame| {
+            sender.send(frame);
+            if let Some(proxy) = &frame_proxy {
+                let _ = proxy.send_event(AppEvent::FrameReady);
+            }
+        }),
+        Box::new(move |state: TrackingState| {
+            {
+                let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+                log.state = state;
+                log.changes += 1;
+            }
+            if let Some(proxy) = &notify {
+                let _ = proxy.send_event(AppEvent::Tracking(state));
+            }
+        }),
+    ))
 }
 
 /// Starts the input thread (network listeners, or a replay when `replay` names a file).
@@ -538,7 +559,13 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
         .context("cannot open a window (is a display available? for offscreen use --headless)")?;
     let (sender, receiver) = bridge::channel(QUEUE);
     let replay = args.replay.as_deref().map(|f| (f, args.speed));
-    let input = start_input(config, replay, frame_sink(config, sender, None))?;
+    let sink = frame_sink(
+        config,
+        sender,
+        Some(event_loop.create_proxy()),
+        TrackingLog::default(),
+    );
+    let input = start_input(config, replay, sink)?;
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
@@ -572,7 +599,9 @@ fn run_headless(
     let (sender, mut receiver) = bridge::channel(QUEUE);
     let counters = sender.counters();
     let replay = args.replay.as_deref().map(|f| (f, args.speed));
-    let input = start_input(config, replay, frame_sink(config, sender, None))?;
+    let tracking = TrackingLog::default();
+    let sink = frame_sink(config, sender, None, Arc::clone(&tracking));
+    let input = start_input(config, replay, sink)?;
     let deadline = args
         .exit_after
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -608,6 +637,7 @@ fn run_headless(
             p50: app::percentile(&ages, 50.0),
             p99: app::percentile(&ages, 99.0),
         },
+        tracking: *tracking.lock().unwrap_or_else(PoisonError::into_inner),
     };
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
@@ -686,32 +716,87 @@ fn replay_command(args: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+/// What `listen` prints: the frames as the phone sent them, and the tracking state facewire
+/// derives from them. Frames stay inline: they travel through a bounded channel, not a heap.
+#[allow(clippy::large_enum_variant)]
+enum Heard {
+    /// A raw committed frame.
+    Frame(FaceFrame),
+    /// A tracking state change, with the time it was noticed and why the face was lost.
+    State(
+        TrackingState,
+        Instant,
+        Option<facewire::calibrate::LossReason>,
+    ),
+}
+
+/// Forwards raw frames to `listen`'s printer and runs a conditioner beside them for the state.
+struct ListenSink {
+    tx: mpsc::SyncSender<Heard>,
+    core: Conditioner,
+}
+
+impl ListenSink {
+    fn states(&mut self, out: facewire::calibrate::Output, now: Instant) {
+        for &state in out.states() {
+            let _ = self.tx.try_send(Heard::State(state, now, out.reason));
+        }
+    }
+}
+
+impl FrameSink for ListenSink {
+    fn frame(&mut self, frame: FaceFrame) {
+        let _ = self.tx.try_send(Heard::Frame(frame));
+        let out = self.core.on_frame(&frame, frame.received);
+        self.states(out, frame.received);
+    }
+
+    fn tick(&mut self, now: Instant) {
+        let out = self.core.on_tick(now);
+        self.states(out, now);
+    }
+}
+
 fn listen(config: &Config, args: ListenArgs) -> Result<()> {
     let listen = match args.port {
         Some(p) => vec![SocketAddr::from(([0, 0, 0, 0], p))],
         None => config.ingest.listen.clone(),
     };
-    let (tx, rx) = mpsc::sync_channel::<FaceFrame>(256);
+    let (tx, rx) = mpsc::sync_channel::<Heard>(256);
+    let start = Instant::now();
     let handle = ingest::spawn(
         IngestConfig {
             listen,
             ..IngestConfig::default()
         },
-        Box::new(move |frame| {
-            let _ = tx.try_send(frame);
+        Box::new(ListenSink {
+            tx,
+            core: Conditioner::new(config.smoothing, config.tracking, start),
         }),
     )?;
-    let start = Instant::now();
     let stdout = std::io::stdout();
     let mut printed = 0u64;
+    let seconds =
+        |t: Instant| (t.saturating_duration_since(start).as_secs_f64() * 1e6).round() / 1e6;
     while args.count.is_none_or(|n| printed < n) {
-        let Ok(frame) = rx.recv() else { break };
-        let line = frame_json(&frame, start);
+        let line = match rx.recv() {
+            Ok(Heard::Frame(frame)) => {
+                printed += 1;
+                frame_json(&frame, start)
+            }
+            Ok(Heard::State(state, at, reason)) => {
+                let mut v = serde_json::json!({ "t": seconds(at), "state": state });
+                if let Some(reason) = reason {
+                    v["reason"] = serde_json::json!(reason);
+                }
+                v
+            }
+            Err(_) => break,
+        };
         let mut out = stdout.lock();
         if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
             break;
         }
-        printed += 1;
     }
     handle.shutdown();
     Ok(())

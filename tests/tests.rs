@@ -21,5 +21,11 @@ mod pipeline;
 /// The contact sheet of a model's targets.
 mod sheet;
 
+/// Smoothing, tracking loss and the Live Link Face CSV reader.
+mod calibrate;
+
 /// Recording and replay.
 mod record;
+
+/// The phone apps' protocols decoded from real captures.
+mod protocols;

@@ -1,17 +1,34 @@
-//! Per-frame conditioning in ARKit space: per-performer range remap, clamp to [0, 1] and
-//! frame-rate independent exponential smoothing. Pure functions over frames; no I/O.
+//! Per-frame conditioning in ARKit space: per-performer range remap, clamp to [0, 1], smoothing
+//! per channel group (exponential or One Euro, timed by the sender's clock where it has one) and
+//! the tracking-loss sequence. Pure functions over frames; no I/O.
 //!
 //! The stage turns the partial frames decoders commit into complete states: a channel the
 //! sender left out of a frame keeps its last value, so the newest state alone describes the face
 //! and the hand-off to the renderer may skip states safely.
+//!
+//! - [`Calibrator`]: remap, clamp, smooth, optional per-group normalisation.
+//! - [`Conditioner`]: a calibrator plus the tracking-loss state machine; [`ConditionerSink`]
+//!   adapts it to the ingest thread's [`crate::ingest::FrameSink`].
+//! - [`filter`]: the scalar and rotation filters; [`settings`]: `[smoothing]` and `[tracking]`.
+
+pub mod filter;
+pub mod settings;
+mod tracking;
 
 use std::time::{Duration, Instant};
 
 use glam::Quat;
-use serde::Deserialize;
+use tracing::trace;
 
 use crate::arkit::{ChannelMask, FaceFrame, COUNT};
-
+use filter::{sane_rotation, Filter, RotationFilter};
+pub use settings::{
+    ClockSource, FilterKind, FilterSpec, GroupConfig, Groups, Invalid, SmoothingConfig,
+    TrackingConfig,
+};
+pub use tracking::{
+    Conditioner, ConditionerSink, LossReason, NeutralPose, Output, TrackingState, FRAME_INTERVAL,
+};
 /// The input range of one channel for one performer: `c_min` maps to 0 and `c_max` to 1.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChannelRange {
@@ -47,54 +64,70 @@ impl ChannelRange {
     }
 }
 
-/// Smoothing settings, in seconds rather than per-frame factors so that they mean the same at
-/// 30 Hz and 60 Hz.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SmoothingConfig {
-    /// Time constant of the exponential filter on blendshape weights, in seconds (0 = off).
-    pub weights: f32,
-    /// Time constant of the exponential filter on head and eye rotations, in seconds (0 = off).
-    pub rotations: f32,
-}
-
-impl Default for SmoothingConfig {
-    fn default() -> Self {
-        SmoothingConfig {
-            weights: 0.03,
-            rotations: 0.05,
-        }
-    }
-}
-
 /// The blend factor of an exponential filter with time constant `tau` after `dt`:
 /// `1 - exp(-dt / tau)`. Applying it twice over `dt/2` equals applying it once over `dt`.
 pub fn smoothing_alpha(dt: Duration, tau: f32) -> f32 {
-    if tau <= 0.0 || !tau.is_finite() {
-        return 1.0;
-    }
-    1.0 - (-dt.as_secs_f32() / tau).exp()
+    filter::ema_alpha(dt.as_secs_f32(), tau)
 }
 
-/// The longest gap treated as continuous motion; after a longer silence the filter restarts.
-const MAX_GAP: Duration = Duration::from_millis(500);
+/// The longest gap treated as continuous motion; after a longer silence the filters restart.
+pub const MAX_GAP: Duration = Duration::from_millis(500);
 
-/// The calibration stage: remap, clamp, smooth. One per input stream.
+/// How far the sender's clock step may differ from the receive clock's step before the sender's
+/// clock is distrusted for that frame. Wi-Fi bunches packets by tens of milliseconds; a step off
+/// by more than this means a reset, a wrap or a broken clock.
+pub const CLOCK_TOLERANCE: f64 = 0.25;
+
+/// Marks channels of no group in [`Calibrator`]'s group table.
+const NO_GROUP: u8 = u8::MAX;
+
+/// The calibration stage: remap, clamp, smooth, normalise opted-in groups. One per input
+/// stream. Every output weight is finite and in [0, 1]; every output rotation is finite and
+/// unit length.
 #[derive(Debug, Clone)]
 pub struct Calibrator {
+    /// Per-channel input ranges, canonical order.
     ranges: [ChannelRange; COUNT],
+    /// The settings the filters were built from.
     smoothing: SmoothingConfig,
+    /// Index into `smoothing.groups` per channel, or [`NO_GROUP`].
+    group_of: [u8; COUNT],
+    /// One filter per channel.
+    filters: [Filter; COUNT],
+    /// Head, left eye and right eye rotation filters.
+    rotations: [RotationFilter; 3],
+    /// The masks of the groups to normalise.
+    normalize: [ChannelMask; settings::MAX_GROUPS],
+    /// How many of `normalize` are used.
+    normalize_len: usize,
+    /// The smoothed complete state (before normalisation).
     state: Option<FaceFrame>,
+    /// When the previous frame was received.
+    last_received: Option<Instant>,
+    /// The previous frame's sender timestamp, when it had a finite one.
+    last_sender: Option<f64>,
+    /// Frames whose sender timestamp was distrusted.
+    clock_fallbacks: u64,
 }
 
 impl Calibrator {
     /// A calibrator with identity ranges (a performer profile replaces them).
     pub fn new(smoothing: SmoothingConfig) -> Calibrator {
-        Calibrator {
+        let mut cal = Calibrator {
             ranges: [ChannelRange::default(); COUNT],
             smoothing,
+            group_of: [NO_GROUP; COUNT],
+            filters: [Filter::new(smoothing.weights); COUNT],
+            rotations: [RotationFilter::new(smoothing.rotations); 3],
+            normalize: [ChannelMask::EMPTY; settings::MAX_GROUPS],
+            normalize_len: 0,
             state: None,
-        }
+            last_received: None,
+            last_sender: None,
+            clock_fallbacks: 0,
+        };
+        cal.set_smoothing(smoothing);
+        cal
     }
 
     /// Replaces the per-channel input ranges (canonical order).
@@ -102,58 +135,152 @@ impl Calibrator {
         self.ranges = ranges;
     }
 
-    /// Replaces the smoothing settings.
+    /// Replaces the smoothing settings and restarts the filters.
     pub fn set_smoothing(&mut self, smoothing: SmoothingConfig) {
         self.smoothing = smoothing;
+        self.group_of = [NO_GROUP; COUNT];
+        self.normalize_len = 0;
+        for (gi, (_, group)) in smoothing.groups.iter().enumerate() {
+            for c in group.channels.0.iter() {
+                // The first group naming a channel wins; validation rejects overlaps anyway.
+                if self.group_of[c.index()] == NO_GROUP {
+                    self.group_of[c.index()] = gi as u8;
+                }
+            }
+            if group.normalize {
+                self.normalize[self.normalize_len] = group.channels.0;
+                self.normalize_len += 1;
+            }
+        }
+        let mut specs = [smoothing.weights; settings::MAX_GROUPS];
+        for (slot, (_, g)) in specs.iter_mut().zip(smoothing.groups.iter()) {
+            *slot = g.spec();
+        }
+        for (i, f) in self.filters.iter_mut().enumerate() {
+            let spec = specs
+                .get(self.group_of[i] as usize)
+                .copied()
+                .unwrap_or(smoothing.weights);
+            *f = Filter::new(spec);
+        }
+        self.rotations = [RotationFilter::new(smoothing.rotations); 3];
+    }
+
+    /// The smoothing settings.
+    pub fn smoothing(&self) -> &SmoothingConfig {
+        &self.smoothing
     }
 
     /// Forgets the filter state, so the next frame is taken as it is.
     pub fn reset(&mut self) {
         self.state = None;
+        self.restart_filters();
+        self.last_received = None;
+        self.last_sender = None;
+    }
+
+    fn restart_filters(&mut self) {
+        for f in &mut self.filters {
+            f.reset();
+        }
+        for r in &mut self.rotations {
+            r.reset();
+        }
+    }
+
+    /// How many frames so far had a sender timestamp that was not trusted (it went backwards,
+    /// stood still, or jumped away from the receive clock), so receive time timed them.
+    pub fn clock_fallbacks(&self) -> u64 {
+        self.clock_fallbacks
+    }
+
+    /// The seconds between the previous frame and `raw`, from the configured clock, or `None`
+    /// for the first frame.
+    fn step_seconds(&mut self, raw: &FaceFrame) -> Option<f64> {
+        let sender = raw.sender_time.filter(|s| s.is_finite());
+        let prev_sender = std::mem::replace(&mut self.last_sender, sender);
+        let prev_received = self.last_received.replace(raw.received)?;
+        let received = raw
+            .received
+            .saturating_duration_since(prev_received)
+            .as_secs_f64();
+        if self.smoothing.clock == ClockSource::Receive || received > MAX_GAP.as_secs_f64() {
+            return Some(received);
+        }
+        let (Some(now), Some(prev)) = (sender, prev_sender) else {
+            return Some(received);
+        };
+        let step = now - prev;
+        if step > 0.0 && step <= MAX_GAP.as_secs_f64() && (step - received).abs() <= CLOCK_TOLERANCE
+        {
+            Some(step)
+        } else {
+            self.clock_fallbacks += 1;
+            trace!(
+                step,
+                received,
+                "sender clock distrusted; using receive time"
+            );
+            Some(received)
+        }
     }
 
     /// Conditions `raw` and returns the complete, calibrated state after it.
     pub fn apply(&mut self, raw: &FaceFrame) -> FaceFrame {
-        let mut target = *raw;
+        let dt = self.step_seconds(raw);
+        let restart = match dt {
+            None => true,
+            Some(dt) => dt > MAX_GAP.as_secs_f64(),
+        };
+        if restart {
+            self.restart_filters();
+        }
+        let dt = dt.unwrap_or(0.0) as f32;
+        let mut state = self.state.unwrap_or(FaceFrame {
+            present: ChannelMask::EMPTY,
+            head: None,
+            left_eye: None,
+            right_eye: None,
+            ..*raw
+        });
         for c in raw.present.iter() {
             let i = c.index();
-            target.weights[i] = self.ranges[i].apply(raw.weights[i]);
+            let target = self.ranges[i].apply(raw.weights[i]);
+            state.weights[i] = self.filters[i].step(target, dt).clamp(0.0, 1.0);
         }
-        let Some(prev) = self.state.as_mut() else {
-            self.state = Some(target);
-            return target;
-        };
-        let dt = raw.received.saturating_duration_since(prev.received);
-        let (aw, ar) = if dt > MAX_GAP {
-            (1.0, 1.0)
-        } else {
-            (
-                smoothing_alpha(dt, self.smoothing.weights),
-                smoothing_alpha(dt, self.smoothing.rotations),
+        state.present = state.present.union(raw.present);
+        for (slot, (filter, next)) in [&mut state.head, &mut state.left_eye, &mut state.right_eye]
+            .into_iter()
+            .zip(
+                self.rotations
+                    .iter_mut()
+                    .zip([raw.head, raw.left_eye, raw.right_eye]),
             )
-        };
-        for c in raw.present.iter() {
-            let i = c.index();
-            let was = if prev.present.contains(c) {
-                prev.weights[i]
-            } else {
-                target.weights[i]
-            };
-            prev.weights[i] = was + aw * (target.weights[i] - was);
+        {
+            if let Some(q) = next {
+                if let Some(out) = filter.step(q, dt) {
+                    *slot = Some(out);
+                }
+            }
         }
-        prev.present = prev.present.union(raw.present);
-        prev.head = smooth_rotation(prev.head, raw.head, ar);
-        prev.left_eye = smooth_rotation(prev.left_eye, raw.left_eye, ar);
-        prev.right_eye = smooth_rotation(prev.right_eye, raw.right_eye, ar);
-        prev.sender_time = raw.sender_time.or(prev.sender_time);
-        prev.tracking = raw.tracking;
-        prev.received = raw.received;
-        prev.protocol = raw.protocol;
-        prev.from = raw.from;
-        *prev
+        state.sender_time = raw
+            .sender_time
+            .filter(|s| s.is_finite())
+            .or(state.sender_time);
+        state.tracking = raw.tracking;
+        state.received = raw.received;
+        state.protocol = raw.protocol;
+        state.from = raw.from;
+        self.state = Some(state);
+        let mut out = state;
+        for mask in &self.normalize[..self.normalize_len] {
+            normalize_group(&mut out, *mask);
+        }
+        sanitize(&mut out);
+        out
     }
 
-    /// The current calibrated state, if any frame arrived.
+    /// The current smoothed state, if any frame arrived (before group normalisation).
     pub fn state(&self) -> Option<&FaceFrame> {
         self.state.as_ref()
     }
@@ -164,11 +291,38 @@ impl Calibrator {
     }
 }
 
-fn smooth_rotation(prev: Option<Quat>, next: Option<Quat>, alpha: f32) -> Option<Quat> {
-    match (prev, next) {
-        (Some(p), Some(n)) => Some(p.slerp(n, alpha).normalize()),
-        (p, None) => p,
-        (None, n) => n,
+/// Scales the weights of `mask`'s present channels by `1 / max(1, sum)`.
+pub fn normalize_group(frame: &mut FaceFrame, mask: ChannelMask) {
+    let mut sum = 0.0f32;
+    for c in mask.iter().filter(|c| frame.present.contains(*c)) {
+        sum += frame.weights[c.index()];
+    }
+    if sum > 1.0 && sum.is_finite() {
+        for c in mask.iter().filter(|c| frame.present.contains(*c)) {
+            frame.weights[c.index()] /= sum;
+        }
+    }
+}
+
+/// Forces every weight finite and into [0, 1] (non-finite becomes 0) and every rotation finite
+/// and unit length (a broken one becomes the identity). The last line of defence before a frame
+/// leaves the stage.
+pub fn sanitize(frame: &mut FaceFrame) {
+    for w in &mut frame.weights {
+        *w = if w.is_finite() {
+            w.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+    }
+    for q in [&mut frame.head, &mut frame.left_eye, &mut frame.right_eye]
+        .into_iter()
+        .flatten()
+    {
+        *q = sane_rotation(*q).unwrap_or(Quat::IDENTITY);
+    }
+    if frame.sender_time.is_some_and(|s| !s.is_finite()) {
+        frame.sender_time = None;
     }
 }
 
@@ -214,10 +368,7 @@ mod tests {
     #[test]
     fn smoothing_is_frame_rate_independent() {
         let t0 = Instant::now();
-        let cfg = SmoothingConfig {
-            weights: 0.1,
-            rotations: 0.1,
-        };
+        let cfg = SmoothingConfig::ema(0.1, 0.1);
         let run = |hz: f64| {
             let mut cal = Calibrator::new(cfg);
             cal.apply(&raw(t0, 0.0));
@@ -240,10 +391,7 @@ mod tests {
     #[test]
     fn missing_channels_keep_their_last_value() {
         let t0 = Instant::now();
-        let mut cal = Calibrator::new(SmoothingConfig {
-            weights: 0.0,
-            rotations: 0.0,
-        });
+        let mut cal = Calibrator::new(SmoothingConfig::off());
         let mut first = raw(t0, 0.5);
         first.set(Channel::EyeBlinkLeft, 0.25);
         cal.apply(&first);

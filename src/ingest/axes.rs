@@ -9,6 +9,13 @@
 //! | VMC `/VMC/Ext/Bone/Pos` (`Head`, `LeftEye`, `RightEye`) | Unity humanoid: left-handed, +X the avatar's right, +Y up, +Z forward | `(x, -y, -z, w)`: a mirror of X | UNCONFIRMED |
 //! | Face Cap `/HRQ` | ARKit face anchor: right-handed, +X towards the face's left, +Y up, +Z out of the face | `(x, y, z, w)`: already ours | UNCONFIRMED |
 //! | Face Cap `/HR`, `/ELR`, `/ERR` | the same, as Euler degrees `x` = pitch, `y` = yaw, `z` = roll | pitch, yaw, roll kept; `q = Ry(yaw)·Rx(pitch)·Rz(roll)` | UNCONFIRMED |
+//! | iFacialMocap `=head#x,y,z,…` | ARKit face anchor, Euler degrees `x` = pitch, `y` = yaw, `z` = roll | pitch, yaw, roll kept | UNCONFIRMED |
+//! | iFacialMocap `rightEye#`, `leftEye#` | the same, `x` = pitch (+ looks down), `y` = yaw (+ looks to the performer's left), `z` = roll | kept | yaw and pitch signs CONFIRMED by the vpuppr sample; roll UNCONFIRMED |
+//! | Facemotion3d (same grammar as iFacialMocap) | as iFacialMocap | kept | UNCONFIRMED |
+//! | Live Link Face eyes, values 55–60 (`LeftEyeYaw`, `…Pitch`, `…Roll`, then the right eye) | Unreal rotator in radians: + yaw looks to the performer's RIGHT, + pitch looks down | pitch kept, yaw and roll negated (a mirror of X, as VMC) | yaw and pitch signs CONFIRMED by the LLV capture; roll UNCONFIRMED |
+//! | Live Link Face head, values 52–54 (`HeadYaw`, `HeadPitch`, `HeadRoll`) | the same Unreal rotator as the eyes, in radians | pitch kept, yaw and roll negated | UNCONFIRMED (assumed to match the eyes) |
+//! | VTube Studio / MeowFace `Rotation {x,y,z}` | Euler degrees `x` = pitch, `y` = yaw, `z` = roll | kept | UNCONFIRMED (vpuppr reads MeowFace's `x` as yaw instead) |
+//! | VTube Studio `EyeLeft`, `EyeRight` `{x,y,z}` | Euler degrees, `x` = pitch (+ looks down), `y` = yaw (+ looks to the performer's left) | kept | yaw and pitch signs CONFIRMED by the vpuppr sample; roll UNCONFIRMED |
 //!
 //! Why the VMC row flips `y` and `z`: mirroring space through the X = 0 plane (Unity's +X is the
 //! avatar's right, ours is the avatar's left) turns a rotation by θ about axis `a` into a rotation
@@ -17,6 +24,22 @@
 //!
 //! The Euler order `Y·X·Z` (yaw, then pitch in the yawed frame, then roll) is the usual
 //! head-tracking order; which order Face Cap itself uses is UNCONFIRMED.
+//!
+//! How the CONFIRMED signs were pinned. In the iFacialMocap sample
+//! (`ifacialmocap_v1_vpuppr_sample.txt`) and the VTube Studio sample
+//! (`vts_tracking_payload_vpuppr_sample.json`), the blendshapes say both eyes look to the
+//! performer's left (`eyeLookOut_L` and `eyeLookIn_R` high, `eyeLookIn_L` and `eyeLookOut_R` zero)
+//! and a little down (`eyeLookDown_*` above zero), while both eyes' `y` and `x` are positive. A
+//! positive rotation about +Y turns +Z towards +X (the performer's left) and a positive rotation
+//! about +X turns +Z towards −Y (down), so both rows keep their signs. In the 180 frames of the
+//! Live Link Face capture (`livelinkface_llv_dao`), `LeftEyeYaw` correlates at −0.9997 with
+//! `eyeLookOutLeft − eyeLookInLeft` (gaze towards the performer's left), the right eye likewise,
+//! and `LeftEyePitch` at +0.9996 with `eyeLookDownLeft − eyeLookUpLeft`: Live Link Face's yaw is
+//! the opposite of ours and its pitch is ours. That is what a mirror of X gives (an Unreal rotator
+//! whose +Y is the performer's right), so the roll is negated too, and the head values, which
+//! Unreal derives the same way, get the same row. The synthetic LLV sweeps only pin which index is
+//! which curve, not physical signs. Which Euler order these apps use is UNCONFIRMED; all rows use
+//! `Y·X·Z`.
 
 use glam::Quat;
 
@@ -39,6 +62,37 @@ pub const VMC: AxisMap = AxisMap {
 
 /// Face Cap rotations (ARKit face anchor): already in our frame. UNCONFIRMED.
 pub const FACECAP: AxisMap = AxisMap {
+    quat: [1.0, 1.0, 1.0],
+    euler: [1.0, 1.0, 1.0],
+};
+
+/// iFacialMocap's `head#`, `rightEye#` and `leftEye#` Euler degrees (ARKit face anchor): already
+/// in our frame. Eye yaw and pitch signs are pinned by the vpuppr sample; the head's are
+/// UNCONFIRMED.
+pub const IFACIALMOCAP: AxisMap = AxisMap {
+    quat: [1.0, 1.0, 1.0],
+    euler: [1.0, 1.0, 1.0],
+};
+
+/// Facemotion3d's Euler degrees (same grammar as iFacialMocap): assumed the same as
+/// iFacialMocap. UNCONFIRMED.
+pub const FACEMOTION3D: AxisMap = AxisMap {
+    quat: [1.0, 1.0, 1.0],
+    euler: [1.0, 1.0, 1.0],
+};
+
+/// Live Link Face head and eye rotators in radians: a mirror of X, which keeps pitch and negates
+/// yaw and roll. Eye yaw and pitch signs are pinned by the LLV capture; roll and the head are
+/// UNCONFIRMED.
+pub const LIVELINKFACE: AxisMap = AxisMap {
+    quat: [1.0, -1.0, -1.0],
+    euler: [1.0, -1.0, -1.0],
+};
+
+/// VTube Studio (and MeowFace) `Rotation`, `EyeLeft` and `EyeRight` Euler degrees: already in
+/// our frame. Eye yaw and pitch signs are pinned by the vpuppr sample; the head's are
+/// UNCONFIRMED.
+pub const VTUBESTUDIO: AxisMap = AxisMap {
     quat: [1.0, 1.0, 1.0],
     euler: [1.0, 1.0, 1.0],
 };
@@ -85,6 +139,21 @@ impl AxisMap {
         let [sp, sy, sr] = self.euler;
         // Reduce first: a huge finite angle would otherwise lose all precision in radians.
         let rad = |deg: f32, sign: f32| (sign * deg.rem_euclid(360.0)).to_radians();
+        let q = Quat::from_rotation_y(rad(yaw, sy))
+            * Quat::from_rotation_x(rad(pitch, sp))
+            * Quat::from_rotation_z(rad(roll, sr));
+        Ok(q.normalize())
+    }
+
+    /// Converts Euler angles in radians (pitch about X, yaw about Y, roll about Z, as sent) into
+    /// a quaternion in our frame, composed like [`AxisMap::euler_degrees`].
+    pub fn euler_radians(&self, pitch: f32, yaw: f32, roll: f32) -> Result<Quat, BadRotation> {
+        if !(pitch.is_finite() && yaw.is_finite() && roll.is_finite()) {
+            return Err(BadRotation::NonFinite);
+        }
+        let [sp, sy, sr] = self.euler;
+        // Reduce first, as for degrees: a huge finite angle would otherwise lose all precision.
+        let rad = |angle: f32, sign: f32| sign * angle.rem_euclid(std::f32::consts::TAU);
         let q = Quat::from_rotation_y(rad(yaw, sy))
             * Quat::from_rotation_x(rad(pitch, sp))
             * Quat::from_rotation_z(rad(roll, sr));
@@ -155,5 +224,48 @@ mod tests {
             FACECAP.euler_degrees(f32::NEG_INFINITY, 0.0, 0.0),
             Err(BadRotation::NonFinite)
         );
+    }
+
+    #[test]
+    fn radians_agree_with_degrees() {
+        let a = LIVELINKFACE.euler_radians(0.1, 0.2, 0.3).unwrap();
+        let b = LIVELINKFACE
+            .euler_degrees(
+                0.1f32.to_degrees(),
+                0.2f32.to_degrees(),
+                0.3f32.to_degrees(),
+            )
+            .unwrap();
+        assert!(close(a, b));
+        assert!(LIVELINKFACE
+            .euler_radians(1e30, -1e30, 0.0)
+            .unwrap()
+            .is_finite());
+        assert_eq!(
+            LIVELINKFACE.euler_radians(0.0, f32::NAN, 0.0),
+            Err(BadRotation::NonFinite)
+        );
+    }
+
+    #[test]
+    fn live_link_face_positive_yaw_looks_to_the_performers_right() {
+        // Pinned by the LLV capture: + yaw on the wire goes with eyeLookIn_L and eyeLookOut_R.
+        let q = LIVELINKFACE.euler_radians(0.0, 0.5, 0.0).unwrap();
+        assert!((q * Vec3::Z).x < -0.4);
+        // + pitch on the wire goes with eyeLookDown.
+        let q = LIVELINKFACE.euler_radians(0.5, 0.0, 0.0).unwrap();
+        assert!((q * Vec3::Z).y < -0.4);
+    }
+
+    #[test]
+    fn arkit_senders_positive_yaw_looks_to_the_performers_left() {
+        // Pinned by the vpuppr samples: + y goes with eyeLookOut_L and eyeLookIn_R, + x with
+        // eyeLookDown.
+        for map in [IFACIALMOCAP, VTUBESTUDIO] {
+            let q = map.euler_degrees(0.0, 20.0, 0.0).unwrap();
+            assert!((q * Vec3::Z).x > 0.3);
+            let q = map.euler_degrees(20.0, 0.0, 0.0).unwrap();
+            assert!((q * Vec3::Z).y < -0.3);
+        }
     }
 }

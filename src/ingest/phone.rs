@@ -1,0 +1,381 @@
+//! What the phone apps' one-datagram-one-frame decoders share: the result, the error and the counters.
+//!
+//! iFacialMocap, Facemotion3d, Live Link Face and VTube Studio each send one complete frame per
+//! datagram, so their decoders are pure functions (`decode(datagram, from, received)`) that give
+//! at most one [`FaceFrame`]. [`PhoneDecoder`] wraps one of them with [`PhoneStats`] counters and
+//! rate-limited logging, for a listener to own.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use thiserror::Error;
+use tracing::{debug, trace};
+
+use super::stats::RateLimiter;
+use super::{ifacialmocap, livelink, vts};
+use crate::arkit::{FaceFrame, Protocol, TrackingFlag};
+
+/// Largest phone datagram decoded (16 KiB). Real ones are about 1 KiB (iFacialMocap), 320 bytes
+/// (Live Link Face) and 3 KiB (VTube Studio); larger ones are rejected before parsing, so that no
+/// per-datagram work grows with hostile input beyond this.
+pub const MAX_PHONE_DATAGRAM: usize = 16 * 1024;
+
+/// One decoded phone datagram: its frame and what was dropped from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decoded {
+    /// The frame; `present` holds only the channels the datagram carried with finite values.
+    pub frame: FaceFrame,
+    /// Keys (blendshape names or blocks) that are not ARKit channels or known blocks, such as
+    /// `trackingStatus`, `hapihapi`, `FM_SAD` or MeowFace's `headLeft`; ignored.
+    pub unknown_keys: u32,
+    /// NaN or infinite values (or values that overflow `f32`), dropped. A rotation with a
+    /// non-finite component is dropped whole and counts once.
+    pub non_finite_values: u32,
+    /// Known keys whose value could not be used (not a number, or a block with the wrong number of
+    /// components); dropped.
+    pub bad_values: u32,
+}
+
+impl Decoded {
+    /// A decoded datagram holding an empty frame and zero counters.
+    pub fn empty(protocol: Protocol, from: SocketAddr, received: Instant) -> Decoded {
+        Decoded {
+            frame: FaceFrame::empty(protocol, from, received),
+            unknown_keys: 0,
+            non_finite_values: 0,
+            bad_values: 0,
+        }
+    }
+}
+
+/// Why a phone datagram was rejected as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ProtocolError {
+    /// The datagram is larger than the cap for its protocol.
+    #[error("datagram of {len} bytes is larger than the {max}-byte cap")]
+    Oversized {
+        /// The datagram's length.
+        len: usize,
+        /// The cap it exceeded.
+        max: usize,
+    },
+    /// The datagram ends before the structure it announces (a length field pointing past the end,
+    /// a text frame without its final `|`).
+    #[error("datagram is truncated: {0}")]
+    Truncated(&'static str),
+    /// The datagram is not in the protocol's grammar.
+    #[error("datagram is malformed: {0}")]
+    Malformed(&'static str),
+    /// A Live Link Face packet version this decoder does not know.
+    #[error("unsupported packet version {0}")]
+    UnsupportedVersion(u8),
+    /// The datagram is not valid JSON, or not the JSON object the protocol defines.
+    #[error("invalid JSON ({category}) at line {line}, column {column}")]
+    Json {
+        /// serde_json's error category: `syntax`, `data`, `eof` or `io`.
+        category: &'static str,
+        /// The 1-based line of the error.
+        line: usize,
+        /// The 1-based column of the error.
+        column: usize,
+    },
+}
+
+impl From<serde_json::Error> for ProtocolError {
+    fn from(e: serde_json::Error) -> ProtocolError {
+        let category = match e.classify() {
+            serde_json::error::Category::Io => "io",
+            serde_json::error::Category::Syntax => "syntax",
+            serde_json::error::Category::Data => "data",
+            serde_json::error::Category::Eof => "eof",
+        };
+        ProtocolError::Json {
+            category,
+            line: e.line(),
+            column: e.column(),
+        }
+    }
+}
+
+/// Which phone protocol a [`PhoneDecoder`] decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PhoneProtocol {
+    /// iFacialMocap text frames ([`ifacialmocap::decode`]).
+    IFacialMocap,
+    /// Facemotion3d text frames ([`ifacialmocap::decode`] with the Facemotion3d tag).
+    Facemotion3d,
+    /// Live Link Face binary packets ([`livelink::decode`]).
+    LiveLinkFace,
+    /// VTube Studio phone protocol and MeowFace JSON ([`vts::decode`]).
+    VTubeStudio,
+}
+
+impl PhoneProtocol {
+    /// The protocol tag its frames carry.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            PhoneProtocol::IFacialMocap => Protocol::IFacialMocap,
+            PhoneProtocol::Facemotion3d => Protocol::Facemotion3d,
+            PhoneProtocol::LiveLinkFace => Protocol::LiveLinkFace,
+            PhoneProtocol::VTubeStudio => Protocol::VTubeStudio,
+        }
+    }
+
+    /// The PC port the phone sends to by default. For VTube Studio this is our choice: the PC
+    /// names its ports in the request ([`vts::DEFAULT_PC_PORT`]).
+    pub fn default_port(self) -> u16 {
+        match self {
+            PhoneProtocol::IFacialMocap => ifacialmocap::IFM_PORT,
+            PhoneProtocol::Facemotion3d => ifacialmocap::FM3D_PORT,
+            PhoneProtocol::LiveLinkFace => livelink::DEFAULT_PORT,
+            PhoneProtocol::VTubeStudio => vts::DEFAULT_PC_PORT,
+        }
+    }
+
+    /// Decodes one datagram with this protocol's pure decoder.
+    pub fn decode(
+        self,
+        datagram: &[u8],
+        from: SocketAddr,
+        received: Instant,
+    ) -> Result<Decoded, ProtocolError> {
+        match self {
+            PhoneProtocol::IFacialMocap => ifacialmocap::decode(
+                datagram,
+                from,
+                received,
+                ifacialmocap::TextSender::IFacialMocap,
+            ),
+            PhoneProtocol::Facemotion3d => ifacialmocap::decode(
+                datagram,
+                from,
+                received,
+                ifacialmocap::TextSender::Facemotion3d,
+            ),
+            PhoneProtocol::LiveLinkFace => livelink::decode(datagram, from, received),
+            PhoneProtocol::VTubeStudio => vts::decode(datagram, from, received),
+        }
+    }
+}
+
+/// Counters of one phone listener, as plain numbers.
+///
+/// The datagram identity `datagrams == frames + oversized + truncated + malformed + unsupported`
+/// holds at every snapshot: every datagram either gives exactly one frame or is rejected for
+/// exactly one reason. [`PhoneStats::is_consistent`] checks it. `lost_frames` counts the frames
+/// flagged [`TrackingFlag::Lost`] among `frames`; the value counters count inside decoded frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhoneStats {
+    /// Datagrams handed to the decoder.
+    pub datagrams: u64,
+    /// Bytes in all datagrams.
+    pub bytes: u64,
+    /// Frames decoded (one per accepted datagram).
+    pub frames: u64,
+    /// Decoded frames that say the face is lost.
+    pub lost_frames: u64,
+    /// Datagrams rejected as [`ProtocolError::Oversized`].
+    pub oversized: u64,
+    /// Datagrams rejected as [`ProtocolError::Truncated`].
+    pub truncated: u64,
+    /// Datagrams rejected as [`ProtocolError::Malformed`] or [`ProtocolError::Json`].
+    pub malformed: u64,
+    /// Datagrams rejected as [`ProtocolError::UnsupportedVersion`].
+    pub unsupported: u64,
+    /// Sum of [`Decoded::unknown_keys`].
+    pub unknown_keys: u64,
+    /// Sum of [`Decoded::non_finite_values`].
+    pub non_finite_values: u64,
+    /// Sum of [`Decoded::bad_values`].
+    pub bad_values: u64,
+}
+
+impl PhoneStats {
+    /// Counts one datagram of `len` bytes and what became of it.
+    pub fn record(&mut self, len: usize, result: &Result<Decoded, ProtocolError>) {
+        self.datagrams += 1;
+        self.bytes += len as u64;
+        match result {
+            Ok(decoded) => {
+                self.frames += 1;
+                if decoded.frame.tracking == TrackingFlag::Lost {
+                    self.lost_frames += 1;
+                }
+                self.unknown_keys += u64::from(decoded.unknown_keys);
+                self.non_finite_values += u64::from(decoded.non_finite_values);
+                self.bad_values += u64::from(decoded.bad_values);
+            }
+            Err(ProtocolError::Oversized { .. }) => self.oversized += 1,
+            Err(ProtocolError::Truncated(_)) => self.truncated += 1,
+            Err(ProtocolError::Malformed(_) | ProtocolError::Json { .. }) => self.malformed += 1,
+            Err(ProtocolError::UnsupportedVersion(_)) => self.unsupported += 1,
+        }
+    }
+
+    /// Whether the datagram identity documented on [`PhoneStats`] holds.
+    pub fn is_consistent(&self) -> bool {
+        self.datagrams
+            == self.frames + self.oversized + self.truncated + self.malformed + self.unsupported
+            && self.lost_frames <= self.frames
+    }
+}
+
+/// One phone protocol's decoder with its counters and rate-limited logs, for one listener.
+#[derive(Debug, Clone)]
+pub struct PhoneDecoder {
+    /// The protocol decoded.
+    protocol: PhoneProtocol,
+    /// Counters.
+    stats: PhoneStats,
+    /// Limits the rejected-datagram log lines.
+    rejected_log: RateLimiter,
+    /// Limits the dropped-value log lines.
+    dropped_log: RateLimiter,
+}
+
+impl PhoneDecoder {
+    /// A decoder for `protocol` with zero counters.
+    pub fn new(protocol: PhoneProtocol) -> PhoneDecoder {
+        PhoneDecoder {
+            protocol,
+            stats: PhoneStats::default(),
+            rejected_log: RateLimiter::per_second(),
+            dropped_log: RateLimiter::per_second(),
+        }
+    }
+
+    /// The protocol decoded.
+    pub fn protocol(&self) -> PhoneProtocol {
+        self.protocol
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> PhoneStats {
+        self.stats
+    }
+
+    /// Decodes one datagram, counts it, and logs problems (at most one line per second per kind).
+    /// Never panics.
+    pub fn decode(
+        &mut self,
+        datagram: &[u8],
+        from: SocketAddr,
+        received: Instant,
+    ) -> Result<Decoded, ProtocolError> {
+        let result = self.protocol.decode(datagram, from, received);
+        self.stats.record(datagram.len(), &result);
+        let protocol = self.protocol.protocol().name();
+        match &result {
+            Ok(decoded) => {
+                trace!(
+                    %from,
+                    protocol,
+                    present = decoded.frame.present.len(),
+                    tracking = ?decoded.frame.tracking,
+                    "phone frame"
+                );
+                let dropped = decoded.unknown_keys + decoded.non_finite_values + decoded.bad_values;
+                if dropped > 0 {
+                    if let Some(suppressed) = self.dropped_log.allow(received) {
+                        debug!(
+                            %from,
+                            protocol,
+                            unknown_keys = decoded.unknown_keys,
+                            non_finite_values = decoded.non_finite_values,
+                            bad_values = decoded.bad_values,
+                            suppressed,
+                            "dropped parts of a phone datagram"
+                        );
+                    }
+                }
+            }
+            Err(error) => {
+                trace!(%from, protocol, %error, "rejected phone datagram");
+                if let Some(suppressed) = self.rejected_log.allow(received) {
+                    debug!(
+                        %from,
+                        protocol,
+                        len = datagram.len(),
+                        %error,
+                        suppressed,
+                        "rejected a phone datagram"
+                    );
+                }
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr() -> SocketAddr {
+        "127.0.0.1:5000".parse().unwrap()
+    }
+
+    #[test]
+    fn stats_account_for_every_outcome() {
+        let now = Instant::now();
+        let mut stats = PhoneStats::default();
+        let mut lost = Decoded::empty(Protocol::LiveLinkFace, addr(), now);
+        lost.frame.tracking = TrackingFlag::Lost;
+        lost.unknown_keys = 2;
+        stats.record(10, &Ok(lost));
+        stats.record(3, &Err(ProtocolError::Truncated("x")));
+        stats.record(3, &Err(ProtocolError::Malformed("x")));
+        stats.record(
+            3,
+            &Err(ProtocolError::Json {
+                category: "syntax",
+                line: 1,
+                column: 1,
+            }),
+        );
+        stats.record(3, &Err(ProtocolError::UnsupportedVersion(5)));
+        stats.record(
+            99_999,
+            &Err(ProtocolError::Oversized {
+                len: 99_999,
+                max: 1,
+            }),
+        );
+        assert!(stats.is_consistent(), "{stats:?}");
+        assert_eq!(stats.datagrams, 6);
+        assert_eq!(stats.frames, 1);
+        assert_eq!(stats.lost_frames, 1);
+        assert_eq!(stats.malformed, 2);
+        assert_eq!(stats.unknown_keys, 2);
+        assert_eq!(stats.bytes, 10 + 3 * 4 + 99_999);
+    }
+
+    #[test]
+    fn decoder_tags_frames_with_its_protocol() {
+        let now = Instant::now();
+        for (kind, tag) in [
+            (PhoneProtocol::IFacialMocap, Protocol::IFacialMocap),
+            (PhoneProtocol::Facemotion3d, Protocol::Facemotion3d),
+        ] {
+            let mut decoder = PhoneDecoder::new(kind);
+            let decoded = decoder.decode(b"jawOpen-50|", addr(), now).unwrap();
+            assert_eq!(decoded.frame.protocol, tag);
+            assert_eq!(decoder.stats().frames, 1);
+        }
+        let mut decoder = PhoneDecoder::new(PhoneProtocol::VTubeStudio);
+        assert!(decoder.decode(b"{", addr(), now).is_err());
+        assert_eq!(decoder.stats().malformed, 1);
+        assert!(decoder.stats().is_consistent());
+    }
+
+    #[test]
+    fn default_ports() {
+        assert_eq!(PhoneProtocol::IFacialMocap.default_port(), 49983);
+        assert_eq!(PhoneProtocol::Facemotion3d.default_port(), 49993);
+        assert_eq!(PhoneProtocol::LiveLinkFace.default_port(), 11111);
+        assert_eq!(
+            PhoneProtocol::VTubeStudio.default_port(),
+            vts::DEFAULT_PC_PORT
+        );
+    }
+}
