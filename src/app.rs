@@ -221,7 +221,10 @@ pub struct StageApp {
     avatar: Option<(Avatar, CompiledMapping)>,
     frames: FrameReceiver,
     latest: Option<FaceFrame>,
-    // Field order is drop order: the scene's GL objects go before the window's context.
+    prompt: Option<crate::hud::PromptCard>,
+    prompt_dirty: bool,
+    // Field order is drop order: the GL objects go before the window's context.
+    overlay: Option<render::overlay::Overlay>,
     scene: Option<Scene>,
     window: Option<render::window::GlWindow>,
     error: Option<AppError>,
@@ -246,6 +249,9 @@ impl StageApp {
             avatar: Some((avatar, mapping)),
             frames,
             latest: None,
+            prompt: None,
+            prompt_dirty: false,
+            overlay: None,
             scene: None,
             window: None,
             error: None,
@@ -279,6 +285,21 @@ impl StageApp {
         }
         window.bind();
         scene.draw(&window.draw_target(clear));
+        if let Some(overlay) = self.overlay.as_mut() {
+            let (width, height) = window.size();
+            if self.prompt_dirty {
+                if let Some(card) = &self.prompt {
+                    overlay.set_image(&crate::hud::render_prompt(card, width));
+                }
+                self.prompt_dirty = false;
+            }
+            if self.prompt.is_some() {
+                let (w, h) = overlay.size();
+                let x = (width as i32 - w as i32) / 2;
+                let y = height as i32 - h as i32 - 24;
+                overlay.draw((width, height), x, y.max(0));
+            }
+        }
         if let Err(error) = window.swap_buffers() {
             tracing::warn!(%error, "swap_buffers failed");
         }
@@ -316,6 +337,10 @@ impl ApplicationHandler<AppEvent> for StageApp {
             }
             Err(e) => return self.fail(event_loop, e.into()),
         }
+        match render::overlay::Overlay::new(window.gl()) {
+            Ok(overlay) => self.overlay = Some(overlay),
+            Err(error) => tracing::warn!(%error, "prompts cannot be shown in the window"),
+        }
         window.window().request_redraw();
         self.window = Some(window);
     }
@@ -325,6 +350,10 @@ impl ApplicationHandler<AppEvent> for StageApp {
             AppEvent::FrameReady => {}
             AppEvent::SourceConnected { protocol, from } => {
                 tracing::debug!(%protocol, %from, "source connected");
+            }
+            AppEvent::Prompt(card) => {
+                self.prompt = card;
+                self.prompt_dirty = true;
             }
             AppEvent::Tracking(state) => {
                 tracing::debug!(state = state.name(), "stage sees a tracking change");
@@ -384,6 +413,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 tracing::warn!(%error, "cannot make the context current to release GL objects");
             }
         }
+        self.overlay = None;
         self.scene = None;
         self.window = None;
     }

@@ -160,6 +160,8 @@ pub enum AppEvent {
     IngestFailed(String),
     /// The tracking state changed (face lost, fading, reacquired, ...).
     Tracking(crate::calibrate::TrackingState),
+    /// Show this prompt card over the avatar (`None` hides it).
+    Prompt(Option<crate::hud::PromptCard>),
     /// Stop the program.
     Shutdown,
 }

@@ -20,6 +20,7 @@
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
 //! - [`app`]: the winit application: the stage window, redraws, applying control events.
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
+//! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
 
 pub mod app;
@@ -30,6 +31,7 @@ pub mod calibrate;
 pub mod config;
 pub mod fsutil;
 pub mod headgen;
+pub mod hud;
 pub mod image;
 pub mod ingest;
 pub mod mapping;

@@ -42,7 +42,7 @@ use crate::mapping::{channel_for_target, CompiledMapping};
 use crate::render::headless::HeadlessContext;
 use crate::render::{Camera, DrawTarget, MorphMode, RenderError, Renderer};
 
-pub use canvas::{fit, text_width, wrap, Fitted, Rect, Wrapped, GLYPH};
+pub use canvas::{draw_text, fill, fit, text_width, wrap, Fitted, Rect, Wrapped, GLYPH};
 
 /// Default panel size in pixels (square).
 pub const DEFAULT_PANEL: u32 = 256;
