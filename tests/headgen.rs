@@ -541,10 +541,26 @@ fn head_neck_and_eyes_are_separate_nodes() {
 
 /// Renders the default head at `size`² pixels, front view, with the given channel weights.
 fn render(size: u32, weights: &[(Channel, f32)]) -> facewire::image::RgbaImage {
+    render_posed(size, weights, None, [0.0, 0.7, 0.25, 1.0], None)
+}
+
+/// Renders the default head at `size`² pixels over `clear`, turned by `head` (the stream's head
+/// rotation), with the given channel weights and `samples` MSAA samples (`None`: the default).
+fn render_posed(
+    size: u32,
+    weights: &[(Channel, f32)],
+    head: Option<glam::Quat>,
+    clear: [f32; 4],
+    samples: Option<u32>,
+) -> facewire::image::RgbaImage {
     use facewire::app::{Scene, DEFAULT_HEAD_GLB};
     use facewire::render::headless::HeadlessContext;
     let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").expect("loads");
-    let ctx = HeadlessContext::new(size, size).expect("headless context");
+    let ctx = match samples {
+        Some(n) => HeadlessContext::with_samples(size, size, n),
+        None => HeadlessContext::new(size, size),
+    }
+    .expect("headless context");
     let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
     let mut frame = facewire::arkit::FaceFrame::empty(
         facewire::arkit::Protocol::Vmc,
@@ -554,12 +570,13 @@ fn render(size: u32, weights: &[(Channel, f32)]) -> facewire::image::RgbaImage {
     for &(ch, v) in weights {
         frame.set(ch, v);
     }
+    frame.head = head;
     scene.set_frame(Some(&frame));
     ctx.bind();
     scene.draw(&facewire::render::DrawTarget {
         width: size,
         height: size,
-        clear_color: [0.0, 0.7, 0.25, 1.0],
+        clear_color: clear,
         alpha: false,
     });
     let image = ctx.read_rgba();
@@ -632,4 +649,140 @@ fn rendered_blink_hides_the_left_iris_and_jaw_open_shows_the_mouth() {
         dark_open > dark_neutral + 100,
         "jawOpen shows {dark_open} dark mouth pixels (neutral {dark_neutral})"
     );
+}
+
+/// The head turned by `yaw` and `pitch` degrees, as the snapshot command's `--head` does: yaw
+/// about +Y turns the face towards +X, pitch about +X nods it down.
+fn head_turn(yaw: f32, pitch: f32) -> glam::Quat {
+    glam::Quat::from_rotation_y(yaw.to_radians()) * glam::Quat::from_rotation_x(pitch.to_radians())
+}
+
+/// Background pixels that the background around the image cannot reach (4-connected flood fill
+/// from the border): places where the head lets the background show through. `bg` must be a
+/// colour the head never shows.
+fn enclosed_background(img: &facewire::image::RgbaImage, bg: [u8; 4]) -> Vec<(u32, u32)> {
+    let (w, h) = (img.width, img.height);
+    let is_bg = |x: u32, y: u32| img.pixel(x, y)[..3] == bg[..3];
+    let mut seen = vec![false; (w * h) as usize];
+    let mut stack = Vec::new();
+    for x in 0..w {
+        stack.push((x, 0));
+        stack.push((x, h - 1));
+    }
+    for y in 0..h {
+        stack.push((0, y));
+        stack.push((w - 1, y));
+    }
+    while let Some((x, y)) = stack.pop() {
+        let i = (y * w + x) as usize;
+        if seen[i] || !is_bg(x, y) {
+            continue;
+        }
+        seen[i] = true;
+        if x > 0 {
+            stack.push((x - 1, y));
+        }
+        if x + 1 < w {
+            stack.push((x + 1, y));
+        }
+        if y > 0 {
+            stack.push((x, y - 1));
+        }
+        if y + 1 < h {
+            stack.push((x, y + 1));
+        }
+    }
+    let mut holes = Vec::new();
+    for y in 0..h {
+        for x in 0..w {
+            if is_bg(x, y) && !seen[(y * w + x) as usize] {
+                holes.push((x, y));
+            }
+        }
+    }
+    holes
+}
+
+#[test]
+fn turned_head_never_lets_the_background_show_through() {
+    // Pure magenta appears nowhere on the head, and without multisampling the background keeps
+    // its exact colour, so any enclosed pixel of that colour is a hole in the surface.
+    const SIZE: u32 = 240;
+    let bg = [255, 0, 255, 255];
+    let clear = [1.0, 0.0, 1.0, 1.0];
+    use Channel::*;
+    let expressions: [&[(Channel, f32)]; 6] = [
+        &[],
+        &[(EyeBlinkLeft, 1.0), (EyeBlinkRight, 1.0)],
+        &[(JawOpen, 1.0)],
+        &[
+            (MouthSmileLeft, 1.0),
+            (MouthSmileRight, 1.0),
+            (JawOpen, 1.0),
+        ],
+        &[(MouthLeft, 1.0)],
+        &[
+            (EyeWideLeft, 1.0),
+            (EyeWideRight, 1.0),
+            (EyeLookInLeft, 1.0),
+        ],
+    ];
+    let views = [(35.0, 0.0), (-35.0, 0.0), (45.0, 20.0), (-45.0, -20.0)];
+    let mut failures = Vec::new();
+    for (e, weights) in expressions.iter().enumerate() {
+        for &(yaw, pitch) in &views {
+            let img = render_posed(SIZE, weights, Some(head_turn(yaw, pitch)), clear, Some(0));
+            let holes = enclosed_background(&img, bg);
+            if !holes.is_empty() {
+                failures.push(format!(
+                    "expression {e} at yaw {yaw}, pitch {pitch}: {} hole pixels, first at {:?}",
+                    holes.len(),
+                    holes[0]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn skin_is_a_closed_consistently_wound_surface_except_inside_the_slits() {
+    use facewire::headgen::face::{build_skin, Slit};
+    let skin = build_skin();
+    // Seam vertices share a normal group with the column they duplicate: weld through it.
+    let weld = |v: u32| skin.mesh.groups[v as usize];
+    let inner = |v: u32| {
+        matches!(
+            skin.vertices[v as usize].slit,
+            Slit::EyeInner { .. } | Slit::MouthInner { .. }
+        )
+    };
+    // Directed edge counts: a closed, consistently wound surface uses every edge once in each
+    // direction.
+    let mut directed: HashMap<(u32, u32), usize> = HashMap::new();
+    for t in skin.mesh.indices.chunks_exact(3) {
+        for k in 0..3 {
+            let (a, b) = (t[k], t[(k + 1) % 3]);
+            *directed.entry((weld(a), weld(b))).or_default() += 1;
+        }
+    }
+    let mut border = 0;
+    for (&(a, b), &n) in &directed {
+        assert_eq!(
+            n, 1,
+            "edge {a}->{b} is used {n} times in the same direction"
+        );
+        if !directed.contains_key(&(b, a)) {
+            // The only open border is the far edge of the lid margins and inner lips, which ends
+            // inside the eyeball or in front of the mouth cavity.
+            assert!(
+                inner(a) && inner(b),
+                "edge {a}->{b} ({:?} -> {:?}) is open",
+                skin.vertices[a as usize],
+                skin.vertices[b as usize]
+            );
+            border += 1;
+        }
+    }
+    assert!(border > 0, "the slits' inner borders are missing");
 }

@@ -64,7 +64,7 @@ pub const MOUTH_PHI: f32 = -0.79;
 /// Longitude of the mouth corners (half the mouth's angular width).
 pub const MOUTH_HALF: f32 = 0.25;
 /// How deep the lips' inner surfaces reach back into the mouth (m).
-pub const LIP_DEPTH: f32 = 0.005;
+pub const LIP_DEPTH: f32 = 0.0065;
 
 /// Texture rows (as a fraction of the atlas height) used by the skin; the rest holds the eye,
 /// hair and mouth swatches.
@@ -534,8 +534,9 @@ pub fn build_skin() -> Skin {
                 in_mouth_slit(theta)
             }
         };
-        for upper in [false, true] {
-            let mut inner: Vec<Option<u32>> = vec![None; nc];
+        // Inner copies of the slit's edges, per lip or lid.
+        let mut inners: [Vec<Option<u32>>; 2] = [vec![None; nc], vec![None; nc]];
+        for (k, upper) in [false, true].into_iter().enumerate() {
             for (c, &theta) in thetas.iter().enumerate() {
                 if inside(theta) {
                     let slit = if eye {
@@ -543,9 +544,12 @@ pub fn build_skin() -> Skin {
                     } else {
                         Slit::MouthInner { upper }
                     };
-                    inner[c] = Some(skin.add(SkinVertex { theta, phi, slit }, 0));
+                    inners[k][c] = Some(skin.add(SkinVertex { theta, phi, slit }, 0));
                 }
             }
+        }
+        for (k, upper) in [false, true].into_iter().enumerate() {
+            let inner = &inners[k];
             for c in 0..nc - 1 {
                 if inner[c].is_none() && inner[c + 1].is_none() {
                     continue;
@@ -560,6 +564,21 @@ pub fn build_skin() -> Skin {
                 } else {
                     skin.mesh.quad(e0, e1, i1, i0);
                 }
+            }
+        }
+        // A corner wall from each slit corner to the first inner copies beside it. The two strips
+        // meet at the corner vertex, so without it the tunnel behind the slit stays open at its
+        // end: where the corner lies outside the eyeball (or in front of the mouth cavity), a
+        // side view would look through the slit into the head. The wall is wound like its
+        // neighbours, so the skin stays one consistently oriented surface.
+        let [lower, upper] = &inners;
+        for c in 0..nc - 1 {
+            match (upper[c], upper[c + 1], lower[c], lower[c + 1]) {
+                // The corner is column c, the slit starts at c + 1.
+                (None, Some(up), None, Some(lo)) => skin.mesh.tri(row[c].0, lo, up),
+                // The slit ends at c, the corner is column c + 1.
+                (Some(up), None, Some(lo), None) => skin.mesh.tri(row[c + 1].0, up, lo),
+                _ => {}
             }
         }
     }

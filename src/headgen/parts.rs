@@ -5,7 +5,7 @@ use std::f32::consts::{FRAC_PI_2, PI};
 use glam::{Vec2, Vec3};
 
 use super::face::{
-    base_shape, eye_center, mouth_y, symmetric_steps, EYE_RADIUS, LIP_DEPTH, MOUTH_PHI, TAG_SEAM,
+    base_shape, mouth_y, symmetric_steps, EYE_RADIUS, LIP_DEPTH, MOUTH_PHI, TAG_SEAM,
 };
 use super::math::{cos, lerp, sin, smoothstep};
 use super::mesh::MeshBuilder;
@@ -23,8 +23,6 @@ pub const TAG_TEETH_UP: u32 = 4 << 4;
 pub const TAG_TEETH_LO: u32 = 5 << 4;
 /// Part tag of the tongue.
 pub const TAG_TONGUE: u32 = 6 << 4;
-/// Part tag of the eye sockets.
-pub const TAG_SOCKET: u32 = 8 << 4;
 /// Part tag of the hair.
 pub const TAG_HAIR: u32 = 7 << 4;
 
@@ -39,8 +37,6 @@ pub enum MouthPart {
     LowerTeeth,
     /// The tongue (rides on the jaw).
     Tongue,
-    /// A dark eye socket behind an eyeball (fixed to the skull).
-    Socket,
 }
 
 /// Sine and cosine of a symmetric angle, exact on the centre line and the back seam.
@@ -277,52 +273,7 @@ pub fn mouth_interior() -> (MeshBuilder, Vec<MouthPart>) {
     );
     b.append(&tongue);
     parts.resize(b.len(), MouthPart::Tongue);
-    b.append(&eye_sockets());
-    parts.resize(b.len(), MouthPart::Socket);
     (b, parts)
-}
-
-/// Radius of the eye sockets: just outside the eyeball and inside the lids' wrap.
-const SOCKET_RADIUS: f32 = EYE_RADIUS + 0.00025;
-
-/// Dark cups hugging both eyeballs, from just in front of their equators to their back poles. Through
-/// the narrow gaps at the eye corners, where the lids leave the eyeball's side, one sees the
-/// socket's shadow instead of the inside of the head. The right cup mirrors the left exactly.
-pub fn eye_sockets() -> MeshBuilder {
-    let mut left = MeshBuilder::default();
-    let e = eye_center();
-    let rings = 6;
-    let segments = 24;
-    let uv = in_rect(BAG_RECT, 0.5, 0.5);
-    let mut rows = Vec::new();
-    for k in 0..=rings {
-        // Polar angle from the eye's forward axis: from a little behind the equator to the back.
-        let alpha = 1.5 + (PI - 0.15 - 1.5) * k as f32 / rings as f32;
-        let ids: Vec<u32> = (0..segments)
-            .map(|j| {
-                let beta = 2.0 * PI * j as f32 / segments as f32;
-                let d = Vec3::new(sin(alpha) * cos(beta), sin(alpha) * sin(beta), cos(alpha));
-                left.vertex(e + d * SOCKET_RADIUS, uv, TAG_SOCKET)
-            })
-            .collect();
-        rows.push(ids);
-    }
-    let back = left.vertex(e - Vec3::Z * SOCKET_RADIUS, uv, TAG_SOCKET);
-    for j in 0..segments {
-        let j1 = (j + 1) % segments;
-        for k in 0..rings {
-            // Wound to face the eyeball.
-            left.quad(rows[k][j], rows[k][j1], rows[k + 1][j1], rows[k + 1][j]);
-        }
-        left.tri(rows[rings][j], rows[rings][j1], back);
-    }
-    let mut right = left.clone();
-    for p in &mut right.positions {
-        p.x = -p.x;
-    }
-    right.flip();
-    left.append(&right);
-    left
 }
 
 /// Latitude of the hair's lower edge at longitude `theta`: bangs over the forehead, locks

@@ -30,6 +30,8 @@ const JAW_UPPER_LIP: f32 = 0.0022;
 const JAW_LIP_BAND: f32 = 0.2;
 /// Longitude band beside the mouth corners over which the jaw's rotation fades in.
 const JAW_CORNER_BAND: f32 = 0.15;
+/// Fraction of the jaw's drop at the lips' middle by which `mouthClose` lowers both lips.
+const MOUTH_CLOSE_MEET: f32 = 0.5;
 /// Fraction of `jawOpen` that `tongueOut` applies, so the tongue passes between parted lips
 /// instead of through closed ones.
 const TONGUE_JAW: f32 = 0.4;
@@ -133,6 +135,9 @@ struct Landmarks {
     tongue: Vec3,
     jaw_cos: f32,
     jaw_sin: f32,
+    /// The face's sideways curvature along the mouth line: its depth falls off as
+    /// `mouth_curve * x²` away from the centre line (1/m).
+    mouth_curve: f32,
 }
 
 impl Landmarks {
@@ -149,7 +154,19 @@ impl Landmarks {
             tongue: tongue_center(),
             jaw_cos: cos(JAW_ANGLE),
             jaw_sin: sin(JAW_ANGLE),
+            mouth_curve: {
+                // Sampled beside the lips, so their cushion does not count.
+                let (a, b) = (base_shape(0.45, MOUTH_PHI), base_shape(0.7, MOUTH_PHI));
+                (a.z - b.z) / (b.x * b.x - a.x * a.x)
+            },
         }
+    }
+
+    /// A sideways slide of the skin by `dx` (m) that stays on the face: the depth follows the
+    /// face's curvature, so skin sliding towards the centre line rises with it instead of
+    /// sinking behind the surface (and the mouth cavity) it slides over.
+    fn slide(&self, p: Vec3, dx: f32) -> Vec3 {
+        Vec3::new(dx, 0.0, -self.mouth_curve * (2.0 * p.x * dx + dx * dx))
     }
 
     /// Where the jaw's motion (rotation about the hinge plus a slight forward glide) takes `p`,
@@ -170,6 +187,11 @@ impl Landmarks {
         let lift = JAW_UPPER_LIP * upper_lip_weight(v);
         let narrow = -0.08 * p.x * self.lips(p);
         self.jaw_open(p) * jaw_weight(v) + Vec3::new(narrow, lift, 0.0)
+    }
+
+    /// The middle of the closed lips.
+    fn lip_centre(&self) -> Vec3 {
+        Vec3::new(0.0, self.mouth_y, self.mouth_z)
     }
 
     /// 1 on the lips, fading over the skin around them.
@@ -321,8 +343,14 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
         JawForward => Vec3::new(0.0, 0.0, 0.007) * jaw,
         JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
         MouthClose => {
-            // Undoes jawOpen on the lips, so the two together close the lips over the open jaw.
-            -lm.jaw_open_skin(v, p) * lip_rows(v, None, 0.16)
+            // Undoes jawOpen on the lips, so the two together close the lips over the open jaw,
+            // and moves both lips down alike by part of the jaw's drop, so the closed lips meet
+            // between the upper lip and the dropped chin. With linear blending the lower lip
+            // alone must rise by the whole opening above the upper lip; meeting halfway keeps
+            // that overlap near the mouth (the lower lip pushed up over the upper one) instead
+            // of reaching the nose.
+            let meet = Vec3::new(0.0, MOUTH_CLOSE_MEET * lm.jaw_open(lm.lip_centre()).y, 0.0);
+            (meet - lm.jaw_open_skin(v, p)) * lip_rows(v, None, 0.16)
         }
         MouthFunnel => {
             // The lips part into a rounded opening and push forwards while the corners draw in.
@@ -335,7 +363,7 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
             let pout = lm.pout(p);
             Vec3::new(-0.5 * p.x, -(p.y - lm.mouth_y) * 0.3, 0.012) * pout
         }
-        MouthLeft => Vec3::new(0.007, 0.0, -0.0008) * lm.mouth_wide(p),
+        MouthLeft => lm.slide(p, 0.007 * lm.mouth_wide(p)),
         MouthSmileLeft => {
             let cheek = bump((p - lm.cheek).length(), 0.028) * guard;
             Vec3::new(0.0025, 0.0065, -0.0012) * lm.corner(p)
@@ -462,7 +490,7 @@ fn mouth_delta(lm: &Landmarks, channel: Channel, part: MouthPart, p: Vec3) -> Ve
             smoothstep(lm.cavity.y + 0.003, lm.cavity.y - 0.004, p.y)
                 * (1.0 - u * u).max(0.0).sqrt()
         }
-        MouthPart::UpperTeeth | MouthPart::Socket => 0.0,
+        MouthPart::UpperTeeth => 0.0,
         MouthPart::LowerTeeth | MouthPart::Tongue => 1.0,
     };
     // The cavity's front follows lips that push forwards, so no gap opens behind them.
