@@ -2,12 +2,14 @@
 //! and column and suggest a fix.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::arkit::Protocol;
 use crate::calibrate::{Invalid, SmoothingConfig, TrackingConfig};
+use crate::ingest::{PhonePorts, Subnet};
 pub use crate::render::MorphMode;
 
 /// The configuration file used when `--config` is not given and it exists.
@@ -113,18 +115,148 @@ impl Default for WindowConfig {
     }
 }
 
-/// `[ingest]`: where facewire listens.
+/// `[ingest]`: where facewire listens, which senders it accepts and which phone it asks to stream.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IngestSection {
-    /// UDP addresses to listen on for OSC (VMC and Face Cap).
+    /// UDP addresses to listen on for OSC (VMC and Face Cap); empty turns OSC off.
     pub listen: Vec<SocketAddr>,
+    /// UDP addresses for iFacialMocap (and Facemotion3d) text frames; empty turns them off.
+    pub ifacialmocap: Vec<SocketAddr>,
+    /// UDP addresses for Facemotion3d (and iFacialMocap) text frames; empty turns them off.
+    pub facemotion3d: Vec<SocketAddr>,
+    /// UDP addresses for Live Link Face packets; empty turns them off.
+    pub livelinkface: Vec<SocketAddr>,
+    /// UDP addresses for VTube Studio and MeowFace JSON (the ports named in the requests); empty
+    /// turns them off.
+    pub vtubestudio: Vec<SocketAddr>,
+    /// The phone's IP address, for the protocols that need the PC to ask for the stream;
+    /// `""` (none) in the file.
+    #[serde(deserialize_with = "crate::ingest::guard::deserialize_optional_ip")]
+    pub phone: Option<IpAddr>,
+    /// `[ingest.phone_ports]`: the phone's ports for the start messages.
+    pub phone_ports: PhonePorts,
+    /// The protocol that takes over from any other source; `""` (none) in the file: the first
+    /// source is followed.
+    #[serde(deserialize_with = "crate::ingest::guard::deserialize_optional_protocol")]
+    pub prefer: Option<Protocol>,
+    /// Addresses and subnets accepted; empty accepts every sender.
+    pub allow: Vec<Subnet>,
+    /// Seconds of silence after which the followed source is released.
+    pub lock_release: f32,
 }
 
 impl Default for IngestSection {
     fn default() -> Self {
+        let any = |port| vec![SocketAddr::from(([0, 0, 0, 0], port))];
         IngestSection {
-            listen: vec![SocketAddr::from(([0, 0, 0, 0], 39539))],
+            listen: any(39539),
+            ifacialmocap: any(49983),
+            facemotion3d: any(49993),
+            livelinkface: any(11111),
+            vtubestudio: any(11125),
+            phone: None,
+            phone_ports: PhonePorts::default(),
+            prefer: None,
+            allow: Vec::new(),
+            lock_release: 3.0,
+        }
+    }
+}
+
+impl IngestSection {
+    /// Every listener address with its key, in file order.
+    fn addresses(&self) -> impl Iterator<Item = (&'static str, SocketAddr)> + '_ {
+        [
+            ("listen", &self.listen),
+            ("ifacialmocap", &self.ifacialmocap),
+            ("facemotion3d", &self.facemotion3d),
+            ("livelinkface", &self.livelinkface),
+            ("vtubestudio", &self.vtubestudio),
+        ]
+        .into_iter()
+        .flat_map(|(key, addrs)| addrs.iter().map(move |&a| (key, a)))
+    }
+
+    /// Checks what serde cannot: `Err((key, message, hint))`.
+    fn check(&self) -> Result<(), (&'static str, String, String)> {
+        if self.addresses().next().is_none() {
+            return Err((
+                "listen",
+                "every ingest listener is off: facewire would hear nothing".into(),
+                "keep at least one, e.g. listen = [\"0.0.0.0:39539\"]".into(),
+            ));
+        }
+        let all: Vec<_> = self.addresses().collect();
+        for (i, &(key, addr)) in all.iter().enumerate() {
+            if addr.port() == 0 {
+                continue;
+            }
+            if let Some((other, _)) = all[..i].iter().find(|(_, a)| *a == addr) {
+                return Err((
+                    key,
+                    format!("{addr} is listed twice (in `{other}` and `{key}`)"),
+                    "give every protocol its own port; one socket cannot serve two lists".into(),
+                ));
+            }
+        }
+        if self.vtubestudio.len() > crate::ingest::vts::MAX_REQUEST_PORTS {
+            return Err((
+                "vtubestudio",
+                format!(
+                    "{} VTube Studio addresses; a request names at most {}",
+                    self.vtubestudio.len(),
+                    crate::ingest::vts::MAX_REQUEST_PORTS
+                ),
+                "one address is enough: vtubestudio = [\"0.0.0.0:11125\"]".into(),
+            ));
+        }
+        let ports = self.phone_ports;
+        if ports.ifacialmocap == 0 || ports.facemotion3d == 0 || ports.vtubestudio == 0 {
+            return Err((
+                "phone_ports",
+                "a phone port is 0".into(),
+                "the apps' ports are ifacialmocap = 49983, facemotion3d = 49993, vtubestudio = 21412"
+                    .into(),
+            ));
+        }
+        if !(0.5..=60.0).contains(&self.lock_release) {
+            return Err((
+                "lock_release",
+                format!("lock_release = {} is out of range", self.lock_release),
+                "use 0.5 to 60 seconds, e.g. lock_release = 3.0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How channel names are spelled in forwarded `/VMC/Ext/Blend/Val` messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForwardNames {
+    /// `EyeBlinkLeft`: the "perfect sync" clip names of VRM models (VSeeFace, Warudo, VNyan).
+    #[default]
+    Pascal,
+    /// `eyeBlinkLeft`: ARKit's Swift constants.
+    Camel,
+}
+
+/// `[forward]`: sending the calibrated stream on as VMC to other tools.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ForwardSection {
+    /// VMC receivers to send to (`"127.0.0.1:39540"`); empty turns forwarding off.
+    pub to: Vec<SocketAddr>,
+    /// How channel names are spelled: "pascal" or "camel".
+    pub names: ForwardNames,
+}
+
+impl Default for ForwardSection {
+    fn default() -> Self {
+        ForwardSection {
+            to: Vec::new(),
+            names: ForwardNames::Pascal,
         }
     }
 }
@@ -169,6 +301,8 @@ pub struct Config {
     pub tracking: TrackingConfig,
     /// `[render]`.
     pub render: RenderSection,
+    /// `[forward]`: the calibrated stream sent on as VMC.
+    pub forward: ForwardSection,
 }
 
 impl Config {
@@ -265,12 +399,8 @@ impl Config {
                 hint: Some(hint),
             });
         }
-        if self.ingest.listen.is_empty() {
-            return fail(
-                "listen",
-                "ingest.listen is empty: facewire would hear nothing".into(),
-                "listen = [\"0.0.0.0:39539\"]",
-            );
+        if let Err((key, message, hint)) = self.ingest.check() {
+            return fail(key, message, &hint);
         }
         Ok(())
     }

@@ -16,6 +16,7 @@
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
 //! - [`avatar`]: glTF/GLB loading into CPU structures and the CPU reference blend.
 //! - [`headgen`]: the generator of the default head in `models/`.
+//! - [`forward`]: sends the calibrated stream on as VMC to other tools.
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
 //! - [`app`]: the winit application: the stage window, redraws, applying control events.
@@ -29,6 +30,7 @@ pub mod avatar;
 pub mod bridge;
 pub mod calibrate;
 pub mod config;
+pub mod forward;
 pub mod fsutil;
 pub mod headgen;
 pub mod hud;

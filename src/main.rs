@@ -16,8 +16,11 @@ use facewire::app::{
 use facewire::arkit::{Channel, FaceFrame, Protocol};
 use facewire::avatar::{self, Avatar};
 use facewire::bridge::{self, AppEvent};
-use facewire::calibrate::{Conditioner, ConditionerSink, TrackingState};
+use facewire::calibrate::{
+    self, Conditioner, ConditionerSink, Profile, RoutineUi, TerminalUi, TrackingState,
+};
 use facewire::config::{Config, MorphMode};
+use facewire::forward::Forwarder;
 use facewire::image::RgbaImage;
 use facewire::ingest::FrameSink;
 use facewire::ingest::{self, IngestConfig};
@@ -58,6 +61,8 @@ enum Command {
     Listen(ListenArgs),
     /// Render a labelled contact sheet: the neutral face and each morph target at weight 1.
     Sheet(SheetArgs),
+    /// Calibrate a performer: a guided routine (or a recording) writes their profile.
+    Calibrate(CalibrateArgs),
     /// Save the raw datagrams a phone sends, with their timing, to a .fwrec file.
     Record(RecordArgs),
     /// Send a recording (.fwrec or a Live Link Face CSV) to facewire or another VMC receiver.
@@ -84,9 +89,14 @@ struct RenderArgs {
 
 #[derive(Debug, Args, Default)]
 struct RunArgs {
-    /// UDP address to listen on (repeatable), instead of the configured ones.
+    /// UDP address to listen on for VMC and Face Cap (repeatable), instead of the configured
+    /// ones.
     #[arg(long, value_name = "ADDR")]
     listen: Vec<SocketAddr>,
+    /// The phone's IP address, for the apps that need facewire to ask for data (iFacialMocap,
+    /// Facemotion3d, VTube Studio, MeowFace).
+    #[arg(long, value_name = "IP")]
+    phone: Option<std::net::IpAddr>,
     #[command(flatten)]
     render: RenderArgs,
     /// Render offscreen instead of in a window.
@@ -99,6 +109,12 @@ struct RunArgs {
     /// Playback speed of --replay.
     #[arg(long, default_value_t = 1.0)]
     speed: f64,
+    /// Apply this performer's calibration profile.
+    #[arg(long, value_name = "NAME")]
+    performer: Option<String>,
+    /// The profiles folder.
+    #[arg(long, value_name = "DIR", default_value = calibrate::profile::DEFAULT_DIR)]
+    profiles: PathBuf,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     exit_after: Option<f64>,
@@ -131,12 +147,16 @@ struct SnapshotArgs {
 
 #[derive(Debug, Args)]
 struct ListenArgs {
-    /// UDP port to listen on (all interfaces); default: the configured addresses.
+    /// UDP port to listen on for VMC and Face Cap (all interfaces); default: the configured
+    /// addresses. The other apps' listeners run as configured.
     #[arg(long)]
     port: Option<u16>,
     /// Exit after this many frames.
     #[arg(long)]
     count: Option<u64>,
+    /// The phone's IP address, for the apps that need facewire to ask for data.
+    #[arg(long, value_name = "IP")]
+    phone: Option<std::net::IpAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -162,6 +182,32 @@ struct SheetArgs {
     /// Morph path: auto, gpu or cpu.
     #[arg(long, value_name = "MODE")]
     morph: Option<MorphMode>,
+}
+
+#[derive(Debug, Args)]
+struct CalibrateArgs {
+    /// The performer's name; the profile is saved as <profiles>/<NAME>.toml.
+    #[arg(long)]
+    performer: String,
+    /// Calibrate from a recording (.fwrec or a Live Link Face CSV) instead of live.
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    /// The profiles folder.
+    #[arg(long, value_name = "DIR", default_value = calibrate::profile::DEFAULT_DIR)]
+    profiles: PathBuf,
+    /// Guide on the terminal only, without the stage window.
+    #[arg(long)]
+    no_window: bool,
+    /// Save without asking for confirmation.
+    #[arg(long)]
+    yes: bool,
+    /// UDP address to listen on for VMC and Face Cap (repeatable), instead of the configured
+    /// ones.
+    #[arg(long, value_name = "ADDR")]
+    listen: Vec<SocketAddr>,
+    /// The phone's IP address, for the apps that need facewire to ask for data.
+    #[arg(long, value_name = "IP")]
+    phone: Option<std::net::IpAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -278,8 +324,9 @@ fn run() -> Result<()> {
         None => run_command(&mut config, cli.run),
         Some(Command::Run(args)) => run_command(&mut config, args),
         Some(Command::Snapshot(args)) => snapshot(&mut config, args),
-        Some(Command::Listen(args)) => listen(&config, args),
+        Some(Command::Listen(args)) => listen(&mut config, args),
         Some(Command::Sheet(args)) => contact_sheet(&mut config, args),
+        Some(Command::Calibrate(args)) => calibrate_command(&mut config, args),
         Some(Command::Record(args)) => record_command(&config, args),
         Some(Command::Replay(args)) => replay_command(args),
         Some(Command::GenHead(args)) => {
@@ -482,15 +529,26 @@ type TrackingLog = Arc<Mutex<TrackingSummary>>;
 /// window about new frames and state changes, and keep `log` current.
 fn frame_sink(
     config: &Config,
+    profile: Option<&Profile>,
     mut sender: bridge::FrameSender,
     notify: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
     log: TrackingLog,
-) -> Box<dyn FrameSink> {
-    let core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
+) -> Result<Box<dyn FrameSink>> {
+    let mut core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
+    if let Some(profile) = profile {
+        profile.apply_to(&mut core, &config.smoothing);
+    }
+    let mut forwarder = Forwarder::new(&config.forward)?;
+    if forwarder.is_some() {
+        tracing::info!(to = ?config.forward.to, "forwarding the calibrated stream as VMC");
+    }
     let frame_proxy = notify.clone();
-    Box::new(ConditionerSink::new(
+    Ok(Box::new(ConditionerSink::new(
         core,
         Box::new(move |frame: FaceFrame| {
+            if let Some(f) = forwarder.as_mut() {
+                f.send(&frame);
+            }
             sender.send(frame);
             if let Some(proxy) = &frame_proxy {
                 let _ = proxy.send_event(AppEvent::FrameReady);
@@ -506,7 +564,7 @@ fn frame_sink(
                 let _ = proxy.send_event(AppEvent::Tracking(state));
             }
         }),
-    ))
+    )))
 }
 
 /// Starts the input thread (network listeners, or a replay when `replay` names a file).
@@ -533,10 +591,7 @@ fn start_input(
             Input::Replay(record::spawn_replay(recording, options, sink)?)
         }
         None => Input::Network(ingest::spawn(
-            IngestConfig {
-                listen: config.ingest.listen.clone(),
-                ..IngestConfig::default()
-            },
+            IngestConfig::from_section(&config.ingest),
             sink,
         )?),
     })
@@ -546,6 +601,9 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
     apply_render_args(config, &args.render);
     if !args.listen.is_empty() {
         config.ingest.listen.clone_from(&args.listen);
+    }
+    if args.phone.is_some() {
+        config.ingest.phone = args.phone;
     }
     let (avatar, mapping) = load_avatar(config)?;
     if args.headless {
@@ -559,12 +617,14 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
         .context("cannot open a window (is a display available? for offscreen use --headless)")?;
     let (sender, receiver) = bridge::channel(QUEUE);
     let replay = args.replay.as_deref().map(|f| (f, args.speed));
+    let profile = performer_profile(&args.profiles, args.performer.as_deref())?;
     let sink = frame_sink(
         config,
+        profile.as_ref(),
         sender,
         Some(event_loop.create_proxy()),
         TrackingLog::default(),
-    );
+    )?;
     let input = start_input(config, replay, sink)?;
     let mut app = StageApp::new(
         StageOptions {
@@ -600,7 +660,14 @@ fn run_headless(
     let counters = sender.counters();
     let replay = args.replay.as_deref().map(|f| (f, args.speed));
     let tracking = TrackingLog::default();
-    let sink = frame_sink(config, sender, None, Arc::clone(&tracking));
+    let profile = performer_profile(&args.profiles, args.performer.as_deref())?;
+    let sink = frame_sink(
+        config,
+        profile.as_ref(),
+        sender,
+        None,
+        Arc::clone(&tracking),
+    )?;
     let input = start_input(config, replay, sink)?;
     let deadline = args
         .exit_after
@@ -647,6 +714,222 @@ fn run_headless(
 fn receiver_idle(counters: &bridge::BridgeCounters) -> bool {
     let s = counters.snapshot();
     s.taken + s.superseded + s.dropped >= s.sent
+}
+
+/// Loads `--performer NAME`'s profile from `dir`.
+fn performer_profile(dir: &std::path::Path, name: Option<&str>) -> Result<Option<Profile>> {
+    let Some(name) = name else { return Ok(None) };
+    let profile = Profile::load_named(dir, name)?;
+    tracing::info!(performer = name, created = %profile.created, "performer profile loaded");
+    Ok(Some(profile))
+}
+
+/// Passes raw frames to the calibration routine and everything to the usual sink.
+struct Tee {
+    raw: mpsc::SyncSender<FaceFrame>,
+    inner: Box<dyn FrameSink>,
+}
+
+impl FrameSink for Tee {
+    fn frame(&mut self, frame: FaceFrame) {
+        // The routine needs the phone's own values, before any profile or smoothing; if it
+        // falls behind, frames are dropped rather than queued without bound.
+        let _ = self.raw.try_send(frame);
+        self.inner.frame(frame);
+    }
+
+    fn tick(&mut self, now: Instant) {
+        self.inner.tick(now);
+    }
+}
+
+/// Shows the routine's prompts on the terminal and, when there is one, in the stage window.
+struct StageUi<R, W> {
+    terminal: TerminalUi<R, W>,
+    proxy: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
+    shown: Option<(usize, calibrate::Phase, u32, u64)>,
+}
+
+impl<R: std::io::BufRead, W: Write> RoutineUi for StageUi<R, W> {
+    fn show(&mut self, prompt: &calibrate::Prompt) {
+        self.terminal.show(prompt);
+        let Some(proxy) = &self.proxy else { return };
+        // Redraw the card only when what it shows changes (percent of progress, whole seconds).
+        let key = (
+            prompt.step,
+            prompt.phase,
+            (prompt.progress * 100.0) as u32,
+            prompt.remaining.as_secs(),
+        );
+        if self.shown == Some(key) {
+            return;
+        }
+        self.shown = Some(key);
+        let status = match prompt.phase {
+            calibrate::Phase::Prepare => format!("get ready: {}", prompt.remaining.as_secs() + 1),
+            calibrate::Phase::Record => "hold it...".to_string(),
+            calibrate::Phase::Finished => "done: review the summary in the terminal".to_string(),
+        };
+        let card = facewire::hud::PromptCard {
+            title: prompt.title.to_string(),
+            instruction: prompt.instruction.to_string(),
+            status,
+            step: (prompt.step + 1).min(prompt.steps),
+            steps: prompt.steps,
+            progress: prompt.progress,
+        };
+        let _ = proxy.send_event(AppEvent::Prompt(Some(card)));
+    }
+
+    fn review(&mut self, summary: &calibrate::Summary) -> calibrate::Decision {
+        self.terminal.review(summary)
+    }
+}
+
+fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
+    Profile::validate_name(&args.performer)?;
+    let old = Profile::load_named(&args.profiles, &args.performer).ok();
+    if let Some(old) = &old {
+        eprintln!(
+            "updating {}'s profile from {} (the old ranges are shown beside the new ones)",
+            args.performer, old.created
+        );
+    }
+    let calibration = match &args.from {
+        Some(file) => {
+            let recording = Recording::load(file)
+                .with_context(|| format!("loading the recording {}", file.display()))?;
+            let calibration = calibrate::calibrate_offline(
+                record::frames(&recording),
+                old.as_ref(),
+                &args.performer,
+            );
+            println!("{}", calibration.summary);
+            if !args.yes && !confirm("Save this profile? [Y/n] ")? {
+                println!("not saved");
+                return Ok(());
+            }
+            Some(calibration)
+        }
+        None => live_calibration(config, &args, old.as_ref())?,
+    };
+    let Some(calibration) = calibration else {
+        println!("calibration cancelled; nothing saved");
+        return Ok(());
+    };
+    let path = calibration.profile.save(&args.profiles)?;
+    println!(
+        "saved {}; use it with: facewire run --performer {}",
+        path.display(),
+        args.performer
+    );
+    Ok(())
+}
+
+/// Asks a yes/no question on the terminal; Enter means yes.
+fn confirm(question: &str) -> Result<bool> {
+    eprint!("{question}");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line)? == 0 {
+        return Ok(false);
+    }
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "" | "y" | "yes"
+    ))
+}
+
+/// Runs the guided routine on live input, with the stage window showing the avatar and the
+/// prompts unless `--no-window`.
+fn live_calibration(
+    config: &mut Config,
+    args: &CalibrateArgs,
+    old: Option<&Profile>,
+) -> Result<Option<calibrate::Calibration>> {
+    if !args.listen.is_empty() {
+        config.ingest.listen.clone_from(&args.listen);
+    }
+    if args.phone.is_some() {
+        config.ingest.phone = args.phone;
+    }
+    let (raw_tx, raw_rx) = mpsc::sync_channel::<FaceFrame>(1024);
+    let (sender, receiver) = bridge::channel(QUEUE);
+    let performer = args.performer.clone();
+    let old_owned = old.cloned();
+    if args.no_window {
+        let sink = frame_sink(config, old, sender, None, TrackingLog::default())?;
+        let input = start_input(
+            config,
+            None,
+            Box::new(Tee {
+                raw: raw_tx,
+                inner: sink,
+            }),
+        )?;
+        let mut ui = StageUi {
+            terminal: TerminalUi::stdio(),
+            proxy: None,
+            shown: None,
+        };
+        let result = calibrate::run_routine(raw_rx, &mut ui, old, &performer);
+        input.shutdown();
+        return Ok(result?);
+    }
+    let (avatar, mapping) = load_avatar(config)?;
+    let event_loop = winit::event_loop::EventLoop::<AppEvent>::with_user_event()
+        .build()
+        .context("cannot open a window (use --no-window to calibrate on the terminal only)")?;
+    let sink = frame_sink(
+        config,
+        old,
+        sender,
+        Some(event_loop.create_proxy()),
+        TrackingLog::default(),
+    )?;
+    let input = start_input(
+        config,
+        None,
+        Box::new(Tee {
+            raw: raw_tx,
+            inner: sink,
+        }),
+    )?;
+    let proxy = event_loop.create_proxy();
+    let routine = std::thread::Builder::new()
+        .name("facewire-calibrate".into())
+        .spawn(move || {
+            let mut ui = StageUi {
+                terminal: TerminalUi::stdio(),
+                proxy: Some(proxy.clone()),
+                shown: None,
+            };
+            let result = calibrate::run_routine(raw_rx, &mut ui, old_owned.as_ref(), &performer);
+            let _ = proxy.send_event(AppEvent::Shutdown);
+            result
+        })?;
+    let mut app = StageApp::new(
+        StageOptions {
+            config: config.clone(),
+            exit_after: None,
+        },
+        avatar,
+        mapping,
+        receiver,
+    );
+    event_loop.run_app(&mut app)?;
+    // Closing the window ends the input, which ends a routine still waiting for frames.
+    input.shutdown();
+    let result = routine
+        .join()
+        .map_err(|_| anyhow::anyhow!("the calibration routine panicked"))?;
+    if let Some(e) = app.take_error() {
+        return Err(e.into());
+    }
+    match result {
+        Ok(calibration) => Ok(calibration),
+        Err(calibrate::SessionError::Disconnected) => Ok(None),
+    }
 }
 
 fn record_command(config: &Config, args: RecordArgs) -> Result<()> {
@@ -757,18 +1040,23 @@ impl FrameSink for ListenSink {
     }
 }
 
-fn listen(config: &Config, args: ListenArgs) -> Result<()> {
+fn listen(config: &mut Config, args: ListenArgs) -> Result<()> {
+    if args.phone.is_some() {
+        config.ingest.phone = args.phone;
+    }
     let listen = match args.port {
         Some(p) => vec![SocketAddr::from(([0, 0, 0, 0], p))],
         None => config.ingest.listen.clone(),
     };
     let (tx, rx) = mpsc::sync_channel::<Heard>(256);
     let start = Instant::now();
+    let mut ingest_config = IngestConfig::from_section(&config.ingest);
+    if args.port.is_some() {
+        ingest_config.listen = listen;
+        ingest_config.listen_required = true;
+    }
     let handle = ingest::spawn(
-        IngestConfig {
-            listen,
-            ..IngestConfig::default()
-        },
+        ingest_config,
         Box::new(ListenSink {
             tx,
             core: Conditioner::new(config.smoothing, config.tracking, start),

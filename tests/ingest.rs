@@ -1,18 +1,27 @@
-//! Ingest over real loopback UDP (VMC, Face Cap, liblo's `oscsend`) and hostile input.
+//! Ingest over real loopback UDP (VMC, Face Cap, liblo's `oscsend`, the phone protocols against
+//! fake phones), the sender guard, forwarding read back by liblo's `oscdump`, and hostile input.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, ChannelMask, FaceFrame, Protocol, FACECAP_ORDER};
+use facewire::config::{ForwardNames, ForwardSection, IngestSection};
+use facewire::forward::Forwarder;
+use facewire::ingest::livelink::{self, LiveLinkPacket};
 use facewire::ingest::{
-    spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, Stats, MAX_DATAGRAM,
+    spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, ListenKind, NetStats,
+    PhoneListen, PhonePorts, PhoneProtocol, Stats, FM3D_START, IFM_START, MAX_DATAGRAM,
     MAX_SENDERS,
 };
 use glam::Quat;
 use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
+
+use crate::support;
 
 /// How long a socket test waits for something that should happen within milliseconds.
 const WAIT: Duration = Duration::from_secs(5);
@@ -565,4 +574,643 @@ fn hostile_datagrams_never_panic_and_are_all_accounted_for() {
     assert!(classes.iter().all(|&c| c > 0), "{classes:?}");
     assert!(stats.frames > 0 && stats.bad_arguments > 0 && stats.unknown_address > 0);
     assert!(stats.non_finite_values > 0 && stats.senders_evicted > 0);
+}
+
+/// What a fake phone received: the datagram, its sender and when.
+type Received = Vec<(Vec<u8>, SocketAddr, Instant)>;
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// A listener of `protocol` on a free loopback port.
+fn phone_listen(protocol: PhoneProtocol) -> PhoneListen {
+    PhoneListen {
+        protocol,
+        addr: loopback(),
+        required: true,
+    }
+}
+
+/// Starts ingest with `config`; frames arrive on the returned channel.
+fn start_with(config: IngestConfig) -> (IngestHandle, Receiver<FaceFrame>) {
+    let (tx, rx) = mpsc::channel();
+    let handle = spawn(
+        config,
+        Box::new(move |frame| {
+            let _ = tx.send(frame);
+        }),
+    )
+    .expect("ingest starts on loopback");
+    (handle, rx)
+}
+
+/// Waits (bounded) until the network counters satisfy `done`, and returns them.
+fn wait_for_net(handle: &IngestHandle, done: impl Fn(&NetStats) -> bool) -> NetStats {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let stats = handle.net_stats();
+        if done(&stats) {
+            return stats;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "counters never reached the expected state: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A Live Link Face packet whose `jawOpen` is `jaw`.
+fn llf_packet(jaw: f32) -> Vec<u8> {
+    let mut values = [0.0f32; livelink::VALUE_COUNT];
+    values[Channel::JawOpen.index()] = jaw;
+    livelink::encode(&LiveLinkPacket {
+        version: livelink::PACKET_VERSION,
+        device_id: b"TEST-DEVICE",
+        subject: b"test",
+        frame_number: 1,
+        subframe: 0.0,
+        rate_numerator: 60,
+        rate_denominator: 1,
+        declared_count: Some(livelink::VALUE_COUNT as u8),
+        values,
+        value_len: livelink::VALUE_COUNT,
+    })
+}
+
+/// The iFacialMocap sample, or a short frame of our own when the fixtures are absent.
+fn ifacialmocap_sample() -> Vec<u8> {
+    support::fixtures("the iFacialMocap sample (using a frame of our own)")
+        .map(|dir| std::fs::read(dir.join("protocols/ifacialmocap_v1_vpuppr_sample.txt")).unwrap())
+        .unwrap_or_else(|| b"eyeBlink_L-29|jawOpen-40|=head#1,2,3,0,0,-0.5|".to_vec())
+}
+
+/// The VTube Studio sample, or a short payload of our own when the fixtures are absent.
+fn vts_sample() -> Vec<u8> {
+    support::fixtures("the VTube Studio sample (using a payload of our own)")
+        .map(|dir| {
+            std::fs::read(dir.join("protocols/vts_tracking_payload_vpuppr_sample.compact.json"))
+                .unwrap()
+        })
+        .unwrap_or_else(|| {
+            br#"{"FaceFound":true,"BlendShapes":[{"k":"JawOpen","v":0.4}]}"#.to_vec()
+        })
+}
+
+#[test]
+fn every_listener_binds_at_once_and_each_protocol_arrives() {
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![loopback()],
+        phones: [
+            PhoneProtocol::IFacialMocap,
+            PhoneProtocol::Facemotion3d,
+            PhoneProtocol::LiveLinkFace,
+            PhoneProtocol::VTubeStudio,
+        ]
+        .map(phone_listen)
+        .to_vec(),
+        ..IngestConfig::default()
+    });
+    let listeners = handle.listeners();
+    assert_eq!(listeners.len(), 5, "{listeners:?}");
+    let mut ports: Vec<u16> = listeners.iter().map(|l| l.addr.port()).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports.len(), 5, "five distinct ports");
+    assert!(handle.skipped().is_empty());
+
+    let phone = sender();
+    let to = |kind| handle.local_addr(kind).unwrap();
+    phone
+        .send_to(
+            &llf_packet(0.25),
+            to(ListenKind::Phone(PhoneProtocol::LiveLinkFace)),
+        )
+        .unwrap();
+    let frame = next_frame(&rx);
+    assert_eq!(frame.protocol, Protocol::LiveLinkFace);
+    assert_eq!(frame.get(Channel::JawOpen), Some(0.25));
+    assert_eq!(frame.from, phone.local_addr().unwrap());
+    handle.shutdown();
+
+    // The lock is per source, so each protocol gets a fresh ingest.
+    for (kind, datagram, protocol) in [
+        (
+            ListenKind::Phone(PhoneProtocol::IFacialMocap),
+            ifacialmocap_sample(),
+            Protocol::IFacialMocap,
+        ),
+        (
+            ListenKind::Phone(PhoneProtocol::VTubeStudio),
+            vts_sample(),
+            Protocol::VTubeStudio,
+        ),
+        // Facemotion3d's frames may come to the iFacialMocap port; the dialect decides the tag.
+        (
+            ListenKind::Phone(PhoneProtocol::IFacialMocap),
+            b"eyeBlinkLeft&29|jawOpen&40|FM_SAD&0|".to_vec(),
+            Protocol::Facemotion3d,
+        ),
+        (
+            ListenKind::Osc,
+            encode(&bundle(vec![val("jawOpen", 0.5), apply()])),
+            Protocol::Vmc,
+        ),
+    ] {
+        let (handle, rx) = start_with(IngestConfig {
+            listen: vec![loopback()],
+            phones: vec![
+                phone_listen(PhoneProtocol::IFacialMocap),
+                phone_listen(PhoneProtocol::VTubeStudio),
+            ],
+            ..IngestConfig::default()
+        });
+        sender()
+            .send_to(&datagram, handle.local_addr(kind).unwrap())
+            .unwrap();
+        let frame = next_frame(&rx);
+        assert_eq!(frame.protocol, protocol, "{kind}");
+        assert!(frame.get(Channel::JawOpen).is_some(), "{kind}");
+        handle.shutdown();
+    }
+}
+
+#[test]
+fn a_taken_usual_port_is_a_warning_and_a_chosen_one_an_error() {
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap();
+    let mut optional = phone_listen(PhoneProtocol::LiveLinkFace);
+    optional.addr = busy;
+    optional.required = false;
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![loopback()],
+        listen_required: false,
+        phones: vec![optional, phone_listen(PhoneProtocol::VTubeStudio)],
+        ..IngestConfig::default()
+    });
+    assert_eq!(handle.skipped().len(), 1);
+    assert_eq!(handle.skipped()[0].addr, busy);
+    assert_eq!(handle.listeners().len(), 2);
+    // The others run.
+    sender()
+        .send_to(
+            &vts_sample(),
+            handle
+                .local_addr(ListenKind::Phone(PhoneProtocol::VTubeStudio))
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(next_frame(&rx).protocol, Protocol::VTubeStudio);
+    handle.shutdown();
+
+    optional.required = true;
+    let config = IngestConfig {
+        listen: vec![loopback()],
+        phones: vec![optional],
+        ..IngestConfig::default()
+    };
+    match spawn(config, Box::new(|_| {})) {
+        Err(IngestError::Bind { addr, .. }) => assert_eq!(addr, busy),
+        Err(other) => panic!("unexpected error: {other}"),
+        Ok(handle) => panic!("bound {:?} although it is taken", handle.listeners()),
+    }
+}
+
+#[test]
+fn the_configuration_file_defaults_make_every_usual_port_optional() {
+    let config = IngestConfig::from_section(&IngestSection::default());
+    assert_eq!(
+        config.listen,
+        ["0.0.0.0:39539".parse::<SocketAddr>().unwrap()]
+    );
+    assert!(!config.listen_required);
+    let ports: Vec<(PhoneProtocol, u16, bool)> = config
+        .phones
+        .iter()
+        .map(|p| (p.protocol, p.addr.port(), p.required))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            (PhoneProtocol::IFacialMocap, 49983, false),
+            (PhoneProtocol::Facemotion3d, 49993, false),
+            (PhoneProtocol::LiveLinkFace, 11111, false),
+            (PhoneProtocol::VTubeStudio, 11125, false),
+        ]
+    );
+    let section = IngestSection {
+        livelinkface: vec!["0.0.0.0:11112".parse().unwrap()],
+        ..IngestSection::default()
+    };
+    let config = IngestConfig::from_section(&section);
+    assert!(config
+        .phones
+        .iter()
+        .any(|p| p.addr.port() == 11112 && p.required));
+}
+
+/// A fake phone on loopback: it records every datagram it receives, and `answer` decides what it
+/// streams back. It stops when told to or when `answer` says so.
+struct FakePhone {
+    addr: SocketAddr,
+    received: Arc<Mutex<Received>>,
+    sent: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakePhone {
+    /// Starts a phone whose `streamer` is called every 10 ms with the datagrams received so far
+    /// and returns where to send which datagrams now.
+    fn start(
+        mut streamer: impl FnMut(&[(Vec<u8>, SocketAddr, Instant)], Instant) -> Vec<(Vec<u8>, SocketAddr)>
+            + Send
+            + 'static,
+    ) -> FakePhone {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(10)))
+            .unwrap();
+        let addr = socket.local_addr().unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let sent = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let received = Arc::clone(&received);
+            let sent = Arc::clone(&sent);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok((len, from)) = socket.recv_from(&mut buf) {
+                        received
+                            .lock()
+                            .unwrap()
+                            .push((buf[..len].to_vec(), from, Instant::now()));
+                    }
+                    let seen = received.lock().unwrap().clone();
+                    for (datagram, to) in streamer(&seen, Instant::now()) {
+                        if socket.send_to(&datagram, to).is_ok() {
+                            sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        };
+        FakePhone {
+            addr,
+            received,
+            sent,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn received(&self) -> Received {
+        self.received.lock().unwrap().clone()
+    }
+
+    fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn ifacialmocap_and_facemotion3d_stream_after_the_start_string() {
+    for (protocol, start_string, frame_text, tag) in [
+        (
+            PhoneProtocol::IFacialMocap,
+            IFM_START,
+            ifacialmocap_sample(),
+            Protocol::IFacialMocap,
+        ),
+        (
+            PhoneProtocol::Facemotion3d,
+            FM3D_START,
+            b"eyeBlinkLeft&29|jawOpen&40|FM_SAD&0|=head#1,2,3,0,0,-0.5|".to_vec(),
+            Protocol::Facemotion3d,
+        ),
+    ] {
+        // Like the real apps, the phone streams only to whoever sent the start string, to the
+        // port it came from, and only once it has.
+        let phone = FakePhone::start(move |seen, _| {
+            seen.iter()
+                .find(|(d, _, _)| d == start_string.as_bytes())
+                .map(|(_, from, _)| vec![(frame_text.clone(), *from)])
+                .unwrap_or_default()
+        });
+        let ports = PhonePorts {
+            ifacialmocap: phone.addr.port(),
+            facemotion3d: phone.addr.port(),
+            ..PhonePorts::default()
+        };
+        let (handle, rx) = start_with(IngestConfig {
+            listen: vec![],
+            phones: vec![phone_listen(protocol)],
+            phone: Some(IpAddr::from([127, 0, 0, 1])),
+            phone_ports: ports,
+            ..IngestConfig::default()
+        });
+        let listener = handle.local_addr(ListenKind::Phone(protocol)).unwrap();
+        let frame = next_frame(&rx);
+        assert_eq!(frame.protocol, tag);
+        assert!(frame.get(Channel::JawOpen).is_some());
+        assert_eq!(frame.from, phone.addr);
+        let received = phone.received();
+        assert_eq!(
+            received[0].0,
+            start_string.as_bytes(),
+            "the first datagram is the start string"
+        );
+        assert_eq!(received[0].1, listener, "sent from the listener socket");
+        assert!(received
+            .iter()
+            .all(|(d, _, _)| d == start_string.as_bytes()));
+        assert!(handle.net_stats().handshakes_sent >= 1);
+        handle.shutdown();
+        phone.stop();
+    }
+}
+
+#[test]
+fn vtube_studio_streams_while_requests_come_and_stops_after() {
+    let sample = vts_sample();
+    // The phone streams to the request's source IP on every port it names, for `time` seconds
+    // after the latest request.
+    let phone = FakePhone::start(move |seen, now| {
+        let Some((request, from, at)) = seen.last() else {
+            return Vec::new();
+        };
+        let json: serde_json::Value = serde_json::from_slice(request).unwrap();
+        assert_eq!(json["messageType"], "iOSTrackingDataRequest");
+        let time = json["time"].as_f64().unwrap();
+        if now.saturating_duration_since(*at) > Duration::from_secs_f64(time) {
+            return Vec::new();
+        }
+        json["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    sample.clone(),
+                    SocketAddr::new(from.ip(), p.as_u64().unwrap() as u16),
+                )
+            })
+            .collect()
+    });
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![],
+        phones: vec![phone_listen(PhoneProtocol::VTubeStudio)],
+        phone: Some(IpAddr::from([127, 0, 0, 1])),
+        phone_ports: PhonePorts {
+            vtubestudio: phone.addr.port(),
+            ..PhonePorts::default()
+        },
+        ..IngestConfig::default()
+    });
+    let listener = handle
+        .local_addr(ListenKind::Phone(PhoneProtocol::VTubeStudio))
+        .unwrap();
+    let frame = next_frame(&rx);
+    assert_eq!(frame.protocol, Protocol::VTubeStudio);
+    assert_eq!(frame.tracking, facewire::arkit::TrackingFlag::Tracked);
+    // Requests keep coming (about five a second).
+    wait_for_net(&handle, |s| s.handshakes_sent >= 3);
+    let requests = phone.received();
+    let (first, from, _) = &requests[0];
+    assert_eq!(
+        *from, listener,
+        "requests come from the VTube Studio socket"
+    );
+    let json: serde_json::Value = serde_json::from_slice(first).unwrap();
+    assert_eq!(json["ports"], serde_json::json!([listener.port()]));
+    assert_eq!(json["time"], 1.0);
+    assert!(handle.net_stats().vtubestudio.frames >= 1);
+    handle.shutdown();
+    // Once facewire is gone no request comes any more, and the phone stops streaming once the
+    // latest request's time has run out.
+    let count = phone.received().len();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let before = phone.sent();
+        std::thread::sleep(Duration::from_millis(300));
+        if phone.sent() == before {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the phone never stopped streaming"
+        );
+    }
+    assert_eq!(phone.received().len(), count, "no request after shutdown");
+    phone.stop();
+}
+
+/// A socket on another loopback address, so that the guard sees another host; `None` (with a
+/// note) where the system routes only 127.0.0.1.
+fn other_host() -> Option<UdpSocket> {
+    match UdpSocket::bind("127.0.0.2:0") {
+        Ok(socket) => Some(socket),
+        Err(err) => {
+            eprintln!("note: cannot bind 127.0.0.2 ({err}); skipping the second-host checks");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_second_source_is_ignored_and_counted_while_the_first_keeps_flowing() {
+    let Some(intruder) = other_host() else {
+        return;
+    };
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![loopback()],
+        phones: vec![phone_listen(PhoneProtocol::LiveLinkFace)],
+        ..IngestConfig::default()
+    });
+    let llf = handle
+        .local_addr(ListenKind::Phone(PhoneProtocol::LiveLinkFace))
+        .unwrap();
+    let osc = handle.local_addrs()[0];
+    let phone = sender();
+    phone.send_to(&llf_packet(0.1), llf).unwrap();
+    assert_eq!(next_frame(&rx).get(Channel::JawOpen), Some(0.1));
+    // Another host on the same protocol, and another protocol from the same host.
+    intruder.send_to(&llf_packet(0.9), llf).unwrap();
+    phone
+        .send_to(&encode(&bundle(vec![val("jawOpen", 0.8), apply()])), osc)
+        .unwrap();
+    wait_for_net(&handle, |s| s.guard.other_source == 2);
+    phone.send_to(&llf_packet(0.2), llf).unwrap();
+    let frame = next_frame(&rx);
+    assert_eq!(
+        frame.get(Channel::JawOpen),
+        Some(0.2),
+        "only the first source arrives"
+    );
+    assert_eq!(frame.from, phone.local_addr().unwrap());
+    assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
+    let stats = handle.net_stats();
+    assert_eq!(stats.guard.locks, 1);
+    assert_eq!(
+        stats.livelinkface.datagrams, 2,
+        "ignored datagrams are not decoded"
+    );
+    assert_eq!(handle.stats().datagrams, 0);
+    handle.shutdown();
+}
+
+#[test]
+fn the_lock_is_released_after_silence_and_the_preferred_protocol_takes_over() {
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![loopback()],
+        phones: vec![phone_listen(PhoneProtocol::LiveLinkFace)],
+        prefer: Some(Protocol::Vmc),
+        lock_release: Duration::from_millis(600),
+        ..IngestConfig::default()
+    });
+    let llf = handle
+        .local_addr(ListenKind::Phone(PhoneProtocol::LiveLinkFace))
+        .unwrap();
+    let osc = handle.local_addrs()[0];
+    let phone = sender();
+    phone.send_to(&llf_packet(0.1), llf).unwrap();
+    assert_eq!(next_frame(&rx).protocol, Protocol::LiveLinkFace);
+    // VMC is preferred: it takes over at once.
+    let pc = sender();
+    pc.send_to(&encode(&bundle(vec![val("jawOpen", 0.5), apply()])), osc)
+        .unwrap();
+    assert_eq!(next_frame(&rx).protocol, Protocol::Vmc);
+    phone.send_to(&llf_packet(0.3), llf).unwrap();
+    wait_for_net(&handle, |s| s.guard.other_source == 1);
+    // After the VMC sender is silent for the release time, the phone may take over again.
+    wait_for_net(&handle, |s| s.guard.releases == 1);
+    phone.send_to(&llf_packet(0.4), llf).unwrap();
+    let frame = next_frame(&rx);
+    assert_eq!(frame.protocol, Protocol::LiveLinkFace);
+    assert_eq!(frame.get(Channel::JawOpen), Some(0.4));
+    let stats = handle.net_stats().guard;
+    assert_eq!((stats.locks, stats.switches), (3, 1));
+    handle.shutdown();
+}
+
+#[test]
+fn senders_outside_the_allow_list_are_dropped_and_counted() {
+    let Some(allowed) = other_host() else {
+        return;
+    };
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![loopback()],
+        allow: vec!["127.0.0.2/32".parse().unwrap()],
+        ..IngestConfig::default()
+    });
+    let osc = handle.local_addrs()[0];
+    let datagram = encode(&bundle(vec![val("jawOpen", 0.5), apply()]));
+    sender().send_to(&datagram, osc).unwrap();
+    wait_for_net(&handle, |s| s.guard.not_allowed == 1);
+    allowed.send_to(&datagram, osc).unwrap();
+    let frame = next_frame(&rx);
+    assert_eq!(frame.from, allowed.local_addr().unwrap());
+    assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
+    handle.shutdown();
+}
+
+/// Runs liblo's `oscdump` on a free port, or `None` with a note where it is not installed.
+fn oscdump() -> Option<(std::process::Child, u16)> {
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    match Command::new("oscdump")
+        .args(["-L", &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(child) => Some((child, port)),
+        Err(err) => {
+            eprintln!(
+                "note: liblo's oscdump is not available ({err}); skipping the forwarding check \
+                 (install liblo-tools)"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn forwarded_frames_read_back_with_liblo_oscdump() {
+    let Some((mut child, port)) = oscdump() else {
+        return;
+    };
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut forwarder = Forwarder::new(&ForwardSection {
+        to: vec![SocketAddr::from(([127, 0, 0, 1], port))],
+        names: ForwardNames::Pascal,
+    })
+    .unwrap()
+    .expect("a receiver means a forwarder");
+    let mut frame = FaceFrame::empty(Protocol::IFacialMocap, loopback(), Instant::now());
+    frame.set(Channel::EyeBlinkLeft, 0.25);
+    frame.set(Channel::JawOpen, 0.75);
+    frame.head = Some(Quat::from_rotation_y(0.3));
+    // oscdump binds after it starts; send until it has printed a whole frame.
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains("/VMC/Ext/Blend/Apply"))
+    {
+        assert!(Instant::now() < deadline, "oscdump printed {seen:?}");
+        forwarder.send(&frame);
+        while let Ok(line) = lines.recv_timeout(Duration::from_millis(50)) {
+            seen.push(line);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // One frame: from the first Blend/Val after a previous Apply (or the start) to its Apply.
+    let apply = seen
+        .iter()
+        .position(|l| l.contains("/VMC/Ext/Blend/Apply"))
+        .unwrap();
+    let frame_lines = &seen[..=apply];
+    let has = |needle: &str| frame_lines.iter().any(|l| l.contains(needle));
+    assert!(
+        has(r#"/VMC/Ext/Blend/Val sf "EyeBlinkLeft" 0.250000"#),
+        "{frame_lines:?}"
+    );
+    assert!(
+        has(r#"/VMC/Ext/Blend/Val sf "JawOpen" 0.750000"#),
+        "{frame_lines:?}"
+    );
+    let head = frame_lines
+        .iter()
+        .find(|l| l.contains("/VMC/Ext/Bone/Pos"))
+        .expect("a Head bone");
+    assert!(head.contains(r#"sfffffff "Head""#), "{head}");
+    // Our +0.3 rad yaw is a Unity yaw of -0.3 rad: y = -sin(0.15).
+    let y = format!("{:.6}", -(0.15f32).sin());
+    assert!(head.contains(&y), "{head} should carry y = {y}");
+    assert_eq!(forwarder.stats().errors, 0);
+    assert!(forwarder.stats().sent >= 1);
 }

@@ -563,3 +563,65 @@ fn record_then_replay_reaches_listen() {
         assert!([0.25, 0.5, 0.75].contains(&v), "{v}");
     }
 }
+
+#[test]
+fn calibrate_from_a_recording_then_run_with_the_profile() {
+    let Some(fixtures) =
+        crate::support::fixtures("offline calibration from the Live Link Face CSV")
+    else {
+        return;
+    };
+    let csv = fixtures.join("protocols/livelinkface_csv_MySlate_3_Jason_Millers_iPhone.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let output = check(
+        facewire()
+            .args(["calibrate", "--performer", "jason", "--yes", "--profiles"])
+            .arg(dir.path())
+            .arg("--from")
+            .arg(&csv)
+            .output()
+            .unwrap(),
+        "calibrate --from",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("jawOpen"),
+        "the summary lists channels:\n{stdout}"
+    );
+    let profile = std::fs::read_to_string(dir.path().join("jason.toml")).unwrap();
+    assert!(profile.contains("[channels.jawOpen]"), "{profile}");
+
+    let output = check(
+        facewire()
+            .args(["run", "--headless", "--speed", "8", "--size", "160x160"])
+            .args(["--performer", "jason", "--profiles"])
+            .arg(dir.path())
+            .arg("--replay")
+            .arg(&csv)
+            .output()
+            .unwrap(),
+        "run --performer",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("performer profile loaded"), "{stderr}");
+
+    let output = facewire()
+        .args([
+            "run",
+            "--headless",
+            "--exit-after",
+            "0",
+            "--performer",
+            "jasn",
+            "--profiles",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("jason"),
+        "an unknown name lists the profiles:\n{stderr}"
+    );
+}

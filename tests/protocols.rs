@@ -468,3 +468,128 @@ fn fuzz_vtube_studio() {
     seeds.extend(capture("vts_tracking_payload_vpuppr_sample.compact.json"));
     fuzz(PhoneProtocol::VTubeStudio, &seeds, 0x7575_2141);
 }
+
+/// The datagrams of an LLV "tape": gzip( u8 version = 6, u32 BE count, count × (u32 BE size,
+/// datagram) ).
+fn tape(name: &str) -> Option<Vec<Vec<u8>>> {
+    use std::io::Read;
+    let gz = capture(name)?;
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut raw)
+        .unwrap();
+    assert_eq!(raw[0], 6, "tape version");
+    let count = u32::from_be_bytes(raw[1..5].try_into().unwrap()) as usize;
+    let mut at = 5;
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let size = u32::from_be_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
+        at += 4;
+        out.push(raw[at..at + size].to_vec());
+        at += size;
+    }
+    assert_eq!(at, raw.len(), "the tape holds exactly {count} datagrams");
+    Some(out)
+}
+
+/// Decodes a synthetic sweep tape into frames, after checking that exactly the raw value `index`
+/// moves.
+fn sweep(name: &str, index: usize) -> Option<Vec<FaceFrame>> {
+    let datagrams = tape(name)?;
+    assert!(
+        datagrams.len() > 10,
+        "{name}: {} datagrams",
+        datagrams.len()
+    );
+    let mut frames = Vec::new();
+    let mut first: Option<[f32; VALUE_COUNT]> = None;
+    let mut moved = [false; VALUE_COUNT];
+    for datagram in &datagrams {
+        let packet = livelink::parse(datagram).unwrap();
+        assert_eq!(packet.values().len(), VALUE_COUNT);
+        let base = *first.get_or_insert(packet.values);
+        for (i, (a, b)) in base.iter().zip(packet.values.iter()).enumerate() {
+            moved[i] |= a != b;
+        }
+        let decoded = PhoneDecoder::new(PhoneProtocol::LiveLinkFace)
+            .decode(datagram, addr(), Instant::now())
+            .unwrap();
+        frames.push(decoded.frame);
+    }
+    let moving: Vec<usize> = (0..VALUE_COUNT).filter(|&i| moved[i]).collect();
+    assert_eq!(moving, [index], "{name}: only value {index} sweeps");
+    Some(frames)
+}
+
+#[test]
+fn live_link_face_head_yaw_sweep_turns_only_the_head_about_y() {
+    let Some(frames) = sweep(
+        "livelinkface_llv_debug-headyaw.gesichter",
+        livelink::HEAD_YAW,
+    ) else {
+        return;
+    };
+    let first = frames[0];
+    let mut turned = 0;
+    for frame in &frames {
+        // Every channel and both eyes stay as they were.
+        assert_eq!(frame.weights, first.weights);
+        assert_eq!(frame.present, first.present);
+        assert_eq!(frame.left_eye, first.left_eye);
+        assert_eq!(frame.right_eye, first.right_eye);
+        let head = frame.head.expect("a head rotation");
+        let (axis, angle) = head.to_axis_angle();
+        if angle.abs() > 1e-3 {
+            turned += 1;
+            assert!(
+                axis.x.abs() < 1e-4 && axis.z.abs() < 1e-4,
+                "the head turns about Y only: axis {axis}, angle {angle}"
+            );
+        }
+    }
+    assert!(turned > frames.len() / 2, "the sweep turns the head");
+    // Sign check against the table: the frame with the largest raw yaw looks towards -X.
+    let datagrams = tape("livelinkface_llv_debug-headyaw.gesichter").unwrap();
+    let (i, yaw) = datagrams
+        .iter()
+        .map(|d| livelink::parse(d).unwrap().values[livelink::HEAD_YAW])
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap();
+    assert!(yaw > 0.1, "the sweep reaches a positive yaw ({yaw})");
+    let forward = frames[i].head.unwrap() * Vec3::Z;
+    let expected = axes::LIVELINKFACE.euler_radians(0.0, yaw, 0.0).unwrap() * Vec3::Z;
+    assert!((forward - expected).length() < 1e-4);
+    assert!(
+        forward.x < 0.0,
+        "+ HeadYaw turns the face to the performer's right: {forward}"
+    );
+}
+
+#[test]
+fn live_link_face_eye_blink_left_sweep_moves_only_eye_blink_left() {
+    let Some(frames) = sweep("livelinkface_llv_debug-eyeblinkleft.gesichter", 0) else {
+        return;
+    };
+    let first = frames[0];
+    let mut values = Vec::new();
+    for frame in &frames {
+        for channel in Channel::ALL {
+            if channel != Channel::EyeBlinkLeft {
+                assert_eq!(frame.get(channel), first.get(channel), "{channel:?}");
+            }
+        }
+        assert_eq!(frame.head, first.head);
+        assert_eq!(frame.left_eye, first.left_eye);
+        assert_eq!(frame.right_eye, first.right_eye);
+        values.push(
+            frame
+                .get(Channel::EyeBlinkLeft)
+                .expect("eyeBlinkLeft present"),
+        );
+    }
+    let (lo, hi) = values
+        .iter()
+        .fold((f32::MAX, f32::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    assert!(hi - lo > 0.5, "eyeBlinkLeft sweeps ({lo}..{hi})");
+}

@@ -29,3 +29,6 @@ mod record;
 
 /// The phone apps' protocols decoded from real captures.
 mod protocols;
+
+/// Performer profiles and the guided calibration routine.
+mod profile;

@@ -10,8 +10,13 @@
 //! - [`Conditioner`]: a calibrator plus the tracking-loss state machine; [`ConditionerSink`]
 //!   adapts it to the ingest thread's [`crate::ingest::FrameSink`].
 //! - [`filter`]: the scalar and rotation filters; [`settings`]: `[smoothing]` and `[tracking]`.
+//! - [`profile`]: per-performer profiles; [`routine`]: the guided calibration routine and its
+//!   statistics; [`session`]: the interactive driver and offline calibration.
 
 pub mod filter;
+pub mod profile;
+pub mod routine;
+pub mod session;
 pub mod settings;
 mod tracking;
 
@@ -22,6 +27,9 @@ use tracing::trace;
 
 use crate::arkit::{ChannelMask, FaceFrame, COUNT};
 use filter::{sane_rotation, Filter, RotationFilter};
+pub use profile::{ChannelProfile, Profile, ProfileError};
+pub use routine::{Calibration, Flag, Phase, Prompt, Routine, Step, Summary, SummaryRow, STEPS};
+pub use session::{calibrate_offline, run_routine, Decision, RoutineUi, SessionError, TerminalUi};
 pub use settings::{
     ClockSource, FilterKind, FilterSpec, GroupConfig, Groups, Invalid, SmoothingConfig,
     TrackingConfig,

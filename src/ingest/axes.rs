@@ -130,6 +130,13 @@ impl AxisMap {
         Ok(q.normalize())
     }
 
+    /// Converts a rotation in our frame back into this protocol's wire quaternion `(x, y, z, w)`:
+    /// the inverse of [`AxisMap::quat`] (each factor is ±1, so it is its own inverse).
+    pub fn to_wire_quat(&self, q: Quat) -> [f32; 4] {
+        let [sx, sy, sz] = self.quat;
+        [sx * q.x, sy * q.y, sz * q.z, q.w]
+    }
+
     /// Converts Euler angles in degrees (pitch about X, yaw about Y, roll about Z, as sent) into
     /// a quaternion in our frame, composed as `Ry(yaw)·Rx(pitch)·Rz(roll)`.
     pub fn euler_degrees(&self, pitch: f32, yaw: f32, roll: f32) -> Result<Quat, BadRotation> {
@@ -180,6 +187,17 @@ mod tests {
         // Ours: the avatar's right is -X, so the face must turn towards -X.
         assert!(forward.x < -0.4, "{forward}");
         assert!(close(ours, Quat::from_rotation_y(-30f32.to_radians())));
+    }
+
+    #[test]
+    fn wire_quaternions_round_trip() {
+        let q = Quat::from_euler(glam::EulerRot::YXZ, 0.3, -0.2, 0.1);
+        for map in [VMC, FACECAP, LIVELINKFACE] {
+            assert!(close(map.quat(map.to_wire_quat(q)).unwrap(), q));
+        }
+        // Our yaw towards the performer's left is a Unity yaw towards the avatar's left (-Y).
+        let wire = VMC.to_wire_quat(Quat::from_rotation_y(0.5));
+        assert!(wire[1] < 0.0, "{wire:?}");
     }
 
     #[test]

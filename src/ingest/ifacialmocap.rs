@@ -70,6 +70,17 @@ pub fn handshake(sender: TextSender, v2: bool) -> String {
     }
 }
 
+/// Whether a text frame comes from Facemotion3d rather than iFacialMocap, judged from its bytes
+/// without decoding: Facemotion3d sends camelCase names with `&` (`eyeBlinkLeft&29`) and its own
+/// `FM_` keys, while iFacialMocap sends ARKit raw names (`eyeBlink_L-29` or `eyeBlink_L&29`). One
+/// listener can therefore take both dialects.
+pub fn looks_like_facemotion3d(datagram: &[u8]) -> bool {
+    const MARKERS: [&[u8]; 3] = [b"FM_", b"eyeBlinkLeft&", b"eyeBlinkRight&"];
+    MARKERS
+        .iter()
+        .any(|marker| datagram.windows(marker.len()).any(|w| w == *marker))
+}
+
 /// Most numbers a block carries (`head#` has 3 angles and 3 position components).
 const BLOCK_MAX: usize = 6;
 
@@ -204,6 +215,18 @@ mod tests {
 
     fn addr() -> SocketAddr {
         "192.168.1.20:49983".parse().unwrap()
+    }
+
+    #[test]
+    fn dialects_are_told_apart() {
+        assert!(!looks_like_facemotion3d(
+            b"eyeBlink_L-29|jawLeft-3|=head#0,0,0,0,0,0|"
+        ));
+        assert!(!looks_like_facemotion3d(
+            b"eyeBlink_L&29|jawLeft&3|mouthLeft&1|"
+        ));
+        assert!(looks_like_facemotion3d(b"eyeBlinkLeft&29|jawOpen&3|"));
+        assert!(looks_like_facemotion3d(b"jawOpen&3|FM_SAD&0|"));
     }
 
     fn ifm(text: &str) -> Result<Decoded, ProtocolError> {

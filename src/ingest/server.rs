@@ -1,8 +1,9 @@
-//! The ingest thread: a current-thread tokio runtime receiving UDP datagrams into the decoder.
+//! The ingest thread: a current-thread tokio runtime receiving every protocol's UDP datagrams, guarding, decoding and handshaking.
 
+use std::fmt;
 use std::future::poll_fn;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -12,11 +13,17 @@ use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, error, info, trace, warn};
 
 use super::decoder::{Decoder, MAX_DATAGRAM};
+use super::guard::{Admit, Family, Guard, GuardStats, Subnet};
+use super::handshake::{self, PhonePorts, Rule, Schedule};
+use super::ifacialmocap::{self, TextSender};
+use super::phone::{PhoneDecoder, PhoneProtocol, PhoneStats};
 use super::stats::{RateLimiter, Stats};
-use crate::arkit::FaceFrame;
+use super::vts;
+use crate::arkit::{FaceFrame, Protocol};
+use crate::config::IngestSection;
 
 /// The VMC receiver ("Marionette") port, 39539.
 pub const DEFAULT_PORT: u16 = 39539;
@@ -29,6 +36,9 @@ const SWEEP_PERIOD: Duration = Duration::from_millis(250);
 
 /// How often the sink's [`FrameSink::tick`] runs, data or not.
 pub const TICK_PERIOD: Duration = Duration::from_millis(10);
+
+/// How long the followed source may be silent before another one may take over, by default.
+pub const DEFAULT_LOCK_RELEASE: Duration = Duration::from_secs(3);
 
 /// Where the ingest thread delivers what it decodes. Any `FnMut(FaceFrame) + Send` closure is a
 /// sink that ignores ticks.
@@ -53,12 +63,74 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 /// The longest pause after repeated receive errors.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
+/// What a listener socket receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListenKind {
+    /// OSC: VMC and Face Cap.
+    Osc,
+    /// One phone protocol. An iFacialMocap or Facemotion3d socket takes both text dialects and
+    /// tags each frame by its dialect.
+    Phone(PhoneProtocol),
+}
+
+impl fmt::Display for ListenKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ListenKind::Osc => "VMC and Face Cap",
+            ListenKind::Phone(PhoneProtocol::IFacialMocap) => "iFacialMocap",
+            ListenKind::Phone(PhoneProtocol::Facemotion3d) => "Facemotion3d",
+            ListenKind::Phone(PhoneProtocol::LiveLinkFace) => "Live Link Face",
+            ListenKind::Phone(PhoneProtocol::VTubeStudio) => "VTube Studio/MeowFace",
+        })
+    }
+}
+
+/// One phone-protocol listener to bind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhoneListen {
+    /// The protocol it receives.
+    pub protocol: PhoneProtocol,
+    /// The UDP address to bind; port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// Whether failing to bind it stops [`spawn`] with an error (an address the user chose);
+    /// otherwise it is a warning and the other listeners run.
+    pub required: bool,
+}
+
+/// One socket the ingest thread listens on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundListener {
+    /// What it receives.
+    pub kind: ListenKind,
+    /// The bound address (port 0 resolved), or for a skipped listener the configured one.
+    pub addr: SocketAddr,
+}
+
 /// Where and how the ingest thread listens.
+///
+/// [`IngestConfig::default`] is the OSC listener alone on 0.0.0.0:39539, required, with no phone
+/// listeners; [`IngestConfig::from_section`] gives the configuration file's full set (every
+/// protocol on its usual port by default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IngestConfig {
-    /// UDP addresses to bind; each one understands both VMC and Face Cap. Port 0 picks a free
-    /// port ([`IngestHandle::local_addrs`] tells which).
+    /// UDP addresses to bind for OSC; each one understands both VMC and Face Cap. Port 0 picks a
+    /// free port ([`IngestHandle::local_addrs`] tells which).
     pub listen: Vec<SocketAddr>,
+    /// Whether failing to bind an OSC address is an error (otherwise a warning).
+    pub listen_required: bool,
+    /// The phone-protocol listeners.
+    pub phones: Vec<PhoneListen>,
+    /// The phone that start messages (iFacialMocap, Facemotion3d, VTube Studio) are sent to.
+    /// `None`: only to the source being followed, once there is one.
+    pub phone: Option<IpAddr>,
+    /// The phone's ports for the start messages.
+    pub phone_ports: PhonePorts,
+    /// The protocol that takes over from any other source; `None`: the first source is followed.
+    pub prefer: Option<Protocol>,
+    /// Addresses and subnets accepted; empty accepts every sender.
+    pub allow: Vec<Subnet>,
+    /// How long the followed source may be silent before another one may take over.
+    pub lock_release: Duration,
     /// How long a sender may stay quiet before it is logged as silent.
     pub silence_after: Duration,
 }
@@ -67,7 +139,58 @@ impl Default for IngestConfig {
     fn default() -> IngestConfig {
         IngestConfig {
             listen: vec![SocketAddr::from((Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))],
+            listen_required: true,
+            phones: Vec::new(),
+            phone: None,
+            phone_ports: PhonePorts::default(),
+            prefer: None,
+            allow: Vec::new(),
+            lock_release: DEFAULT_LOCK_RELEASE,
             silence_after: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The usual address of a listener kind: all interfaces on its default port.
+pub fn default_addr(kind: ListenKind) -> SocketAddr {
+    let port = match kind {
+        ListenKind::Osc => DEFAULT_PORT,
+        ListenKind::Phone(protocol) => protocol.default_port(),
+    };
+    SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))
+}
+
+impl IngestConfig {
+    /// The ingest settings of `[ingest]`. An address equal to its protocol's usual one
+    /// ([`default_addr`]) is optional (a port in use is a warning); any other address was chosen
+    /// by the user and must bind.
+    pub fn from_section(section: &IngestSection) -> IngestConfig {
+        let phone_lists = [
+            (PhoneProtocol::IFacialMocap, &section.ifacialmocap),
+            (PhoneProtocol::Facemotion3d, &section.facemotion3d),
+            (PhoneProtocol::LiveLinkFace, &section.livelinkface),
+            (PhoneProtocol::VTubeStudio, &section.vtubestudio),
+        ];
+        let mut phones = Vec::new();
+        for (protocol, addrs) in phone_lists {
+            let usual = default_addr(ListenKind::Phone(protocol));
+            phones.extend(addrs.iter().map(|&addr| PhoneListen {
+                protocol,
+                addr,
+                required: addr != usual,
+            }));
+        }
+        let usual = default_addr(ListenKind::Osc);
+        IngestConfig {
+            listen: section.listen.clone(),
+            listen_required: section.listen.iter().any(|&a| a != usual),
+            phones,
+            phone: section.phone,
+            phone_ports: section.phone_ports,
+            prefer: section.prefer,
+            allow: section.allow.clone(),
+            lock_release: Duration::from_secs_f32(section.lock_release),
+            ..IngestConfig::default()
         }
     }
 }
@@ -78,7 +201,8 @@ pub enum IngestError {
     /// The configuration lists no address to listen on.
     #[error("no UDP address to listen on")]
     NoListenAddress,
-    /// A UDP socket could not be bound (address in use, not an address of this machine, ...).
+    /// A UDP socket could not be bound (address in use, not an address of this machine, ...):
+    /// a required one, or every one.
     #[error("cannot listen on {addr} (UDP)")]
     Bind {
         /// The address from the configuration.
@@ -104,13 +228,50 @@ pub enum IngestError {
     Thread(#[source] io::Error),
 }
 
+/// Counters of the phone listeners, the guard and the handshakes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetStats {
+    /// iFacialMocap frames and rejects.
+    pub ifacialmocap: PhoneStats,
+    /// Facemotion3d frames and rejects.
+    pub facemotion3d: PhoneStats,
+    /// Live Link Face frames and rejects.
+    pub livelinkface: PhoneStats,
+    /// VTube Studio and MeowFace frames and rejects.
+    pub vtubestudio: PhoneStats,
+    /// The allow-list and the source lock.
+    pub guard: GuardStats,
+    /// Start messages sent to a phone.
+    pub handshakes_sent: u64,
+    /// Start messages that could not be sent.
+    pub handshake_errors: u64,
+}
+
+impl NetStats {
+    /// The counters of one phone protocol.
+    pub fn phone(&self, protocol: PhoneProtocol) -> &PhoneStats {
+        match protocol {
+            PhoneProtocol::IFacialMocap => &self.ifacialmocap,
+            PhoneProtocol::Facemotion3d => &self.facemotion3d,
+            PhoneProtocol::LiveLinkFace => &self.livelinkface,
+            PhoneProtocol::VTubeStudio => &self.vtubestudio,
+        }
+    }
+}
+
 /// The running ingest thread. Dropping it shuts the thread down, like [`IngestHandle::shutdown`].
 #[derive(Debug)]
 pub struct IngestHandle {
-    /// The addresses actually bound, in configuration order.
+    /// The OSC addresses actually bound, in configuration order.
     local_addrs: Vec<SocketAddr>,
-    /// The counters, refreshed after every datagram.
+    /// Every bound socket, in bind order (OSC first).
+    listeners: Vec<BoundListener>,
+    /// Optional listeners that could not be bound.
+    skipped: Vec<BoundListener>,
+    /// The OSC counters, refreshed after every datagram.
     stats: Arc<Mutex<Stats>>,
+    /// The other counters, refreshed after every datagram.
+    net_stats: Arc<Mutex<NetStats>>,
     /// Tells the thread to stop.
     stop: watch::Sender<bool>,
     /// The thread; `None` once joined.
@@ -118,14 +279,41 @@ pub struct IngestHandle {
 }
 
 impl IngestHandle {
-    /// The bound addresses, in configuration order, with port 0 resolved.
+    /// The bound OSC addresses, in configuration order, with port 0 resolved.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
     }
 
-    /// A snapshot of the counters.
+    /// Every bound socket, OSC first, then the phone listeners in configuration order.
+    pub fn listeners(&self) -> &[BoundListener] {
+        &self.listeners
+    }
+
+    /// The first bound address of `kind`, if any.
+    pub fn local_addr(&self, kind: ListenKind) -> Option<SocketAddr> {
+        self.listeners
+            .iter()
+            .find(|l| l.kind == kind)
+            .map(|l| l.addr)
+    }
+
+    /// Optional listeners that could not be bound (their port was in use), with their configured
+    /// address.
+    pub fn skipped(&self) -> &[BoundListener] {
+        &self.skipped
+    }
+
+    /// A snapshot of the OSC counters.
     pub fn stats(&self) -> Stats {
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A snapshot of the phone, guard and handshake counters.
+    pub fn net_stats(&self) -> NetStats {
+        *self
+            .net_stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Stops the thread and waits for it to finish.
@@ -154,12 +342,36 @@ impl Drop for IngestHandle {
     }
 }
 
-/// Binds every address in `config.listen`, then starts the `facewire-ingest` thread, which calls
-/// `sink` for every committed frame (and its tick every [`TICK_PERIOD`]) until the handle is shut down or dropped.
+/// Binds one address as a non-blocking tokio socket.
+fn bind(addr: SocketAddr) -> Result<(UdpSocket, SocketAddr), IngestError> {
+    let std_socket =
+        std::net::UdpSocket::bind(addr).map_err(|source| IngestError::Bind { addr, source })?;
+    let socket_error = |source| IngestError::Socket { addr, source };
+    std_socket.set_nonblocking(true).map_err(socket_error)?;
+    let local = std_socket.local_addr().map_err(socket_error)?;
+    let socket = UdpSocket::from_std(std_socket).map_err(socket_error)?;
+    Ok((socket, local))
+}
+
+/// Binds every listener of `config` (a required one that fails is an error, an optional one a
+/// warning), then starts the `facewire-ingest` thread, which calls `sink` for every committed
+/// frame of the followed source (and its tick every [`TICK_PERIOD`]) and sends the phone start
+/// messages, until the handle is shut down or dropped.
 ///
 /// Binding happens before this returns, so "address in use" and similar come back here.
 pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHandle, IngestError> {
-    if config.listen.is_empty() {
+    let wanted: Vec<(ListenKind, SocketAddr, bool)> = config
+        .listen
+        .iter()
+        .map(|&addr| (ListenKind::Osc, addr, config.listen_required))
+        .chain(
+            config
+                .phones
+                .iter()
+                .map(|p| (ListenKind::Phone(p.protocol), p.addr, p.required)),
+        )
+        .collect();
+    if wanted.is_empty() {
         return Err(IngestError::NoListenAddress);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -168,32 +380,61 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
         .build()
         .map_err(IngestError::Runtime)?;
 
-    let mut sockets = Vec::with_capacity(config.listen.len());
-    let mut local_addrs = Vec::with_capacity(config.listen.len());
+    let mut sockets = Vec::with_capacity(wanted.len());
+    let mut listeners = Vec::with_capacity(wanted.len());
+    let mut skipped = Vec::new();
+    let mut first_error = None;
     {
         // Registering a socket with tokio needs the runtime's reactor.
         let _guard = runtime.enter();
-        for &addr in &config.listen {
-            let std_socket = std::net::UdpSocket::bind(addr)
-                .map_err(|source| IngestError::Bind { addr, source })?;
-            let socket_error = |source| IngestError::Socket { addr, source };
-            std_socket.set_nonblocking(true).map_err(socket_error)?;
-            let local = std_socket.local_addr().map_err(socket_error)?;
-            let socket = UdpSocket::from_std(std_socket).map_err(socket_error)?;
-            sockets.push(socket);
-            local_addrs.push(local);
+        for &(kind, addr, required) in &wanted {
+            match bind(addr) {
+                Ok((socket, local)) => {
+                    sockets.push(socket);
+                    listeners.push(BoundListener { kind, addr: local });
+                }
+                Err(err) if required => return Err(err),
+                Err(err) => {
+                    let cause = std::error::Error::source(&err)
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    warn!(
+                        %addr,
+                        %kind,
+                        %cause,
+                        "not listening for {kind} on {addr} ({cause}); the other protocols run"
+                    );
+                    skipped.push(BoundListener { kind, addr });
+                    first_error.get_or_insert(err);
+                }
+            }
         }
     }
-    for addr in &local_addrs {
-        info!(%addr, "listening for VMC and Face Cap on {addr} (UDP)");
+    if sockets.is_empty() {
+        return Err(first_error.unwrap_or(IngestError::NoListenAddress));
     }
+    for l in &listeners {
+        info!(addr = %l.addr, kind = %l.kind, "listening for {} on {} (UDP)", l.kind, l.addr);
+    }
+    let handshakes = handshakes(&config, &listeners);
+    let local_addrs = listeners
+        .iter()
+        .filter(|l| l.kind == ListenKind::Osc)
+        .map(|l| l.addr)
+        .collect();
 
     let stats = Arc::new(Mutex::new(Stats::default()));
+    let net_stats = Arc::new(Mutex::new(NetStats::default()));
     let (stop, stopped) = watch::channel(false);
     let receiver = Receiver {
+        kinds: listeners.iter().map(|l| l.kind).collect(),
         sockets,
         stats: Arc::clone(&stats),
+        net_stats: Arc::clone(&net_stats),
         silence_after: config.silence_after,
+        guard: Guard::new(config.allow.clone(), config.prefer, config.lock_release),
+        phone: config.phone,
+        handshakes,
         sink,
     };
     let thread = std::thread::Builder::new()
@@ -203,20 +444,119 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
 
     Ok(IngestHandle {
         local_addrs,
+        listeners,
+        skipped,
         stats,
+        net_stats,
         stop,
         thread: Some(thread),
     })
 }
 
+/// One start message and when to send it.
+struct Handshake {
+    /// The protocol it starts.
+    family: Family,
+    /// The index of the socket it is sent from (the phone answers to the sender's address).
+    socket: usize,
+    /// The phone's port.
+    port: u16,
+    /// The datagram.
+    message: Vec<u8>,
+    /// When it is due.
+    schedule: Schedule,
+    /// The target it was last announced to in the log.
+    announced: Option<SocketAddr>,
+}
+
+/// The start messages for the bound listeners that need one.
+fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handshake> {
+    let first = |protocol| {
+        listeners
+            .iter()
+            .position(|l| l.kind == ListenKind::Phone(protocol))
+    };
+    let text_rule = Rule::WhileMissing {
+        retry: handshake::TEXT_RETRY,
+        silence: handshake::TEXT_SILENCE,
+    };
+    let mut out = Vec::new();
+    if let Some(socket) = first(PhoneProtocol::IFacialMocap) {
+        out.push(Handshake {
+            family: Family::IFacialMocap,
+            socket,
+            port: config.phone_ports.ifacialmocap,
+            message: ifacialmocap::handshake(TextSender::IFacialMocap, false).into_bytes(),
+            schedule: Schedule::new(text_rule),
+            announced: None,
+        });
+    }
+    if let Some(socket) = first(PhoneProtocol::Facemotion3d) {
+        out.push(Handshake {
+            family: Family::Facemotion3d,
+            socket,
+            port: config.phone_ports.facemotion3d,
+            message: ifacialmocap::handshake(TextSender::Facemotion3d, false).into_bytes(),
+            schedule: Schedule::new(text_rule),
+            announced: None,
+        });
+    }
+    if let Some(socket) = first(PhoneProtocol::VTubeStudio) {
+        // The phone streams to the request's source address on every port it names.
+        let ports: Vec<u16> = listeners
+            .iter()
+            .filter(|l| l.kind == ListenKind::Phone(PhoneProtocol::VTubeStudio))
+            .map(|l| l.addr.port())
+            .take(vts::MAX_REQUEST_PORTS)
+            .collect();
+        match vts::vts_request(
+            handshake::VTS_SENT_BY,
+            &ports,
+            handshake::VTS_REQUEST_TIME_S,
+        ) {
+            Ok(request) => out.push(Handshake {
+                family: Family::VTubeStudio,
+                socket,
+                port: config.phone_ports.vtubestudio,
+                message: request.into_bytes(),
+                schedule: Schedule::new(Rule::Every(handshake::VTS_PERIOD)),
+                announced: None,
+            }),
+            Err(err) => warn!(%err, "cannot build the VTube Studio request; not sending one"),
+        }
+    }
+    out
+}
+
+/// The slot of a family in per-family arrays.
+fn slot(family: Family) -> usize {
+    match family {
+        Family::Osc => 0,
+        Family::IFacialMocap => 1,
+        Family::Facemotion3d => 2,
+        Family::LiveLinkFace => 3,
+        Family::VTubeStudio => 4,
+    }
+}
+
 /// Everything the receive loop owns.
 struct Receiver {
+    /// What each socket receives.
+    kinds: Vec<ListenKind>,
     /// The bound sockets.
     sockets: Vec<UdpSocket>,
-    /// Where counters are published.
+    /// Where OSC counters are published.
     stats: Arc<Mutex<Stats>>,
+    /// Where the other counters are published.
+    net_stats: Arc<Mutex<NetStats>>,
     /// How long a sender may be quiet before it is logged as silent.
     silence_after: Duration,
+    /// The allow-list and the source lock.
+    guard: Guard,
+    /// The configured phone.
+    phone: Option<IpAddr>,
+    /// The start messages.
+    handshakes: Vec<Handshake>,
     /// The frame callback.
     sink: Box<dyn FrameSink>,
 }
@@ -227,18 +567,86 @@ enum Event {
     Stop,
     /// Time to look for silent senders.
     Sweep,
-    /// Time for the sink's periodic tick.
+    /// Time for the sink's periodic tick and the start messages.
     Tick,
-    /// A datagram of this length arrived in the buffer.
-    Datagram(usize, SocketAddr),
+    /// A datagram of this length arrived in the buffer on this socket.
+    Datagram(usize, usize, SocketAddr),
     /// A socket failed to receive.
-    RecvError(SocketAddr, io::Error),
+    RecvError(usize, io::Error),
+}
+
+/// The receive loop's state besides the [`Receiver`].
+struct Loop {
+    /// The OSC decoder.
+    decoder: Decoder,
+    /// The phone decoders, in [`slot`] order minus OSC.
+    phones: [PhoneDecoder; 4],
+    /// When each family last delivered a frame to the sink.
+    last_frame: [Option<Instant>; 5],
+    /// Whether each phone family is reported as active (for the receiving/silent logs).
+    active: [bool; 5],
+    /// Receive errors so far.
+    recv_errors: u64,
+    /// Start messages sent and failed.
+    handshakes_sent: u64,
+    /// Start messages that failed.
+    handshake_errors: u64,
+    /// Limits the handshake error lines.
+    handshake_log: RateLimiter,
+}
+
+impl Loop {
+    /// The phone decoder of a phone family.
+    fn phone(&mut self, family: Family) -> Option<&mut PhoneDecoder> {
+        match family {
+            Family::Osc => None,
+            other => self.phones.get_mut(slot(other) - 1),
+        }
+    }
+
+    /// The counters besides the OSC ones.
+    fn net_stats(&self, guard: &Guard) -> NetStats {
+        NetStats {
+            ifacialmocap: self.phones[0].stats(),
+            facemotion3d: self.phones[1].stats(),
+            livelinkface: self.phones[2].stats(),
+            vtubestudio: self.phones[3].stats(),
+            guard: guard.stats(),
+            handshakes_sent: self.handshakes_sent,
+            handshake_errors: self.handshake_errors,
+        }
+    }
 }
 
 impl Receiver {
+    /// Publishes both counter sets.
+    fn publish(&self, state: &Loop) {
+        let mut snapshot = state.decoder.stats();
+        snapshot.recv_errors = state.recv_errors;
+        *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = snapshot;
+        *self
+            .net_stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = state.net_stats(&self.guard);
+    }
+
     /// The receive loop; returns when told to stop. Never returns because of input.
     async fn run(mut self, mut stopped: watch::Receiver<bool>) {
-        let mut decoder = Decoder::new();
+        let mut state = Loop {
+            decoder: Decoder::new(),
+            phones: [
+                PhoneDecoder::new(PhoneProtocol::IFacialMocap),
+                PhoneDecoder::new(PhoneProtocol::Facemotion3d),
+                PhoneDecoder::new(PhoneProtocol::LiveLinkFace),
+                PhoneDecoder::new(PhoneProtocol::VTubeStudio),
+            ],
+            last_frame: [None; 5],
+            active: [false; 5],
+            recv_errors: 0,
+            handshakes_sent: 0,
+            handshake_errors: 0,
+            handshake_log: RateLimiter::new(Duration::from_secs(5)),
+        };
         let mut buf = vec![0u8; MAX_DATAGRAM];
         // Frames one datagram committed; its capacity is reused, and a datagram of at most
         // MAX_DATAGRAM bytes can hold only so many Apply messages.
@@ -248,7 +656,6 @@ impl Receiver {
         sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut ticks = tokio::time::interval(TICK_PERIOD);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let mut recv_errors = 0u64;
         let mut consecutive_errors = 0u32;
         let mut error_log = RateLimiter::per_second();
 
@@ -260,47 +667,56 @@ impl Receiver {
                 _ = ticks.tick() => Event::Tick,
                 (socket, result) = poll_fn(|cx| poll_recv_any(cx, &self.sockets, &mut buf, &mut next_socket)) => {
                     match result {
-                        Ok((len, from)) => Event::Datagram(len, from),
+                        Ok((len, from)) => Event::Datagram(socket, len, from),
                         Err(err) => Event::RecvError(socket, err),
                     }
                 }
             };
             match event {
                 Event::Stop => break,
-                Event::Tick => self.sink.tick(Instant::now()),
-                Event::Sweep => {
-                    decoder.sweep_silent(Instant::now(), self.silence_after, |from, protocol, idle| {
-                        info!(%from, %protocol, idle_s = idle.as_secs_f32(), "{protocol} sender {from} went silent");
-                    });
+                Event::Tick => {
+                    let now = Instant::now();
+                    self.send_handshakes(&mut state, now);
+                    self.sink.tick(now);
                 }
-                Event::Datagram(len, from) => {
-                    consecutive_errors = 0;
-                    committed.clear();
-                    let outcome = decoder.decode(&buf[..len], from, Instant::now(), |frame| {
-                        committed.push(*frame);
-                    });
-                    if outcome.newly_active {
-                        if let Some(protocol) = outcome.protocol {
-                            info!(%from, %protocol, "receiving {protocol} from {from}");
+                Event::Sweep => {
+                    let now = Instant::now();
+                    state
+                        .decoder
+                        .sweep_silent(now, self.silence_after, |from, protocol, idle| {
+                            info!(%from, %protocol, idle_s = idle.as_secs_f32(), "{protocol} sender {from} went silent");
+                        });
+                    for family in [
+                        Family::IFacialMocap,
+                        Family::Facemotion3d,
+                        Family::LiveLinkFace,
+                        Family::VTubeStudio,
+                    ] {
+                        let i = slot(family);
+                        let idle = state.last_frame[i].map(|t| now.saturating_duration_since(t));
+                        if state.active[i] && idle.is_some_and(|idle| idle >= self.silence_after) {
+                            state.active[i] = false;
+                            info!(protocol = family.name(), "{} went silent", family.name());
                         }
                     }
-                    // Publish the counters before handing the frames on, so whoever sees a frame
-                    // also sees the counters that include it.
-                    let mut snapshot = decoder.stats();
-                    snapshot.recv_errors = recv_errors;
-                    *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = snapshot;
-                    for frame in committed.drain(..) {
-                        self.sink.frame(frame);
-                    }
+                    self.guard.expire(now);
+                    self.publish(&state);
+                }
+                Event::Datagram(socket, len, from) => {
+                    consecutive_errors = 0;
+                    let kind = self.kinds.get(socket).copied().unwrap_or(ListenKind::Osc);
+                    self.datagram(&mut state, kind, &buf[..len], from, &mut committed);
                 }
                 Event::RecvError(socket, err) => {
-                    recv_errors += 1;
+                    state.recv_errors += 1;
                     consecutive_errors = consecutive_errors.saturating_add(1);
-                    self.stats
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .recv_errors = recv_errors;
+                    self.publish(&state);
                     if let Some(suppressed) = error_log.allow(Instant::now()) {
+                        let socket = self
+                            .sockets
+                            .get(socket)
+                            .and_then(|s| s.local_addr().ok())
+                            .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
                         warn!(%socket, cause = %err, suppressed, "UDP receive failed; continuing");
                     }
                     if consecutive_errors > 1 {
@@ -317,16 +733,122 @@ impl Receiver {
             }
         }
     }
+
+    /// Guards, decodes and delivers one datagram.
+    fn datagram(
+        &mut self,
+        state: &mut Loop,
+        kind: ListenKind,
+        data: &[u8],
+        from: SocketAddr,
+        committed: &mut Vec<FaceFrame>,
+    ) {
+        let now = Instant::now();
+        let family = match kind {
+            ListenKind::Osc => Family::Osc,
+            ListenKind::Phone(PhoneProtocol::IFacialMocap | PhoneProtocol::Facemotion3d) => {
+                if ifacialmocap::looks_like_facemotion3d(data) {
+                    Family::Facemotion3d
+                } else {
+                    Family::IFacialMocap
+                }
+            }
+            ListenKind::Phone(PhoneProtocol::LiveLinkFace) => Family::LiveLinkFace,
+            ListenKind::Phone(PhoneProtocol::VTubeStudio) => Family::VTubeStudio,
+        };
+        if self.guard.admit(family, from, now) != Admit::Decode {
+            trace!(%from, protocol = family.name(), "datagram ignored by the guard");
+            self.publish(state);
+            return;
+        }
+        committed.clear();
+        if family == Family::Osc {
+            let outcome = state.decoder.decode(data, from, now, |frame| {
+                committed.push(*frame);
+            });
+            if outcome.newly_active {
+                if let Some(protocol) = outcome.protocol {
+                    info!(%from, %protocol, "receiving {protocol} from {from}");
+                }
+            }
+            if !self
+                .guard
+                .commit(family, from, now, outcome.protocol.is_some())
+            {
+                committed.clear();
+            }
+        } else if let Some(decoder) = state.phone(family) {
+            let result = decoder.decode(data, from, now);
+            if self.guard.commit(family, from, now, result.is_ok()) {
+                if let Ok(decoded) = result {
+                    committed.push(decoded.frame);
+                    let i = slot(family);
+                    if !state.active[i] {
+                        state.active[i] = true;
+                        info!(%from, protocol = family.name(), "receiving {} from {from}", family.name());
+                    }
+                }
+            }
+        }
+        if !committed.is_empty() {
+            state.last_frame[slot(family)] = Some(now);
+        }
+        // Publish the counters before handing the frames on, so whoever sees a frame also sees
+        // the counters that include it.
+        self.publish(state);
+        for frame in committed.drain(..) {
+            self.sink.frame(frame);
+        }
+    }
+
+    /// Sends every start message that is due.
+    fn send_handshakes(&mut self, state: &mut Loop, now: Instant) {
+        let mut changed = false;
+        for hs in &mut self.handshakes {
+            let Some(ip) = self.phone.or_else(|| self.guard.locked_ip(hs.family)) else {
+                continue;
+            };
+            if !hs.schedule.due(now, state.last_frame[slot(hs.family)]) {
+                continue;
+            }
+            hs.schedule.sent(now);
+            changed = true;
+            let to = SocketAddr::new(ip, hs.port);
+            let Some(socket) = self.sockets.get(hs.socket) else {
+                continue;
+            };
+            match socket.try_send_to(&hs.message, to) {
+                Ok(_) => {
+                    state.handshakes_sent += 1;
+                    if hs.announced != Some(to) {
+                        hs.announced = Some(to);
+                        info!(%to, protocol = hs.family.name(), "asking the phone at {to} to stream {}", hs.family.name());
+                    } else {
+                        trace!(%to, protocol = hs.family.name(), "start message sent");
+                    }
+                }
+                Err(err) => {
+                    state.handshake_errors += 1;
+                    if let Some(suppressed) = state.handshake_log.allow(now) {
+                        warn!(%to, protocol = hs.family.name(), cause = %err, suppressed, "cannot send the start message to the phone");
+                    }
+                }
+            }
+        }
+        if changed {
+            self.publish(state);
+        }
+    }
 }
 
 /// Polls every socket once, starting after the one that delivered last (so one busy socket cannot
-/// starve the others), and returns the first datagram or error with the socket's address.
+/// starve the others), and returns the first datagram or error with the socket's index.
 fn poll_recv_any(
     cx: &mut Context<'_>,
     sockets: &[UdpSocket],
     buf: &mut [u8],
     next: &mut usize,
-) -> Poll<(SocketAddr, io::Result<(usize, SocketAddr)>)> {
+) -> Poll<(usize, io::Result<(usize, SocketAddr)>)> {
     let count = sockets.len();
     for k in 0..count {
         let i = (*next + k) % count;
@@ -334,11 +856,8 @@ fn poll_recv_any(
         let mut read = ReadBuf::new(buf);
         if let Poll::Ready(result) = socket.poll_recv_from(cx, &mut read) {
             *next = (i + 1) % count;
-            let local = socket
-                .local_addr()
-                .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
             let len = read.filled().len();
-            return Poll::Ready((local, result.map(|from| (len, from))));
+            return Poll::Ready((i, result.map(|from| (len, from))));
         }
     }
     Poll::Pending

@@ -1,0 +1,882 @@
+//! The guided calibration routine: the step list, the [`Routine`] state machine that records raw
+//! frames per step, and the robust statistics that turn samples into a [`Profile`] (guided, or
+//! offline from a whole recording with [`calibrate_frames`]), with a reviewable [`Summary`].
+//!
+//! Statistics, guided: a channel's neutral is the median of the neutral step; its `min` is that
+//! neutral (a resting face maps to 0), except for the eyelid blink channels, whose `min` is the
+//! raw low value of the whole routine, its 1st percentile over every step (neutral is not
+//! subtracted, so a real blink still reaches 1); its `max` is the 95th percentile of the steps that target it, so a single tracker spike
+//! never sets a range. Offline (no step markers): neutral and `min` are the 5th percentile of
+//! the whole take and `max` its 99th percentile (see [`calibrate_frames`] for why).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, trace};
+
+use super::profile::{ChannelProfile, Profile};
+use super::ChannelRange;
+use crate::arkit::{Channel, FaceFrame, TrackingFlag, COUNT};
+
+/// What a step asks of the performer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// Hold a resting face: sets every channel's neutral.
+    Neutral,
+    /// Move as far as possible: sets the `max` of the step's channels.
+    Extreme,
+}
+
+/// One step of the guided routine.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    /// A short stable identifier (`"blink"`).
+    pub id: &'static str,
+    /// The large prompt text (`"Blink"`).
+    pub title: &'static str,
+    /// What to do, one or two sentences.
+    pub instruction: &'static str,
+    /// The channels the step calibrates (every step records every channel, for the eyelids'
+    /// low value, but only these take their `max` from it).
+    pub channels: &'static [Channel],
+    /// How long the step records.
+    pub duration: Duration,
+    /// Neutral or extreme.
+    pub kind: StepKind,
+}
+
+/// How long each step's countdown lasts before recording starts.
+pub const PREPARE: Duration = Duration::from_secs(2);
+
+/// The highest sample rate kept per step: buffers hold at most this many samples per second of
+/// recording, and faster senders are subsampled evenly.
+pub const MAX_RATE_HZ: f32 = 60.0;
+
+/// The percentile of a step's samples that becomes a channel's `max` (guided routine).
+pub const HIGH_PERCENTILE: f32 = 0.95;
+
+/// The percentile of the whole routine (every step) that becomes a blink channel's `min`: low
+/// enough to reach the eyes-wide step, which fills a few percent of the routine.
+pub const LOW_PERCENTILE: f32 = 0.01;
+
+/// The percentile of a whole take that becomes a channel's neutral and `min` (offline).
+pub const OFFLINE_LOW_PERCENTILE: f32 = 0.05;
+
+/// The percentile of a whole take that becomes a channel's `max` (offline).
+pub const OFFLINE_HIGH_PERCENTILE: f32 = 0.99;
+
+/// A channel whose `max - min` is below this (raw units) barely moved: it is flagged and not
+/// recalibrated, because a range that narrow would turn tracker noise into full motion.
+pub const BARELY_MOVED: f32 = 0.1;
+
+/// The most samples per channel offline calibration keeps (ten minutes at 60 Hz); longer takes
+/// are subsampled evenly.
+pub const OFFLINE_CAP: usize = 36_000;
+
+const NEUTRAL_SECS: Duration = Duration::from_secs(4);
+const EXTREME_SECS: Duration = Duration::from_secs(3);
+
+/// Blink channels: their `min` is not raised to the neutral value.
+const EYELIDS: [Channel; 2] = [Channel::EyeBlinkLeft, Channel::EyeBlinkRight];
+
+const fn extreme(
+    id: &'static str,
+    title: &'static str,
+    instruction: &'static str,
+    channels: &'static [Channel],
+) -> Step {
+    Step {
+        id,
+        title,
+        instruction,
+        channels,
+        duration: EXTREME_SECS,
+        kind: StepKind::Extreme,
+    }
+}
+
+use Channel as C;
+
+/// The guided routine, in order. "Left" and "right" are the performer's own.
+pub static STEPS: &[Step] = &[
+    Step {
+        id: "neutral",
+        title: "Neutral face",
+        instruction:
+            "Relax your face: mouth closed, eyes open, looking straight at the camera. Hold still.",
+        channels: &Channel::ALL,
+        duration: NEUTRAL_SECS,
+        kind: StepKind::Neutral,
+    },
+    extreme(
+        "blink",
+        "Blink",
+        "Close both eyes fully, then open them. Repeat a few times.",
+        &[C::EyeBlinkLeft, C::EyeBlinkRight],
+    ),
+    extreme(
+        "eyes-wide",
+        "Eyes wide",
+        "Open your eyes as wide as you can and hold.",
+        &[C::EyeWideLeft, C::EyeWideRight],
+    ),
+    extreme(
+        "squint",
+        "Squint",
+        "Squint both eyes hard, cheeks up, and hold.",
+        &[
+            C::EyeSquintLeft,
+            C::EyeSquintRight,
+            C::CheekSquintLeft,
+            C::CheekSquintRight,
+        ],
+    ),
+    extreme(
+        "look-left",
+        "Look left",
+        "Keep your head still and look as far to your left as you can.",
+        &[C::EyeLookOutLeft, C::EyeLookInRight],
+    ),
+    extreme(
+        "look-right",
+        "Look right",
+        "Keep your head still and look as far to your right as you can.",
+        &[C::EyeLookInLeft, C::EyeLookOutRight],
+    ),
+    extreme(
+        "look-up",
+        "Look up",
+        "Keep your head still and look up as far as you can.",
+        &[C::EyeLookUpLeft, C::EyeLookUpRight],
+    ),
+    extreme(
+        "look-down",
+        "Look down",
+        "Keep your head still and look down as far as you can (eyes open).",
+        &[C::EyeLookDownLeft, C::EyeLookDownRight],
+    ),
+    extreme(
+        "brows-up",
+        "Brows up",
+        "Raise both eyebrows as high as you can and hold.",
+        &[C::BrowInnerUp, C::BrowOuterUpLeft, C::BrowOuterUpRight],
+    ),
+    extreme(
+        "brows-down",
+        "Brows down",
+        "Pull both eyebrows down into a frown and hold.",
+        &[C::BrowDownLeft, C::BrowDownRight],
+    ),
+    extreme(
+        "jaw-open",
+        "Jaw open wide",
+        "Open your mouth as wide as you can and hold.",
+        &[C::JawOpen],
+    ),
+    extreme(
+        "jaw-left",
+        "Jaw left",
+        "Mouth closed, slide your jaw to your left and hold.",
+        &[C::JawLeft],
+    ),
+    extreme(
+        "jaw-right",
+        "Jaw right",
+        "Mouth closed, slide your jaw to your right and hold.",
+        &[C::JawRight],
+    ),
+    extreme(
+        "smile",
+        "Smile",
+        "Smile as widely as you can and hold.",
+        &[
+            C::MouthSmileLeft,
+            C::MouthSmileRight,
+            C::MouthDimpleLeft,
+            C::MouthDimpleRight,
+        ],
+    ),
+    extreme(
+        "frown",
+        "Frown",
+        "Pull the corners of your mouth down as far as you can and hold.",
+        &[
+            C::MouthFrownLeft,
+            C::MouthFrownRight,
+            C::MouthStretchLeft,
+            C::MouthStretchRight,
+        ],
+    ),
+    extreme(
+        "pucker",
+        "Pucker",
+        "Push your lips forward into a kiss and hold.",
+        &[C::MouthPucker],
+    ),
+    extreme(
+        "funnel",
+        "Funnel",
+        "Round your lips into an open \"oo\" and hold.",
+        &[C::MouthFunnel],
+    ),
+    extreme(
+        "mouth-left",
+        "Mouth left",
+        "Pull your closed lips to your left and hold.",
+        &[C::MouthLeft],
+    ),
+    extreme(
+        "mouth-right",
+        "Mouth right",
+        "Pull your closed lips to your right and hold.",
+        &[C::MouthRight],
+    ),
+    extreme(
+        "cheek-puff",
+        "Cheek puff",
+        "Puff out both cheeks with air and hold.",
+        &[C::CheekPuff],
+    ),
+    extreme(
+        "sneer",
+        "Sneer",
+        "Wrinkle your nose and raise your upper lip, and hold.",
+        &[
+            C::NoseSneerLeft,
+            C::NoseSneerRight,
+            C::MouthUpperUpLeft,
+            C::MouthUpperUpRight,
+        ],
+    ),
+    extreme(
+        "tongue-out",
+        "Tongue out",
+        "Stick your tongue out as far as you can and hold.",
+        &[C::TongueOut],
+    ),
+];
+
+/// Where the routine is within the current step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Countdown: the performer gets into the pose; nothing is recorded.
+    Prepare,
+    /// Frames are recorded for the step.
+    Record,
+    /// Every step is done.
+    Finished,
+}
+
+/// What the window and the terminal show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prompt {
+    /// The current step's index (0-based); equals `steps` when finished.
+    pub step: usize,
+    /// How many steps the routine has.
+    pub steps: usize,
+    /// The large prompt text.
+    pub title: &'static str,
+    /// What to do.
+    pub instruction: &'static str,
+    /// Countdown, recording or finished.
+    pub phase: Phase,
+    /// How far through the phase, 0 to 1 (the progress bar).
+    pub progress: f32,
+    /// Time left in the phase (a countdown's "3, 2, 1").
+    pub remaining: Duration,
+}
+
+/// Samples of one channel, bounded: when full, every other sample is dropped and from then on
+/// only every other offered sample is kept, so the buffer always covers the whole time span.
+#[derive(Debug, Clone, Default)]
+pub struct Samples {
+    /// The kept values.
+    values: Vec<f32>,
+    /// The most values kept.
+    cap: usize,
+    /// Keep one offered value in `stride`.
+    stride: usize,
+    /// Values offered so far.
+    offered: usize,
+}
+
+impl Samples {
+    /// An empty buffer holding at most `cap` values (at least 2).
+    pub fn new(cap: usize) -> Samples {
+        Samples {
+            values: Vec::new(),
+            cap: cap.max(2),
+            stride: 1,
+            offered: 0,
+        }
+    }
+
+    /// Offers a value; non-finite values are ignored.
+    pub fn push(&mut self, v: f32) {
+        if !v.is_finite() {
+            return;
+        }
+        let keep = self.offered % self.stride == 0;
+        self.offered += 1;
+        if !keep {
+            return;
+        }
+        if self.values.len() >= self.cap {
+            let mut i = 0;
+            self.values.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.stride *= 2;
+        }
+        self.values.push(v);
+    }
+
+    /// The kept values.
+    pub fn values(&self) -> &[f32] {
+        &self.values
+    }
+
+    /// Whether no value was kept.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Forgets every value.
+    pub fn clear(&mut self) {
+        self.values.clear();
+        self.stride = 1;
+        self.offered = 0;
+    }
+}
+
+/// The `p` quantile (0..1) of `values`, linearly interpolated between ranks, so it always lies
+/// within the data; `None` for no values.
+pub fn percentile(values: &[f32], p: f32) -> Option<f32> {
+    let mut v: Vec<f32> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f32::total_cmp);
+    let pos = p.clamp(0.0, 1.0) * (v.len() - 1) as f32;
+    let lo = pos.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    let t = pos - lo as f32;
+    Some(v[lo] + (v[hi] - v[lo]) * t)
+}
+
+/// Why a summary row deserves attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// The channel's range came out narrower than [`BARELY_MOVED`]: the old calibration (or
+    /// none) is kept; repeat the step to calibrate it.
+    BarelyMoved,
+    /// No sample of the channel arrived (the sender may not send it): nothing changed.
+    NoData,
+}
+
+/// One channel of a calibration's summary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SummaryRow {
+    /// The channel.
+    pub channel: Channel,
+    /// The step that calibrates it (0-based), `None` offline.
+    pub step: Option<usize>,
+    /// The previous profile's range, if it calibrated the channel.
+    pub old: Option<ChannelRange>,
+    /// The range that will be saved (the old one, or identity, for flagged rows).
+    pub new: ChannelRange,
+    /// The measured neutral value (raw), when there were samples.
+    pub neutral: Option<f32>,
+    /// What is wrong, if anything.
+    pub flag: Option<Flag>,
+}
+
+/// The per-channel outcome of a calibration, for review before saving.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// One row per calibrated channel, canonical order.
+    pub rows: Vec<SummaryRow>,
+}
+
+impl Summary {
+    /// The rows with a flag.
+    pub fn flagged(&self) -> impl Iterator<Item = &SummaryRow> {
+        self.rows.iter().filter(|r| r.flag.is_some())
+    }
+
+    /// The row of `channel`, if it was calibrated.
+    pub fn row(&self, channel: Channel) -> Option<&SummaryRow> {
+        self.rows.iter().find(|r| r.channel == channel)
+    }
+}
+
+fn range_text(r: Option<ChannelRange>) -> String {
+    r.map_or_else(
+        || "-".to_string(),
+        |r| format!("{:.3}..{:.3}", r.min, r.max),
+    )
+}
+
+impl fmt::Display for Summary {
+    /// An aligned table: channel, step, old range, new range, neutral and a note.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:<20} {:>4}  {:<13}  {:<13}  {:>7}  note",
+            "channel", "step", "old", "new", "neutral"
+        )?;
+        for r in &self.rows {
+            let step = r
+                .step
+                .map_or_else(|| "-".to_string(), |s| (s + 1).to_string());
+            let neutral = r
+                .neutral
+                .map_or_else(|| "-".to_string(), |n| format!("{n:.3}"));
+            let note = match r.flag {
+                None => "",
+                Some(Flag::BarelyMoved) if r.old.is_some() => "barely moved: kept the old range",
+                Some(Flag::BarelyMoved) => "barely moved: left uncalibrated",
+                Some(Flag::NoData) => "no data: unchanged",
+            };
+            writeln!(
+                f,
+                "{:<20} {:>4}  {:<13}  {:<13}  {:>7}  {}",
+                r.channel.name(),
+                step,
+                range_text(r.old),
+                range_text(Some(r.new)),
+                neutral,
+                note
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A finished calibration: the profile to save and its summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    /// The new profile (uncalibrated channels and smoothing carried over from the old one).
+    pub profile: Profile,
+    /// What changed, per channel.
+    pub summary: Summary,
+}
+
+/// The guided routine's state machine. Feed it raw frames (before any profile is applied, so
+/// that ranges come out in tracker units) with [`Routine::feed`], call [`Routine::tick`] often
+/// (every few tens of milliseconds), show [`Routine::prompt`], and when [`Routine::is_done`]
+/// take [`Routine::result`]. Time only moves through the `now` arguments.
+#[derive(Debug, Clone)]
+pub struct Routine {
+    /// The steps.
+    steps: &'static [Step],
+    /// The countdown before each step.
+    prepare: Duration,
+    /// Steps still to run; the front is the current one.
+    queue: VecDeque<usize>,
+    /// The current step's phase.
+    phase: Phase,
+    /// When the current phase started; `None` until the next tick or frame.
+    phase_start: Option<Instant>,
+    /// The latest time seen.
+    now: Option<Instant>,
+    /// Per step, per channel (canonical order).
+    samples: Vec<Vec<Samples>>,
+}
+
+impl Default for Routine {
+    fn default() -> Routine {
+        Routine::new()
+    }
+}
+
+impl Routine {
+    /// The full routine ([`STEPS`], [`PREPARE`] countdowns).
+    pub fn new() -> Routine {
+        Routine::with_steps(STEPS, PREPARE)
+    }
+
+    /// A routine over `steps` with a `prepare` countdown before each.
+    pub fn with_steps(steps: &'static [Step], prepare: Duration) -> Routine {
+        let samples = steps
+            .iter()
+            .map(|s| {
+                let cap = (s.duration.as_secs_f32() * MAX_RATE_HZ).ceil() as usize + 1;
+                vec![Samples::new(cap); COUNT]
+            })
+            .collect();
+        Routine {
+            steps,
+            prepare,
+            queue: (0..steps.len()).collect(),
+            phase: if steps.is_empty() {
+                Phase::Finished
+            } else {
+                Phase::Prepare
+            },
+            phase_start: None,
+            now: None,
+            samples,
+        }
+    }
+
+    /// The steps.
+    pub fn steps(&self) -> &'static [Step] {
+        self.steps
+    }
+
+    /// The step being run, if any.
+    pub fn current(&self) -> Option<usize> {
+        self.queue.front().copied()
+    }
+
+    /// Whether every step is done.
+    pub fn is_done(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    fn phase_length(&self) -> Duration {
+        match (self.phase, self.current()) {
+            (Phase::Prepare, Some(_)) => self.prepare,
+            (Phase::Record, Some(i)) => self.steps[i].duration,
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Advances the phases to `now`. A phase starts when the previous one is seen to end, so a
+    /// late tick delays the routine rather than skipping a step.
+    pub fn tick(&mut self, now: Instant) {
+        self.now = Some(now);
+        let Some(step) = self.current() else {
+            self.phase = Phase::Finished;
+            return;
+        };
+        let start = *self.phase_start.get_or_insert(now);
+        if now.saturating_duration_since(start) < self.phase_length() {
+            return;
+        }
+        match self.phase {
+            Phase::Prepare => {
+                self.phase = Phase::Record;
+                debug!(step = self.steps[step].id, "recording step");
+            }
+            Phase::Record | Phase::Finished => {
+                self.queue.pop_front();
+                debug!(step = self.steps[step].id, "step done");
+                self.phase = if self.queue.is_empty() {
+                    Phase::Finished
+                } else {
+                    Phase::Prepare
+                };
+            }
+        }
+        self.phase_start = Some(now);
+    }
+
+    /// Records `frame`'s channels for the current step when it is recording (after advancing
+    /// to `now`). Frames the sender marks as lost are ignored.
+    pub fn feed(&mut self, frame: &FaceFrame, now: Instant) {
+        self.tick(now);
+        if self.phase != Phase::Record || frame.tracking == TrackingFlag::Lost {
+            return;
+        }
+        let Some(step) = self.current() else {
+            return;
+        };
+        for c in frame.present.iter() {
+            self.samples[step][c.index()].push(frame.weights[c.index()]);
+        }
+        trace!(step = self.steps[step].id, "frame recorded");
+    }
+
+    /// What to show now.
+    pub fn prompt(&self) -> Prompt {
+        let Some(step) = self.current() else {
+            return Prompt {
+                step: self.steps.len(),
+                steps: self.steps.len(),
+                title: "Done",
+                instruction: "Calibration finished. Review the summary.",
+                phase: Phase::Finished,
+                progress: 1.0,
+                remaining: Duration::ZERO,
+            };
+        };
+        let length = self.phase_length();
+        let elapsed = match (self.phase_start, self.now) {
+            (Some(start), Some(now)) => now.saturating_duration_since(start).min(length),
+            _ => Duration::ZERO,
+        };
+        let progress = if length.is_zero() {
+            1.0
+        } else {
+            (elapsed.as_secs_f32() / length.as_secs_f32()).clamp(0.0, 1.0)
+        };
+        let s = &self.steps[step];
+        Prompt {
+            step,
+            steps: self.steps.len(),
+            title: s.title,
+            instruction: s.instruction,
+            phase: self.phase,
+            progress,
+            remaining: length.saturating_sub(elapsed),
+        }
+    }
+
+    /// Forgets `step`'s samples and runs it again next (its countdown starts at the next tick);
+    /// when the routine had finished, it finishes again after that step. A step interrupted by
+    /// the redo is restarted from its countdown later. Out-of-range steps are ignored.
+    pub fn redo(&mut self, step: usize) {
+        if step >= self.steps.len() {
+            return;
+        }
+        if let (Phase::Record, Some(current)) = (self.phase, self.current()) {
+            self.samples[current].iter_mut().for_each(Samples::clear);
+        }
+        self.queue.retain(|s| *s != step);
+        self.queue.push_front(step);
+        self.samples[step].iter_mut().for_each(Samples::clear);
+        self.phase = Phase::Prepare;
+        self.phase_start = None;
+        debug!(step = self.steps[step].id, "step queued again");
+    }
+
+    /// The samples of `channel` recorded during `step`; `None` for a step out of range.
+    pub fn samples(&self, step: usize, channel: Channel) -> Option<&[f32]> {
+        Some(self.samples.get(step)?[channel.index()].values())
+    }
+
+    /// Every sample of `channel` from the steps of `kind` that target it (or from every step
+    /// when `kind` is `None`), with the first extreme step that targets it.
+    fn gather(&self, channel: Channel, kind: Option<StepKind>) -> (Vec<f32>, Option<usize>) {
+        let mut all = Vec::new();
+        let mut first = None;
+        for (i, s) in self.steps.iter().enumerate() {
+            if let Some(kind) = kind {
+                if kind != s.kind || !s.channels.contains(&channel) {
+                    continue;
+                }
+                if kind == StepKind::Extreme && first.is_none() {
+                    first = Some(i);
+                }
+            }
+            all.extend_from_slice(self.samples[i][channel.index()].values());
+        }
+        (all, first)
+    }
+
+    /// The calibration from the samples so far, for `performer`, on top of `old` (whose other
+    /// channels and smoothing are kept). Every channel some extreme step records gets a row.
+    pub fn result(&self, performer: &str, old: Option<&Profile>) -> Calibration {
+        let mut profile = base_profile(performer, old);
+        let mut summary = Summary::default();
+        for channel in Channel::ALL {
+            let (extremes, step) = self.gather(channel, Some(StepKind::Extreme));
+            if step.is_none() {
+                continue;
+            }
+            let (neutrals, _) = self.gather(channel, Some(StepKind::Neutral));
+            let (everything, _) = self.gather(channel, None);
+            let neutral = percentile(&neutrals, 0.5);
+            let high = percentile(&extremes, HIGH_PERCENTILE);
+            let low = percentile(&everything, LOW_PERCENTILE);
+            let measured = match (high, low) {
+                (Some(high), Some(low)) => {
+                    let neutral = neutral.unwrap_or(low);
+                    let min = if EYELIDS.contains(&channel) {
+                        low.min(neutral)
+                    } else {
+                        neutral
+                    };
+                    Some(ChannelProfile {
+                        neutral,
+                        min,
+                        max: high,
+                    })
+                }
+                _ => None,
+            };
+            summary
+                .rows
+                .push(settle(&mut profile, old, channel, step, measured));
+        }
+        Calibration { profile, summary }
+    }
+}
+
+/// A new profile for `performer` carrying over `old`'s channels and smoothing.
+fn base_profile(performer: &str, old: Option<&Profile>) -> Profile {
+    let mut profile = Profile::new(performer);
+    if let Some(old) = old {
+        profile.channels = old.channels;
+        profile.smoothing = old.smoothing;
+    }
+    profile
+}
+
+/// Decides `channel`'s new calibration from `measured` (None: no data), writes it into
+/// `profile` and returns its summary row.
+fn settle(
+    profile: &mut Profile,
+    old: Option<&Profile>,
+    channel: Channel,
+    step: Option<usize>,
+    measured: Option<ChannelProfile>,
+) -> SummaryRow {
+    let old_cal = old.and_then(|p| p.channels[channel.index()]);
+    let keep = old_cal.map_or(ChannelRange::default(), |c| c.range());
+    let mut row = SummaryRow {
+        channel,
+        step,
+        old: old_cal.map(|c| c.range()),
+        new: keep,
+        neutral: measured.map(|m| m.neutral),
+        flag: None,
+    };
+    match measured {
+        None => row.flag = Some(Flag::NoData),
+        Some(m) if m.max - m.min < BARELY_MOVED => {
+            debug!(%channel, min = m.min, max = m.max, "channel barely moved");
+            row.flag = Some(Flag::BarelyMoved);
+        }
+        Some(m) => {
+            profile.set(channel, m);
+            row.new = m.range();
+        }
+    }
+    row
+}
+
+/// Calibrates from an arbitrary stream of raw frames (a recording), which has no step markers.
+///
+/// Each channel's neutral and `min` are its 5th percentile over the whole take, and its `max`
+/// the 99th percentile. A low percentile was chosen over "the stillest stretch" because a held
+/// extreme (jaw wide open for three seconds, as in a recording of the guided routine) is as
+/// still as a resting face, while the low percentile of a take is the resting value of every
+/// channel that rests at its low end, which ARKit channels do. The high percentile is the 99th
+/// rather than the 95th because extremes are rare in a free take: in a recording of the guided
+/// routine each pose fills about 3% of the time. For the eyelids this already leaves neutral
+/// unsubtracted (their low end is "eyes open"). Frames the sender marks as lost are skipped.
+/// Channels absent from the take keep `old`'s calibration and get no row; channels that
+/// barely moved are flagged and keep `old`'s calibration.
+pub fn calibrate_frames(
+    frames: impl IntoIterator<Item = FaceFrame>,
+    performer: &str,
+    old: Option<&Profile>,
+) -> Calibration {
+    let mut samples: Vec<Samples> = vec![Samples::new(OFFLINE_CAP); COUNT];
+    for frame in frames {
+        if frame.tracking == TrackingFlag::Lost {
+            continue;
+        }
+        for c in frame.present.iter() {
+            samples[c.index()].push(frame.weights[c.index()]);
+        }
+    }
+    let mut profile = base_profile(performer, old);
+    let mut summary = Summary::default();
+    for channel in Channel::ALL {
+        let values = samples[channel.index()].values();
+        if values.is_empty() {
+            continue;
+        }
+        let measured = match (
+            percentile(values, OFFLINE_LOW_PERCENTILE),
+            percentile(values, OFFLINE_HIGH_PERCENTILE),
+        ) {
+            (Some(low), Some(high)) => Some(ChannelProfile {
+                neutral: low,
+                min: low,
+                max: high,
+            }),
+            _ => None,
+        };
+        summary
+            .rows
+            .push(settle(&mut profile, old, channel, None, measured));
+    }
+    Calibration { profile, summary }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arkit::Protocol;
+
+    #[test]
+    fn steps_cover_the_routine() {
+        assert_eq!(STEPS[0].kind, StepKind::Neutral);
+        assert_eq!(STEPS[0].channels.len(), COUNT);
+        let left = STEPS.iter().find(|s| s.id == "look-left").unwrap();
+        assert_eq!(left.channels, &[C::EyeLookOutLeft, C::EyeLookInRight]);
+        let mut ids: Vec<_> = STEPS.iter().map(|s| s.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), STEPS.len());
+        assert!(STEPS[1..].iter().all(|s| s.kind == StepKind::Extreme));
+    }
+
+    #[test]
+    fn percentiles_interpolate_within_the_data() {
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[3.0], 0.9), Some(3.0));
+        assert_eq!(percentile(&[0.0, 1.0, 2.0, 3.0, 4.0], 0.5), Some(2.0));
+        assert_eq!(percentile(&[4.0, 0.0, f32::NAN, 2.0], 1.0), Some(4.0));
+        let p = percentile(&[0.0, 1.0], 0.25).unwrap();
+        assert!((p - 0.25).abs() < 1e-6);
+    }
+
+    #[test]
+    fn samples_stay_bounded_and_span_the_whole_input() {
+        let mut s = Samples::new(10);
+        for i in 0..1000 {
+            s.push(i as f32);
+        }
+        assert!(s.values().len() <= 10, "{}", s.values().len());
+        assert_eq!(s.values()[0], 0.0);
+        assert!(*s.values().last().unwrap() > 800.0);
+        s.push(f32::NAN);
+        s.clear();
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn phases_advance_with_time_and_prompt_reports_progress() {
+        static TWO: [Step; 2] = [
+            Step {
+                id: "neutral",
+                title: "Neutral face",
+                instruction: "Relax.",
+                channels: &[C::JawOpen],
+                duration: Duration::from_secs(1),
+                kind: StepKind::Neutral,
+            },
+            extreme("jaw-open", "Jaw open", "Open.", &[C::JawOpen]),
+        ];
+        let t0 = Instant::now();
+        let at = |s: f32| t0 + Duration::from_secs_f32(s);
+        let mut r = Routine::with_steps(&TWO, Duration::from_secs(1));
+        r.tick(t0);
+        assert_eq!(r.prompt().phase, Phase::Prepare);
+        r.tick(at(0.5));
+        assert!((r.prompt().progress - 0.5).abs() < 1e-3);
+        let mut f = FaceFrame::empty(Protocol::Vmc, "127.0.0.1:9".parse().unwrap(), t0);
+        f.set(C::JawOpen, 0.3);
+        r.feed(&f, at(0.6));
+        assert_eq!(r.samples(0, C::JawOpen).unwrap().len(), 0);
+        r.tick(at(1.0));
+        assert_eq!(r.prompt().phase, Phase::Record);
+        r.feed(&f, at(1.2));
+        assert_eq!(r.samples(0, C::JawOpen).unwrap(), &[0.3]);
+        r.tick(at(2.0));
+        assert_eq!(r.prompt().step, 1);
+        assert_eq!(r.prompt().phase, Phase::Prepare);
+        r.tick(at(3.0));
+        r.tick(at(6.0));
+        assert!(r.is_done());
+        assert_eq!(r.prompt().phase, Phase::Finished);
+    }
+}

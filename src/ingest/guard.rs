@@ -1,0 +1,527 @@
+//! Who may feed the avatar: the allow-list of addresses and subnets, and the lock onto one source at a time.
+//!
+//! - [`Subnet`] is one entry of `ingest.allow` (`"192.168.1.0/24"`, `"10.0.0.7"`, `"fd00::/8"`);
+//!   an empty list allows every address.
+//! - The lock is global: facewire follows one *source* at a time, a source being a protocol family
+//!   (OSC, which carries VMC and Face Cap, or one of the phone protocols) and a sender's IP address
+//!   (not its port: `oscsend` and some apps send every message from a fresh port). The first source
+//!   whose datagram decodes into something takes the lock; datagrams from any other source are
+//!   ignored without being decoded, counted and reported (rate-limited), unless `ingest.prefer`
+//!   names the newcomer's protocol and the locked source speaks another one, in which case
+//!   facewire switches. The lock is released once its source has sent nothing for
+//!   `ingest.lock_release` seconds, and the next source to send takes it.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use thiserror::Error;
+use tracing::{info, warn};
+
+use super::stats::RateLimiter;
+use crate::arkit::Protocol;
+
+/// One address or subnet in CIDR notation: `10.0.0.7`, `192.168.1.0/24`, `fd00::/8`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Subnet {
+    /// The network address, with the host bits cleared.
+    network: IpAddr,
+    /// The prefix length (32 or 128 for a single address).
+    prefix: u8,
+}
+
+/// Why a [`Subnet`] did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SubnetError {
+    /// The part before `/` is not an IPv4 or IPv6 address.
+    #[error("`{0}` is not an IP address")]
+    Address(String),
+    /// The prefix length is not a number within the address family's width.
+    #[error("`{0}` is not a prefix length (0-32 for IPv4, 0-128 for IPv6)")]
+    Prefix(String),
+}
+
+impl Subnet {
+    /// The subnet `network/prefix`; host bits in `network` are cleared. `None` when the prefix is
+    /// wider than the address family.
+    pub fn new(network: IpAddr, prefix: u8) -> Option<Subnet> {
+        let network = match network {
+            IpAddr::V4(v4) if prefix <= 32 => {
+                IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask32(prefix)))
+            }
+            IpAddr::V6(v6) if prefix <= 128 => {
+                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask128(prefix)))
+            }
+            _ => return None,
+        };
+        Some(Subnet { network, prefix })
+    }
+
+    /// Whether `ip` is in this subnet. An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) is compared
+    /// as the IPv4 address it carries.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match (self.network, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                u32::from(ip) & mask32(self.prefix) == u32::from(net)
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                u128::from(ip) & mask128(self.prefix) == u128::from(net)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The IPv4 netmask of `prefix` bits (at most 32).
+fn mask32(prefix: u8) -> u32 {
+    u32::MAX
+        .checked_shl(32 - u32::from(prefix.min(32)))
+        .unwrap_or(0)
+}
+
+/// The IPv6 netmask of `prefix` bits (at most 128).
+fn mask128(prefix: u8) -> u128 {
+    u128::MAX
+        .checked_shl(128 - u32::from(prefix.min(128)))
+        .unwrap_or(0)
+}
+
+impl FromStr for Subnet {
+    type Err = SubnetError;
+
+    fn from_str(s: &str) -> Result<Subnet, SubnetError> {
+        let s = s.trim();
+        let (address, prefix) = match s.split_once('/') {
+            Some((address, prefix)) => (address, Some(prefix)),
+            None => (s, None),
+        };
+        let ip: IpAddr = address
+            .parse()
+            .map_err(|_| SubnetError::Address(address.to_string()))?;
+        let width = if ip.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => width,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= width)
+                .ok_or_else(|| SubnetError::Prefix(p.to_string()))?,
+        };
+        Subnet::new(ip, prefix).ok_or_else(|| SubnetError::Prefix(prefix.to_string()))
+    }
+}
+
+impl fmt::Display for Subnet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.network, self.prefix)
+    }
+}
+
+impl<'de> Deserialize<'de> for Subnet {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Subnet, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(|e: SubnetError| {
+            serde::de::Error::custom(format!(
+                "{e}; write an address or a subnet, for example \"192.168.1.0/24\" or \"10.0.0.7\""
+            ))
+        })
+    }
+}
+
+/// Whether `ip` passes `allow` (an empty list allows everything).
+pub fn is_allowed(allow: &[Subnet], ip: IpAddr) -> bool {
+    allow.is_empty() || allow.iter().any(|s| s.contains(ip))
+}
+
+/// Deserialises an optional IP address written as a string, `""` meaning none (TOML has no null).
+pub fn deserialize_optional_ip<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<IpAddr>, D::Error> {
+    let s = String::deserialize(d)?;
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    s.parse().map(Some).map_err(|_| {
+        serde::de::Error::custom(format!(
+            "`{s}` is not an IP address; write the phone's address, for example \"192.168.1.23\", or \"\" for none"
+        ))
+    })
+}
+
+/// Deserialises an optional protocol name written as a string, `""` meaning none.
+pub fn deserialize_optional_protocol<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Protocol>, D::Error> {
+    let s = String::deserialize(d)?;
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    parse_protocol(s).map(Some).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "`{s}` is not a protocol; use one of \"vmc\", \"facecap\", \"ifacialmocap\", \
+             \"facemotion3d\", \"livelinkface\", \"vtubestudio\", or \"\" for none"
+        ))
+    })
+}
+
+/// Parses a protocol's short name as [`Protocol::name`] prints it (any letter case).
+pub fn parse_protocol(name: &str) -> Option<Protocol> {
+    [
+        Protocol::Vmc,
+        Protocol::FaceCap,
+        Protocol::IFacialMocap,
+        Protocol::Facemotion3d,
+        Protocol::LiveLinkFace,
+        Protocol::VTubeStudio,
+    ]
+    .into_iter()
+    .find(|p| p.name().eq_ignore_ascii_case(name))
+}
+
+/// A protocol family: what one listener socket can tell about a datagram before decoding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Family {
+    /// OSC: VMC or Face Cap (one decoder serves both).
+    Osc,
+    /// iFacialMocap text.
+    IFacialMocap,
+    /// Facemotion3d text.
+    Facemotion3d,
+    /// Live Link Face packets.
+    LiveLinkFace,
+    /// VTube Studio or MeowFace JSON.
+    VTubeStudio,
+}
+
+impl Family {
+    /// The family a protocol belongs to.
+    pub(crate) fn of(protocol: Protocol) -> Family {
+        match protocol {
+            Protocol::Vmc | Protocol::FaceCap => Family::Osc,
+            Protocol::IFacialMocap => Family::IFacialMocap,
+            Protocol::Facemotion3d => Family::Facemotion3d,
+            Protocol::LiveLinkFace => Family::LiveLinkFace,
+            Protocol::VTubeStudio => Family::VTubeStudio,
+        }
+    }
+
+    /// A short name for logs.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Family::Osc => "VMC/Face Cap",
+            Family::IFacialMocap => "iFacialMocap",
+            Family::Facemotion3d => "Facemotion3d",
+            Family::LiveLinkFace => "Live Link Face",
+            Family::VTubeStudio => "VTube Studio",
+        }
+    }
+}
+
+/// The source being followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Locked {
+    /// Its protocol family.
+    family: Family,
+    /// Its IP address.
+    ip: IpAddr,
+    /// The address of its latest datagram (for logs).
+    from: SocketAddr,
+    /// When it last sent anything.
+    last_seen: Instant,
+}
+
+/// Counters of the guard.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GuardStats {
+    /// Datagrams dropped because their sender is not in `ingest.allow`.
+    pub not_allowed: u64,
+    /// Datagrams ignored because another source holds the lock.
+    pub other_source: u64,
+    /// How many times a source took the lock (the first one, after a release, or a switch).
+    pub locks: u64,
+    /// How many of those were switches to the preferred protocol while another source held it.
+    pub switches: u64,
+    /// How many times the lock was released after its source went silent.
+    pub releases: u64,
+}
+
+/// What the guard says about a datagram before it is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Decode it; whether its frames are used is decided by [`Guard::commit`].
+    Decode,
+    /// Drop it: the sender is not allowed.
+    NotAllowed,
+    /// Drop it: another source holds the lock.
+    OtherSource,
+}
+
+/// The allow-list and the source lock, with their counters and rate-limited logs.
+#[derive(Debug)]
+pub(crate) struct Guard {
+    /// Allowed subnets; empty allows all.
+    allow: Vec<Subnet>,
+    /// The family the user prefers, if any.
+    prefer: Option<Family>,
+    /// How long the locked source may be silent before the lock is released.
+    release: Duration,
+    /// The source being followed.
+    locked: Option<Locked>,
+    /// Counters.
+    stats: GuardStats,
+    /// Limits the "not allowed" lines.
+    not_allowed_log: RateLimiter,
+    /// Limits the "other source" lines.
+    other_log: RateLimiter,
+}
+
+impl Guard {
+    /// A guard with no lock held.
+    pub(crate) fn new(allow: Vec<Subnet>, prefer: Option<Protocol>, release: Duration) -> Guard {
+        Guard {
+            allow,
+            prefer: prefer.map(Family::of),
+            release,
+            locked: None,
+            stats: GuardStats::default(),
+            not_allowed_log: RateLimiter::new(Duration::from_secs(2)),
+            other_log: RateLimiter::new(Duration::from_secs(2)),
+        }
+    }
+
+    /// The counters.
+    pub(crate) fn stats(&self) -> GuardStats {
+        self.stats
+    }
+
+    /// The IP address of the locked source when it is of `family`.
+    pub(crate) fn locked_ip(&self, family: Family) -> Option<IpAddr> {
+        self.locked.filter(|l| l.family == family).map(|l| l.ip)
+    }
+
+    /// Releases the lock if its source has been silent for the release time; logs it.
+    pub(crate) fn expire(&mut self, now: Instant) {
+        if let Some(locked) = self.locked {
+            let idle = now.saturating_duration_since(locked.last_seen);
+            if idle >= self.release {
+                self.locked = None;
+                self.stats.releases += 1;
+                info!(
+                    from = %locked.from,
+                    protocol = locked.family.name(),
+                    idle_s = idle.as_secs_f32(),
+                    "{} from {} went silent; the next source to send will be followed",
+                    locked.family.name(),
+                    locked.from
+                );
+            }
+        }
+    }
+
+    /// Decides whether a datagram of `family` from `from` is decoded at all.
+    pub(crate) fn admit(&mut self, family: Family, from: SocketAddr, now: Instant) -> Admit {
+        if !is_allowed(&self.allow, from.ip()) {
+            self.stats.not_allowed += 1;
+            if let Some(suppressed) = self.not_allowed_log.allow(now) {
+                warn!(
+                    %from,
+                    protocol = family.name(),
+                    suppressed,
+                    "ignoring {} from {from}: not in ingest.allow",
+                    family.name()
+                );
+            }
+            return Admit::NotAllowed;
+        }
+        self.expire(now);
+        let Some(locked) = &mut self.locked else {
+            return Admit::Decode;
+        };
+        if locked.family == family && locked.ip == from.ip() {
+            locked.last_seen = now;
+            locked.from = from;
+            return Admit::Decode;
+        }
+        if self.prefer == Some(family) && locked.family != family {
+            return Admit::Decode;
+        }
+        self.stats.other_source += 1;
+        if let Some(suppressed) = self.other_log.allow(now) {
+            warn!(
+                %from,
+                protocol = family.name(),
+                following = %locked.from,
+                following_protocol = locked.family.name(),
+                suppressed,
+                "ignoring {} from {from}: following {} from {} (set ingest.prefer to choose)",
+                family.name(),
+                locked.family.name(),
+                locked.from
+            );
+        }
+        Admit::OtherSource
+    }
+
+    /// After an admitted datagram was decoded: `recognised` says whether it carried data of its
+    /// protocol (a frame, or VMC/Face Cap messages). Returns whether its frames are to be used.
+    pub(crate) fn commit(
+        &mut self,
+        family: Family,
+        from: SocketAddr,
+        now: Instant,
+        recognised: bool,
+    ) -> bool {
+        if let Some(locked) = self.locked {
+            if locked.family == family && locked.ip == from.ip() {
+                return true;
+            }
+        }
+        if !recognised {
+            return false;
+        }
+        if let Some(previous) = self.locked {
+            self.stats.switches += 1;
+            info!(
+                %from,
+                protocol = family.name(),
+                previous = %previous.from,
+                previous_protocol = previous.family.name(),
+                "switching to the preferred {} from {from} (was following {} from {})",
+                family.name(),
+                previous.family.name(),
+                previous.from
+            );
+        } else {
+            info!(
+                %from,
+                protocol = family.name(),
+                "following {} from {from}",
+                family.name()
+            );
+        }
+        self.stats.locks += 1;
+        self.locked = Some(Locked {
+            family,
+            ip: from.ip(),
+            from,
+            last_seen: now,
+        });
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sock(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn subnets_parse_and_match() {
+        let lan: Subnet = "192.168.1.0/24".parse().unwrap();
+        assert!(lan.contains("192.168.1.77".parse().unwrap()));
+        assert!(!lan.contains("192.168.2.1".parse().unwrap()));
+        assert!(lan.contains("::ffff:192.168.1.5".parse().unwrap()));
+        let host: Subnet = " 10.0.0.7 ".parse().unwrap();
+        assert!(host.contains("10.0.0.7".parse().unwrap()));
+        assert!(!host.contains("10.0.0.8".parse().unwrap()));
+        let odd: Subnet = "10.1.2.3/8".parse().unwrap();
+        assert_eq!(odd.to_string(), "10.0.0.0/8");
+        let all: Subnet = "0.0.0.0/0".parse().unwrap();
+        assert!(all.contains("8.8.8.8".parse().unwrap()));
+        assert!(!all.contains("::1".parse().unwrap()));
+        let v6: Subnet = "fd00::/8".parse().unwrap();
+        assert!(v6.contains("fd12::1".parse().unwrap()));
+        assert!(!v6.contains("fe80::1".parse().unwrap()));
+        for bad in [
+            "",
+            "10.0.0",
+            "10.0.0.1/33",
+            "::1/129",
+            "1.2.3.4/x",
+            "1.2.3.4/-1",
+        ] {
+            assert!(bad.parse::<Subnet>().is_err(), "{bad}");
+        }
+        assert!(is_allowed(&[], "1.2.3.4".parse().unwrap()));
+        assert!(!is_allowed(&[host], "1.2.3.4".parse().unwrap()));
+    }
+
+    #[test]
+    fn protocols_parse_by_name() {
+        assert_eq!(parse_protocol("VMC"), Some(Protocol::Vmc));
+        assert_eq!(parse_protocol("vtubestudio"), Some(Protocol::VTubeStudio));
+        assert_eq!(parse_protocol("meowface"), None);
+    }
+
+    #[test]
+    fn the_first_source_is_followed_until_it_goes_silent() {
+        let t0 = Instant::now();
+        let mut guard = Guard::new(Vec::new(), None, Duration::from_secs(3));
+        let a = sock("10.0.0.1:5000");
+        let b = sock("10.0.0.2:5000");
+        // Nothing recognised yet: no lock.
+        assert_eq!(guard.admit(Family::VTubeStudio, b, t0), Admit::Decode);
+        assert!(!guard.commit(Family::VTubeStudio, b, t0, false));
+        assert_eq!(guard.admit(Family::IFacialMocap, a, t0), Admit::Decode);
+        assert!(guard.commit(Family::IFacialMocap, a, t0, true));
+        // The same host from another port is the same source.
+        let a2 = sock("10.0.0.1:6000");
+        assert_eq!(guard.admit(Family::IFacialMocap, a2, t0), Admit::Decode);
+        assert!(guard.commit(Family::IFacialMocap, a2, t0, true));
+        // Another host, or another protocol from the same host, is ignored.
+        assert_eq!(guard.admit(Family::IFacialMocap, b, t0), Admit::OtherSource);
+        assert_eq!(guard.admit(Family::Osc, a, t0), Admit::OtherSource);
+        assert_eq!(guard.stats().other_source, 2);
+        // Silence releases the lock; the next source takes it.
+        let later = t0 + Duration::from_secs(4);
+        assert_eq!(guard.admit(Family::Osc, b, later), Admit::Decode);
+        assert!(guard.commit(Family::Osc, b, later, true));
+        assert_eq!(guard.locked_ip(Family::Osc), Some(b.ip()));
+        let stats = guard.stats();
+        assert_eq!((stats.locks, stats.releases, stats.switches), (2, 1, 0));
+    }
+
+    #[test]
+    fn the_preferred_protocol_takes_over() {
+        let t0 = Instant::now();
+        let mut guard = Guard::new(Vec::new(), Some(Protocol::Vmc), Duration::from_secs(3));
+        let phone = sock("10.0.0.1:5000");
+        let pc = sock("10.0.0.2:39540");
+        assert!(guard.commit(Family::VTubeStudio, phone, t0, true));
+        assert_eq!(guard.admit(Family::Osc, pc, t0), Admit::Decode);
+        assert!(guard.commit(Family::Osc, pc, t0, true));
+        assert_eq!(guard.stats().switches, 1);
+        // Now the phone is the other source, and it is not preferred.
+        assert_eq!(
+            guard.admit(Family::VTubeStudio, phone, t0),
+            Admit::OtherSource
+        );
+    }
+
+    #[test]
+    fn senders_outside_the_allow_list_are_dropped() {
+        let t0 = Instant::now();
+        let allow = vec!["192.168.1.0/24".parse().unwrap()];
+        let mut guard = Guard::new(allow, None, Duration::from_secs(3));
+        assert_eq!(
+            guard.admit(Family::Osc, sock("192.168.2.1:1"), t0),
+            Admit::NotAllowed
+        );
+        assert_eq!(
+            guard.admit(Family::Osc, sock("192.168.1.9:1"), t0),
+            Admit::Decode
+        );
+        assert_eq!(guard.stats().not_allowed, 1);
+    }
+}

@@ -1,0 +1,157 @@
+//! When the PC asks the phone to stream: the phone ports and the repeat schedule of the start messages.
+//!
+//! - iFacialMocap and Facemotion3d stream after one start string, but a phone that restarts or
+//!   drops off the network needs another one. facewire sends the string while data of that
+//!   protocol is missing: at once, then every [`TEXT_RETRY`] until frames arrive, and again once
+//!   frames have been missing for [`TEXT_SILENCE`].
+//! - VTube Studio and MeowFace stream only for the `time` a request names, so facewire sends a
+//!   request every [`VTS_PERIOD`] with `time` = [`VTS_REQUEST_TIME_S`], as the official sample
+//!   does; the phone stops about a second after facewire does.
+//!
+//! Start messages go only to the phone named in `ingest.phone`, or, when none is named, to the
+//! address of the source facewire follows; never to a broadcast address.
+
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use super::{ifacialmocap, vts};
+
+/// How often an iFacialMocap or Facemotion3d start string is repeated while no data comes.
+pub const TEXT_RETRY: Duration = Duration::from_secs(2);
+
+/// How long iFacialMocap or Facemotion3d data may be missing before the start string is sent again.
+pub const TEXT_SILENCE: Duration = Duration::from_secs(1);
+
+/// How often a VTube Studio request is sent (5 per second, as the official sample).
+pub const VTS_PERIOD: Duration = Duration::from_millis(200);
+
+/// The streaming time each VTube Studio request asks for, in seconds.
+pub const VTS_REQUEST_TIME_S: f32 = 1.0;
+
+/// The `sentBy` of facewire's VTube Studio requests.
+pub const VTS_SENT_BY: &str = "facewire";
+
+/// The phone's ports that receive the start messages (`[ingest.phone_ports]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PhonePorts {
+    /// iFacialMocap's port on the phone (49983).
+    pub ifacialmocap: u16,
+    /// Facemotion3d's port on the phone (49993).
+    pub facemotion3d: u16,
+    /// VTube Studio's or MeowFace's port on the phone (21412).
+    pub vtubestudio: u16,
+}
+
+impl Default for PhonePorts {
+    fn default() -> PhonePorts {
+        PhonePorts {
+            ifacialmocap: ifacialmocap::IFM_PORT,
+            facemotion3d: ifacialmocap::FM3D_PORT,
+            vtubestudio: vts::PHONE_PORT,
+        }
+    }
+}
+
+/// The repeat rule of one start message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Send while data is missing: every `retry` until data comes, and once it has been missing
+    /// for `silence` (iFacialMocap, Facemotion3d).
+    WhileMissing {
+        /// The repeat period while no data comes.
+        retry: Duration,
+        /// How long data may be missing before it counts as missing again.
+        silence: Duration,
+    },
+    /// Send every `period`, data or not (VTube Studio).
+    Every(Duration),
+}
+
+/// When one start message is due.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schedule {
+    /// The rule.
+    rule: Rule,
+    /// When it was last sent.
+    last_sent: Option<Instant>,
+}
+
+impl Schedule {
+    /// A schedule that is due at once.
+    pub(crate) fn new(rule: Rule) -> Schedule {
+        Schedule {
+            rule,
+            last_sent: None,
+        }
+    }
+
+    /// Whether the message is due at `now`, given when the last frame of its protocol arrived.
+    pub(crate) fn due(&self, now: Instant, last_frame: Option<Instant>) -> bool {
+        let since_sent = |period: Duration| {
+            self.last_sent
+                .is_none_or(|sent| now.saturating_duration_since(sent) >= period)
+        };
+        match self.rule {
+            Rule::WhileMissing { retry, silence } => {
+                let missing =
+                    last_frame.is_none_or(|t| now.saturating_duration_since(t) >= silence);
+                missing && since_sent(retry)
+            }
+            Rule::Every(period) => since_sent(period),
+        }
+    }
+
+    /// Records a send (successful or not) at `now`.
+    pub(crate) fn sent(&mut self, now: Instant) {
+        self.last_sent = Some(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_start_repeats_only_while_data_is_missing() {
+        let t0 = Instant::now();
+        let s = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut schedule = Schedule::new(Rule::WhileMissing {
+            retry: TEXT_RETRY,
+            silence: TEXT_SILENCE,
+        });
+        assert!(schedule.due(t0, None));
+        schedule.sent(t0);
+        assert!(!schedule.due(s(1000), None));
+        assert!(schedule.due(s(2000), None));
+        schedule.sent(s(2000));
+        // Data flows from 2.5 s to 10 s: nothing is sent.
+        assert!(!schedule.due(s(5000), Some(s(4990))));
+        assert!(!schedule.due(s(10_500), Some(s(10_000))));
+        // One second of silence: sent again at once, then every two seconds.
+        assert!(schedule.due(s(11_000), Some(s(10_000))));
+        schedule.sent(s(11_000));
+        assert!(!schedule.due(s(12_000), Some(s(10_000))));
+        assert!(schedule.due(s(13_000), Some(s(10_000))));
+    }
+
+    #[test]
+    fn vts_requests_go_out_at_a_fixed_rate() {
+        let t0 = Instant::now();
+        let mut schedule = Schedule::new(Rule::Every(VTS_PERIOD));
+        assert!(schedule.due(t0, Some(t0)));
+        schedule.sent(t0);
+        assert!(!schedule.due(t0 + Duration::from_millis(100), Some(t0)));
+        assert!(schedule.due(t0 + VTS_PERIOD, Some(t0)));
+    }
+
+    #[test]
+    fn default_phone_ports() {
+        let ports = PhonePorts::default();
+        assert_eq!(
+            (ports.ifacialmocap, ports.facemotion3d, ports.vtubestudio),
+            (49983, 49993, 21412)
+        );
+    }
+}
