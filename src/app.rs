@@ -289,15 +289,14 @@ impl StageApp {
             let (width, height) = window.size();
             if self.prompt_dirty {
                 if let Some(card) = &self.prompt {
-                    overlay.set_image(&crate::hud::render_prompt(card, width));
+                    let card_width = crate::hud::prompt_width(width);
+                    overlay.set_image(&crate::hud::render_prompt(card, card_width));
                 }
                 self.prompt_dirty = false;
             }
             if self.prompt.is_some() {
-                let (w, h) = overlay.size();
-                let x = (width as i32 - w as i32) / 2;
-                let y = height as i32 - h as i32 - 24;
-                overlay.draw((width, height), x, y.max(0));
+                let (x, y) = crate::hud::prompt_placement((width, height), overlay.size().1);
+                overlay.draw((width, height), x, y);
             }
         }
         if let Err(error) = window.swap_buffers() {

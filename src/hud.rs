@@ -22,7 +22,7 @@ pub struct PromptCard {
 }
 
 /// Scale of the title's 8x8 glyphs.
-const TITLE_SCALE: u32 = 5;
+const TITLE_SCALE: u32 = 4;
 /// Scale of the instruction and status text.
 const TEXT_SCALE: u32 = 3;
 /// Padding inside the card, in pixels.
@@ -66,10 +66,24 @@ pub fn wrap_words(text: &str, max_width: u32, scale: u32) -> Vec<String> {
     lines
 }
 
-/// Draws `card` for a stage `viewport_width` pixels wide: a card at most 1100 pixels wide with
-/// the step counter, the title, the wrapped instruction, the status and a progress bar.
-pub fn render_prompt(card: &PromptCard, viewport_width: u32) -> RgbaImage {
-    let width = viewport_width.saturating_sub(40).clamp(320, 1100);
+/// Where a card goes on a `viewport`-sized stage, and how wide it is: a third of the stage
+/// (320 to 520 pixels) at the left edge, vertically centred, so it leaves the face, which the
+/// camera frames in the middle, in view.
+pub fn prompt_placement(viewport: (u32, u32), card_height: u32) -> (i32, i32) {
+    let x = 24;
+    let y = (viewport.1 as i32 - card_height as i32) / 2;
+    (x, y.max(0))
+}
+
+/// The card width for a stage `viewport_width` pixels wide.
+pub fn prompt_width(viewport_width: u32) -> u32 {
+    (viewport_width / 3).clamp(320, 520)
+}
+
+/// Draws `card` `width` pixels wide (at least 320): the step counter, the title, the wrapped
+/// instruction, the status and a progress bar.
+pub fn render_prompt(card: &PromptCard, width: u32) -> RgbaImage {
+    let width = width.max(320);
     let inner = width - 2 * PAD;
     let line_h = GLYPH * TEXT_SCALE + 8;
     let lines = wrap_words(&card.instruction, inner, TEXT_SCALE);
@@ -158,9 +172,9 @@ mod tests {
 
     #[test]
     fn progress_bar_fills_in_proportion() {
-        let empty = render_prompt(&card(0.0), 1280);
-        let half = render_prompt(&card(0.5), 1280);
-        let full = render_prompt(&card(f32::NAN), 1280);
+        let empty = render_prompt(&card(0.0), 500);
+        let half = render_prompt(&card(0.5), 500);
+        let full = render_prompt(&card(f32::NAN), 500);
         assert_eq!((empty.width, empty.height), (half.width, half.height));
         let bar_y = half.height - PAD - BAR / 2;
         let inner = half.width - 2 * PAD;
@@ -176,9 +190,13 @@ mod tests {
 
     #[test]
     fn card_fits_narrow_and_wide_stages() {
+        assert_eq!(prompt_width(640), 320);
+        assert_eq!(prompt_width(1280), 426);
+        assert_eq!(prompt_width(3840), 520);
         assert_eq!(render_prompt(&card(0.3), 200).width, 320);
-        assert_eq!(render_prompt(&card(0.3), 3840).width, 1100);
-        let c = render_prompt(&card(0.3), 1280);
+        assert_eq!(prompt_placement((1280, 720), 300), (24, 210));
+        assert_eq!(prompt_placement((1280, 200), 300), (24, 0));
+        let c = render_prompt(&card(0.3), prompt_width(1280));
         let text_pixels = c.data.chunks_exact(4).filter(|p| *p == TEXT).count();
         assert!(text_pixels > 500, "title and instruction are drawn");
     }

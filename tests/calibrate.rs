@@ -427,3 +427,119 @@ fn live_link_face_csv_sample_reads_and_smooths() {
     assert_eq!(c.state(), TrackingState::Tracking);
     assert_eq!(c.calibrator().clock_fallbacks(), 0);
 }
+
+/// The whole tracking-loss sequence on tokio's paused clock: the ingest thread's 10 ms ticks and
+/// 60 Hz frames are simulated by advancing virtual time, so the timings are exact.
+#[tokio::test(start_paused = true)]
+async fn tracking_loss_sequence_on_paused_tokio_time() {
+    use tokio::time::{advance, Instant as Virtual};
+
+    let tick = Duration::from_millis(10);
+    let now = || Virtual::now().into_std();
+    let t0 = now();
+    let mut core = Conditioner::new(SmoothingConfig::off(), TrackingConfig::default(), t0);
+    let mut log: Vec<(TrackingState, Duration)> = Vec::new();
+    let mut weights: Vec<(Duration, f32)> = Vec::new();
+    let record = |out: facewire::calibrate::Output,
+                  at: Instant,
+                  log: &mut Vec<(TrackingState, Duration)>,
+                  weights: &mut Vec<(Duration, f32)>| {
+        for &s in out.states() {
+            log.push((s, at - t0));
+        }
+        if let Some(f) = out.frame {
+            weights.push((at - t0, f.get(Channel::JawOpen).unwrap_or(0.0)));
+        }
+    };
+
+    // Half a second of live data (values move, as a real tracker's do).
+    let mut i = 0u32;
+    while now() - t0 < Duration::from_millis(500) {
+        advance(tick).await;
+        let out = if i % 2 == 0 {
+            let jaw = 0.6 + 0.02 * ((i / 2) % 3) as f32;
+            let t = now();
+            core.on_frame(&frame(t, jaw), t)
+        } else {
+            core.on_tick(now())
+        };
+        record(out, now(), &mut log, &mut weights);
+        i += 1;
+    }
+    let last_frame = log.iter().map(|(_, t)| *t).max().unwrap_or_default();
+    assert_eq!(core.state(), TrackingState::Tracking, "{log:?}");
+    let silence_from = now() - t0 - tick;
+    assert!(last_frame <= silence_from + tick);
+
+    // Two seconds of silence: stale after 0.15 s, hold 0.2 s, fade 0.6 s, then neutral.
+    for _ in 0..200 {
+        advance(tick).await;
+        let out = core.on_tick(now());
+        record(out, now(), &mut log, &mut weights);
+    }
+    let when = |state: TrackingState| {
+        log.iter()
+            .rev()
+            .find(|(s, _)| *s == state)
+            .map(|(_, t)| t.as_secs_f32() - silence_from.as_secs_f32())
+            .unwrap_or_else(|| panic!("never entered {state:?}: {log:?}"))
+    };
+    let stale = when(TrackingState::Stale);
+    assert!((0.14..0.19).contains(&stale), "stale after {stale} s");
+    let fade = when(TrackingState::Fade);
+    assert!(
+        (fade - stale - 0.2).abs() < 0.03,
+        "hold lasted {} s",
+        fade - stale
+    );
+    let neutral = when(TrackingState::Neutral);
+    assert!(
+        (neutral - fade - 0.6).abs() < 0.03,
+        "fade lasted {} s",
+        neutral - fade
+    );
+    assert!(
+        stale + 0.2 < 0.5,
+        "a frozen face never shows for more than half a second"
+    );
+    let faded: Vec<f32> = weights
+        .iter()
+        .filter(|(t, _)| t.as_secs_f32() - silence_from.as_secs_f32() > fade)
+        .map(|(_, w)| *w)
+        .collect();
+    assert!(
+        faded.windows(2).all(|w| w[1] <= w[0] + 1e-6),
+        "the fade goes one way: {faded:?}"
+    );
+    assert_eq!(faded.last().copied(), Some(0.0), "the fade ends at neutral");
+
+    // The face comes back at 0.8: the ease in never jumps.
+    let back = now() - t0;
+    let mut shown = 0.0f32;
+    let mut max_step = 0.0f32;
+    for k in 0..60 {
+        advance(tick).await;
+        let out = if k % 2 == 0 {
+            let t = now();
+            core.on_frame(&frame(t, 0.8 + 0.001 * (k % 4) as f32), t)
+        } else {
+            core.on_tick(now())
+        };
+        if let Some(f) = out.frame {
+            let w = f.get(Channel::JawOpen).unwrap_or(0.0);
+            max_step = max_step.max((w - shown).abs());
+            shown = w;
+        }
+        record(out, now(), &mut log, &mut weights);
+    }
+    assert!(
+        log.iter()
+            .any(|(s, t)| *s == TrackingState::Reacquire && *t > back),
+        "{log:?}"
+    );
+    assert_eq!(core.state(), TrackingState::Tracking, "{log:?}");
+    // 0.8 over a 0.3 s ease at 20 ms frames is 0.053 a frame on average; the eased curve is
+    // steepest in the middle at 1.5 times that.
+    assert!(max_step < 0.1, "the ease jumped by {max_step}");
+    assert!((shown - 0.8).abs() < 0.01, "live again at {shown}");
+}

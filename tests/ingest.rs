@@ -528,14 +528,14 @@ fn fuzz_datagram(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn hostile_datagrams_never_panic_and_are_all_accounted_for() {
-    const DATAGRAMS: u64 = 100_000;
+    let datagrams = crate::support::fuzz_cases(100_000);
     let seeds = fuzz_seeds();
-    let mut rng = Rng(0x5eed_f00d_cafe_0001);
+    let mut rng = Rng(crate::support::fuzz_seed(0x5eed_f00d_cafe_0001));
     let mut decoder = Decoder::new();
     let mut frames = 0u64;
     let mut classes = [0u64; 3];
     let received = Instant::now();
-    for n in 0..DATAGRAMS {
+    for n in 0..datagrams {
         let bytes = fuzz_datagram(&mut rng, &seeds);
         // A dozen hosts, more than the decoder keeps, so eviction runs too.
         let from = SocketAddr::from(([10, 0, 0, rng.below(12) as u8], 9000 + (n % 3) as u16));
@@ -560,7 +560,7 @@ fn hostile_datagrams_never_panic_and_are_all_accounted_for() {
     }
     let stats = decoder.stats();
     assert!(stats.is_consistent(), "{stats:?}");
-    assert_eq!(stats.datagrams, DATAGRAMS);
+    assert_eq!(stats.datagrams, datagrams);
     assert_eq!(
         [
             stats.ok_datagrams,

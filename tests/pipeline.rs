@@ -381,8 +381,8 @@ impl Drop for Xvfb {
     }
 }
 
-#[test]
-fn stage_window_shows_the_head_under_xvfb() {
+/// Starts a private Xvfb display, or says why not (`None`).
+fn start_xvfb() -> Option<(Xvfb, String)> {
     let has = |tool: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
@@ -390,11 +390,18 @@ fn stage_window_shows_the_head_under_xvfb() {
             .is_ok_and(|o| o.status.success())
     };
     if !has("Xvfb") || !has("xwd") {
-        eprintln!("note: Xvfb or xwd is missing; skipping the window test (apt-get install xvfb x11-apps)");
-        return;
+        eprintln!(
+            "note: Xvfb or xwd is missing; skipping a window test (apt-get install xvfb x11-apps)"
+        );
+        return None;
     }
-    let display = format!(":{}", 90 + std::process::id() % 100);
-    let _xvfb = Xvfb(
+    // A display number of our own per test, so window tests can run in parallel.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = 100
+        + (std::process::id() % 50) * 4
+        + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let display = format!(":{n}");
+    let xvfb = Xvfb(
         Command::new("Xvfb")
             .args([
                 display.as_str(),
@@ -409,7 +416,7 @@ fn stage_window_shows_the_head_under_xvfb() {
             .spawn()
             .unwrap(),
     );
-    let socket = format!("/tmp/.X11-unix/X{}", &display[1..]);
+    let socket = format!("/tmp/.X11-unix/X{n}");
     let start = Instant::now();
     while !Path::new(&socket).exists() {
         assert!(
@@ -418,11 +425,16 @@ fn stage_window_shows_the_head_under_xvfb() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let port = free_udp_port();
+    Some((xvfb, display))
+}
+
+/// Runs facewire with `args` on `display`, waits for its stage, lets it draw for `settle`, and
+/// returns a screenshot of the display and the child (still running or exited) with its log.
+fn screenshot_stage(display: &str, args: &[&str], settle: Duration) -> (RgbaImage, Child, String) {
     let mut child = facewire()
-        .env("DISPLAY", &display)
-        .args(["run", "--exit-after", "8", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
+        .env("DISPLAY", display)
+        .args(args)
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -448,16 +460,29 @@ fn stage_window_shows_the_head_under_xvfb() {
             }
         }
     }
-    // Give it a moment to draw, then grab the screen.
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(settle);
     let shot = Command::new("xwd")
-        .args(["-root", "-silent", "-display", &display])
+        .args(["-root", "-silent", "-display", display])
         .output()
         .unwrap();
-    let status = child.wait().unwrap();
     log.extend(rx.try_iter().map(|l| l + "\n"));
-    assert!(status.success(), "facewire exited with {status}:\n{log}");
     let screen = read_xwd(&shot.stdout).expect("xwd output of a TrueColor screen");
+    (screen, child, log)
+}
+
+#[test]
+fn stage_window_shows_the_head_under_xvfb() {
+    let Some((_xvfb, display)) = start_xvfb() else {
+        return;
+    };
+    let listen = format!("127.0.0.1:{}", free_udp_port());
+    let (screen, mut child, log) = screenshot_stage(
+        &display,
+        &["run", "--exit-after", "8", "--listen", &listen],
+        Duration::from_millis(1500),
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "facewire exited with {status}:\n{log}");
     screen
         .save_png(&out_dir("window").join("screen.png"))
         .unwrap();
@@ -467,6 +492,51 @@ fn stage_window_shows_the_head_under_xvfb() {
         green[1] > 150 && green[0] < 40 && green[2] < 100,
         "background {green:?} is not the chroma green"
     );
+    let centre = screen.pixel(640, 330);
+    assert!(
+        centre[0] > 100 && centre[1] < 240,
+        "centre {centre:?} does not look like the face"
+    );
+}
+
+#[test]
+fn calibration_shows_its_prompt_beside_the_face() {
+    let Some((_xvfb, display)) = start_xvfb() else {
+        return;
+    };
+    let profiles = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", free_udp_port());
+    let profiles_arg = profiles.path().to_string_lossy().to_string();
+    let (screen, mut child, log) = screenshot_stage(
+        &display,
+        &[
+            "calibrate",
+            "--performer",
+            "tester",
+            "--profiles",
+            &profiles_arg,
+            "--listen",
+            &listen,
+        ],
+        Duration::from_millis(2500),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    screen
+        .save_png(&out_dir("window").join("calibrate.png"))
+        .unwrap();
+    // The card sits at the left, vertically centred: dark, with light text; the face stays
+    // visible in the middle.
+    let card = screen.pixel(30, 360);
+    assert!(
+        card[0] < 60 && card[1] < 80 && card[2] < 60,
+        "no prompt card at the left: {card:?}\n{log}"
+    );
+    let light = (24..400)
+        .flat_map(|x| (200..520).map(move |y| (x, y)))
+        .filter(|&(x, y)| screen.pixel(x, y)[0] > 200)
+        .count();
+    assert!(light > 300, "the card has no text ({light} light pixels)");
     let centre = screen.pixel(640, 330);
     assert!(
         centre[0] > 100 && centre[1] < 240,

@@ -352,15 +352,15 @@ fn check_frame(frame: &FaceFrame, protocol: Protocol) {
     }
 }
 
-/// Feeds 100,000 mutations of `seeds` to a fresh decoder for `kind`; no panic, every datagram
-/// counted once.
+/// Feeds 100,000 mutations of `seeds` (or `$FACEWIRE_FUZZ_CASES`) to a fresh decoder for `kind`;
+/// no panic, every datagram counted once.
 fn fuzz(kind: PhoneProtocol, seeds: &[Vec<u8>], seed: u64) {
-    const N: u64 = 100_000;
-    let mut rng = Rng(seed);
+    let n = crate::support::fuzz_cases(100_000);
+    let mut rng = Rng(crate::support::fuzz_seed(seed));
     let mut decoder = PhoneDecoder::new(kind);
     let now = Instant::now();
     let (mut ok, mut rejected) = (0u64, 0u64);
-    for _ in 0..N {
+    for _ in 0..n {
         let pick = rng.below(seeds.len());
         let datagram = mutate(&mut rng, &seeds[pick]);
         match decoder.decode(&datagram, addr(), now) {
@@ -377,14 +377,14 @@ fn fuzz(kind: PhoneProtocol, seeds: &[Vec<u8>], seed: u64) {
     }
     let stats = decoder.stats();
     assert!(stats.is_consistent(), "{stats:?}");
-    assert_eq!(stats.datagrams, N);
+    assert_eq!(stats.datagrams, n);
     assert_eq!(stats.frames, ok);
     assert_eq!(
         stats.oversized + stats.truncated + stats.malformed + stats.unsupported,
         rejected
     );
     // The mutations must exercise both sides, or the fuzz proves nothing.
-    assert!(ok > N / 50 && rejected > N / 50, "{stats:?}");
+    assert!(ok > n / 50 && rejected > n / 50, "{stats:?}");
 }
 
 /// Reads `name` from the captures, when they are there.
