@@ -11,7 +11,7 @@ use super::face::{
     base_shape, build_skin, eye_center, mouth_y, skin_point, Lids, Skin, SkinVertex, Slit, EYE_PHI,
     EYE_RADIUS, MOUTH_HALF, MOUTH_PHI,
 };
-use super::math::{bump, cos, sin, smoothstep, sq};
+use super::math::{bump, cos, lerp, sin, smoothstep, sq};
 use super::mesh::{mirror, mirror_map, MeshBuilder};
 use super::parts::{cavity_center, hair, mouth_interior, tongue_center, MouthPart};
 use crate::arkit::Channel;
@@ -28,7 +28,8 @@ const JAW_UPPER_LIP: f32 = 0.0022;
 /// Latitude band below the mouth over which the lower lip's arched drop blends into the chin's
 /// rigid rotation.
 const JAW_LIP_BAND: f32 = 0.2;
-/// Longitude band beside the mouth corners over which the jaw's rotation fades in.
+/// Longitude over which the line below which the jaw carries the skin bends down beside the
+/// mouth corners.
 const JAW_CORNER_BAND: f32 = 0.15;
 /// Fraction of the jaw's drop at the lips' middle by which `mouthClose` lowers both lips.
 const MOUTH_CLOSE_MEET: f32 = 0.5;
@@ -248,38 +249,37 @@ fn lip_arch(theta: f32) -> f32 {
     (1.0 - u * u).max(0.0).sqrt()
 }
 
-/// Jaw weight of a skin vertex: 1 on the chin, 0 above the mouth. The lower lip follows the jaw
-/// along [`lip_arch`] (fully in the middle, not at all at the corners) and blends into the
-/// chin's rigid motion below it; beside the corners the weight fades in along a line that runs
-/// back and slightly down.
+/// Jaw weight of a skin vertex: 1 on the chin, 0 above the mouth. The lower lip's edge follows
+/// the jaw along [`lip_arch`] (fully in the middle, not at all at the corners); below it the
+/// weight blends into the chin's rigid motion over [`JAW_LIP_BAND`], and beside the corners it
+/// fades in below a line that runs back and slightly down. Every part of the field is smooth
+/// (the arch's steep ends are confined to the lip's own edge), so the jaw's motion never folds
+/// the skin into a crease at the corners or down the chin.
 fn jaw_weight(v: &SkinVertex) -> f32 {
     let at = v.theta.abs();
-    let dt = at - MOUTH_HALF;
     let dp = v.phi - MOUTH_PHI;
-    let arch = lip_arch(at);
     match v.slit {
         Slit::MouthEdge { upper } | Slit::MouthInner { upper } => {
-            return if upper { 0.0 } else { arch }
+            return if upper { 0.0 } else { lip_arch(at) }
         }
         _ => {}
     }
     let lateral = smoothstep(1.75, 1.2, at);
-    let angular = if dt <= 0.0 {
-        if dp < 0.0 {
-            1.0
-        } else {
-            0.0
-        }
+    // A soft ramp of the distance beyond the corner, so the fade-in line bends down smoothly.
+    let x = at - MOUTH_HALF;
+    let beyond = 0.5 * (x + (x * x + sq(JAW_CORNER_BAND)).sqrt());
+    let below = -(dp + 0.3 * beyond);
+    let chin = smoothstep(0.0, JAW_LIP_BAND, below);
+    // The lower lip's own drop: the arch on the lip's edge, relaxing over the rows below into a
+    // profile that reaches the corners with zero slope.
+    let lip = if dp < 0.0 {
+        let u = at / MOUTH_HALF;
+        let soft = sq((1.0 - u * u).max(0.0));
+        lerp(lip_arch(at), soft, smoothstep(0.0, -0.08, dp))
     } else {
-        let r = (dt * dt + dp * dp).sqrt();
-        smoothstep(0.55, -0.55, (dp + 0.25 * dt) / r)
+        0.0
     };
-    let near = bump(
-        (sq(dt.max(0.0) / JAW_CORNER_BAND) + sq(dp / JAW_LIP_BAND)).sqrt(),
-        1.0,
-    );
-    let soft = 1.0 - (1.0 - arch) * near;
-    angular * soft * lateral
+    lateral * (1.0 - (1.0 - chin) * (1.0 - lip))
 }
 
 /// Weight of the upper lip's lift when the jaw opens: the lip's arch, fading upwards.
@@ -500,7 +500,13 @@ fn mouth_delta(lm: &Landmarks, channel: Channel, part: MouthPart, p: Vec3) -> Ve
     };
     match channel {
         JawOpen => lm.jaw_open(p) * jaw,
-        JawForward => Vec3::new(0.0, 0.0, 0.007) * jaw,
+        JawForward => {
+            // The skin below the lips carries the jaw forwards less towards the corners (the
+            // corners stay joined to the upper lip), so the parts behind it follow the same
+            // profile and never poke through.
+            let u = p.x / lm.corner.x;
+            Vec3::new(0.0, 0.0, 0.007) * (jaw * sq((1.0 - u * u).max(0.0)))
+        }
         JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
         MouthFunnel => {
             let u = p.x / lm.corner.x;
@@ -552,6 +558,35 @@ mod tests {
         };
         assert_eq!(jaw_weight(&up), 0.0);
         assert_eq!(jaw_weight(&lo), 1.0);
+    }
+
+    #[test]
+    fn jaw_forward_blends_smoothly_into_the_corners_and_cheeks() {
+        // Across any skin edge of the lower face off the lip line the forward motion changes by
+        // well under its 7 mm: no step at the mouth corners.
+        let rig = Rig::new();
+        let d = &rig.deltas(Channel::JawForward)[0];
+        let mut worst = 0.0f32;
+        for t in rig.skin.indices.chunks(3) {
+            for k in 0..3 {
+                let (a, b) = (t[k] as usize, t[(k + 1) % 3] as usize);
+                let (Some(va), Some(vb)) = (rig.grid.get(a), rig.grid.get(b)) else {
+                    continue;
+                };
+                let straddles = (va.phi - MOUTH_PHI) * (vb.phi - MOUTH_PHI) <= 0.0
+                    && va.theta.abs().min(vb.theta.abs()) <= MOUTH_HALF;
+                // Only the front of the face, around the mouth and the chin.
+                let hidden = va.phi.min(vb.phi) < -1.3 || va.theta.abs().max(vb.theta.abs()) > 0.9;
+                if va.slit != Slit::None || vb.slit != Slit::None || straddles || hidden {
+                    continue;
+                }
+                worst = worst.max((d[a] - d[b]).length());
+            }
+        }
+        assert!(
+            worst < 0.003,
+            "jawForward steps by {worst} m across one edge"
+        );
     }
 
     #[test]
