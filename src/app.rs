@@ -346,19 +346,12 @@ impl ApplicationHandler<AppEvent> for StageApp {
 
     fn user_event(&mut self, event_loop: &ActiveEventLoop, event: AppEvent) {
         match event {
-            AppEvent::FrameReady => {}
-            AppEvent::SourceConnected { protocol, from } => {
-                tracing::debug!(%protocol, %from, "source connected");
-            }
             AppEvent::Prompt(card) => {
                 self.prompt = card;
                 self.prompt_dirty = true;
             }
             AppEvent::Tracking(state) => {
                 tracing::debug!(state = state.name(), "stage sees a tracking change");
-            }
-            AppEvent::IngestFailed(message) => {
-                tracing::error!(%message, "ingest stopped");
             }
             AppEvent::Shutdown => event_loop.exit(),
         }

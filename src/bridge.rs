@@ -8,14 +8,13 @@
 //! fresh data, and counts the drop. Dropping the oldest needs the read end, which the sender
 //! borrows through a mutex that is otherwise only taken, uncontended, by the renderer's drain.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ringbuf::traits::{Consumer, Observer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
-use crate::arkit::{FaceFrame, Protocol};
+use crate::arkit::FaceFrame;
 
 /// Counters of the hand-off, shared by both ends.
 #[derive(Debug, Default)]
@@ -147,17 +146,6 @@ impl FrameReceiver {
 /// Control messages from background threads to the winit event loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppEvent {
-    /// A new frame is waiting in the hand-off queue (sent when the window renders on demand).
-    FrameReady,
-    /// A sender was heard for the first time, or again after silence.
-    SourceConnected {
-        /// Its protocol.
-        protocol: Protocol,
-        /// Its address.
-        from: SocketAddr,
-    },
-    /// The ingest side stopped with an error.
-    IngestFailed(String),
     /// The tracking state changed (face lost, fading, reacquired, ...).
     Tracking(crate::calibrate::TrackingState),
     /// Show this prompt card over the avatar (`None` hides it).

@@ -525,8 +525,8 @@ impl Input {
 /// The tracking state as last reported, and how many changes there were.
 type TrackingLog = Arc<Mutex<TrackingSummary>>;
 
-/// The ingest-side sink: calibrate, smooth and watch for tracking loss, then hand off; tell the
-/// window about new frames and state changes, and keep `log` current.
+/// The ingest-side sink: calibrate, smooth and watch for tracking loss, then forward and hand
+/// off; tell the window about state changes, and keep `log` current.
 fn frame_sink(
     config: &Config,
     profile: Option<&Profile>,
@@ -542,7 +542,6 @@ fn frame_sink(
     if forwarder.is_some() {
         tracing::info!(to = ?config.forward.to, "forwarding the calibrated stream as VMC");
     }
-    let frame_proxy = notify.clone();
     Ok(Box::new(ConditionerSink::new(
         core,
         Box::new(move |frame: FaceFrame| {
@@ -550,9 +549,6 @@ fn frame_sink(
                 f.send(&frame);
             }
             sender.send(frame);
-            if let Some(proxy) = &frame_proxy {
-                let _ = proxy.send_event(AppEvent::FrameReady);
-            }
         }),
         Box::new(move |state: TrackingState| {
             {
