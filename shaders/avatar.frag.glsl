@@ -50,8 +50,10 @@ void main() {
     vec3 fill = vec3(0.55, 0.62, 0.75) * 0.22 * half_lambert(n, u_fill_dir);
     // Rim: brightens silhouettes that face the rim light, separating the head from the
     // background.
+    // dot(n, v) can round a hair above 1 where a normal faces the camera exactly; pow() of the
+    // then slightly negative base is undefined (NaN on llvmpipe, a black pixel).
     float facing = 1.0 - max(dot(n, v), 0.0);
-    float rim = pow(facing, 3.0) * (0.35 + 0.65 * max(dot(n, u_rim_dir), 0.0));
+    float rim = pow(max(facing, 0.0), 3.0) * (0.35 + 0.65 * max(dot(n, u_rim_dir), 0.0));
     // A faint, broad highlight from the key light.
     vec3 h = normalize(u_key_dir + v);
     float spec = 0.05 * pow(max(dot(n, h), 0.0), 24.0);

@@ -711,7 +711,7 @@ fn turned_head_never_lets_the_background_show_through() {
     let bg = [255, 0, 255, 255];
     let clear = [1.0, 0.0, 1.0, 1.0];
     use Channel::*;
-    let expressions: [&[(Channel, f32)]; 6] = [
+    let expressions: [&[(Channel, f32)]; 7] = [
         &[],
         &[(EyeBlinkLeft, 1.0), (EyeBlinkRight, 1.0)],
         &[(JawOpen, 1.0)],
@@ -726,6 +726,7 @@ fn turned_head_never_lets_the_background_show_through() {
             (EyeWideRight, 1.0),
             (EyeLookInLeft, 1.0),
         ],
+        &[(CheekPuff, 1.0), (MouthPucker, 1.0)],
     ];
     let views = [(35.0, 0.0), (-35.0, 0.0), (45.0, 20.0), (-45.0, -20.0)];
     let mut failures = Vec::new();
@@ -785,4 +786,139 @@ fn skin_is_a_closed_consistently_wound_surface_except_inside_the_slits() {
         }
     }
     assert!(border > 0, "the slits' inner borders are missing");
+}
+
+#[test]
+fn front_views_show_no_black_pixels_inside_the_skin() {
+    // Nothing on the head is pure black, so a black pixel whose neighbours are all lit is a
+    // shading failure or a crack showing something black behind the skin.
+    const SIZE: u32 = 600;
+    use Channel::*;
+    let expressions: [&[(Channel, f32)]; 4] = [
+        &[],
+        &[(CheekPuff, 1.0)],
+        &[(CheekPuff, 1.0), (MouthPucker, 1.0)],
+        &[(MouthSmileLeft, 1.0), (MouthSmileRight, 1.0)],
+    ];
+    let black = |p: [u8; 4]| p[..3] == [0, 0, 0];
+    let mut failures = Vec::new();
+    for (e, weights) in expressions.iter().enumerate() {
+        let img = render_posed(SIZE, weights, None, [0.0, 0.7, 0.25, 1.0], None);
+        for y in 1..SIZE - 1 {
+            for x in 1..SIZE - 1 {
+                let around = [
+                    img.pixel(x - 1, y),
+                    img.pixel(x + 1, y),
+                    img.pixel(x, y - 1),
+                    img.pixel(x, y + 1),
+                ];
+                if black(img.pixel(x, y)) && around.iter().all(|&p| !dark(p)) {
+                    failures.push(format!("expression {e}: black pixel at ({x}, {y})"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The skin's lip edge pairs (upper, lower): vertices that coincide at rest on the front of
+/// the mouth line, told apart by jawOpen moving the lower one down.
+fn lip_edge_pairs() -> Vec<(usize, usize)> {
+    let (prims, _) = face();
+    let skin = &prims[0];
+    let pos = model_positions(skin);
+    let jaw = &skin.targets[target(Channel::JawOpen)].0;
+    let mut by_pos: HashMap<[u32; 3], Vec<usize>> = HashMap::new();
+    for (i, p) in pos.iter().enumerate() {
+        by_pos
+            .entry([p[0].to_bits(), p[1].to_bits(), p[2].to_bits()])
+            .or_default()
+            .push(i);
+    }
+    let mouth_y = facewire::headgen::face::mouth_y();
+    let mut pairs = Vec::new();
+    for ids in by_pos.values() {
+        if let [a, b] = ids[..] {
+            // The lips' inner copies sit behind the edges; the eyelid slits are far above.
+            let p = pos[a];
+            let on_edge = (p[1] - mouth_y).abs() < 0.004 && p[2] > 0.07;
+            if !on_edge || (jaw[a][1] - jaw[b][1]).abs() < 1e-3 {
+                continue;
+            }
+            pairs.push(if jaw[a][1] < jaw[b][1] {
+                (b, a)
+            } else {
+                (a, b)
+            });
+        }
+    }
+    pairs.sort();
+    pairs
+}
+
+/// Skin positions with the given weights applied.
+fn skin_posed(weights: &[(Channel, f32)]) -> Vec<V3> {
+    let (prims, _) = face();
+    let mut pos = model_positions(&prims[0]);
+    for &(ch, w) in weights {
+        for (p, d) in pos.iter_mut().zip(&prims[0].targets[target(ch)].0) {
+            for k in 0..3 {
+                p[k] += w * d[k];
+            }
+        }
+    }
+    pos
+}
+
+#[test]
+fn mouth_close_closes_the_open_jaw_and_alone_tucks_the_lower_lip_behind_the_upper() {
+    use Channel::*;
+    let pairs = lip_edge_pairs();
+    assert!(pairs.len() > 8, "only {} lip edge pairs", pairs.len());
+    for w in [1.0, 0.5] {
+        let pos = skin_posed(&[(JawOpen, w), (MouthClose, w)]);
+        for &(up, lo) in &pairs {
+            let gap = len([
+                pos[up][0] - pos[lo][0],
+                pos[up][1] - pos[lo][1],
+                pos[up][2] - pos[lo][2],
+            ]);
+            assert!(
+                gap < 0.001,
+                "jawOpen = mouthClose = {w}: lips {gap} m apart"
+            );
+        }
+    }
+    // Alone, the lower lip's edge rises (linear blending keeps the lips' relative motion), but
+    // it must stay behind the upper lip's skin at the height it reaches instead of arching out
+    // in front of it. Compare on the centre line.
+    let rest = skin_posed(&[]);
+    let pos = skin_posed(&[(MouthClose, 1.0)]);
+    let (up, lo) = *pairs
+        .iter()
+        .min_by(|a, b| rest[a.0][0].abs().total_cmp(&rest[b.0][0].abs()))
+        .expect("a centre pair");
+    let edge = pos[lo];
+    let mouth_y = rest[up][1];
+    // The upper lip's profile: centre-line skin above the mouth line, ordered by height.
+    let mut profile: Vec<V3> = rest
+        .iter()
+        .zip(&pos)
+        .filter(|(r, _)| r[0] == 0.0 && r[1] > mouth_y && r[1] < mouth_y + 0.03 && r[2] > 0.06)
+        .map(|(_, p)| *p)
+        .collect();
+    profile.sort_by(|a, b| a[1].total_cmp(&b[1]));
+    let at = profile
+        .windows(2)
+        .find(|w| w[0][1] <= edge[1] && edge[1] <= w[1][1])
+        .map(|w| {
+            let t = (edge[1] - w[0][1]) / (w[1][1] - w[0][1]);
+            w[0][2] + t * (w[1][2] - w[0][2])
+        })
+        .expect("the upper lip spans the lower lip's height");
+    assert!(
+        edge[2] <= at + 0.0005,
+        "the lower lip's edge sits {} mm in front of the upper lip",
+        (edge[2] - at) * 1e3
+    );
 }

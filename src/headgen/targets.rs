@@ -32,7 +32,15 @@ const JAW_LIP_BAND: f32 = 0.2;
 /// mouth corners.
 const JAW_CORNER_BAND: f32 = 0.15;
 /// Fraction of the jaw's drop at the lips' middle by which `mouthClose` lowers both lips.
-const MOUTH_CLOSE_MEET: f32 = 0.5;
+const MOUTH_CLOSE_MEET: f32 = 0.75;
+/// Latitude over which `mouthClose`'s motion of the upper lip fades upwards: wide, so the
+/// stretch of the lowered upper lip spreads over the skin below the nose.
+const MOUTH_CLOSE_UPPER_REACH: f32 = 0.3;
+/// Latitude over which `mouthClose`'s motion of the lower lip fades downwards.
+const MOUTH_CLOSE_LOWER_REACH: f32 = 0.16;
+/// How far `mouthClose` pushes the upper lip forwards just above its edge (m), so the lower
+/// lip, rising when `mouthClose` is used alone, tucks behind it.
+const MOUTH_CLOSE_TUCK: f32 = 0.003;
 /// Fraction of `jawOpen` that `tongueOut` applies, so the tongue passes between parted lips
 /// instead of through closed ones.
 const TONGUE_JAW: f32 = 0.4;
@@ -344,13 +352,33 @@ fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3
         JawLeft => Vec3::new(0.008, 0.0, 0.0) * jaw,
         MouthClose => {
             // Undoes jawOpen on the lips, so the two together close the lips over the open jaw,
-            // and moves both lips down alike by part of the jaw's drop, so the closed lips meet
-            // between the upper lip and the dropped chin. With linear blending the lower lip
-            // alone must rise by the whole opening above the upper lip; meeting halfway keeps
-            // that overlap near the mouth (the lower lip pushed up over the upper one) instead
-            // of reaching the nose.
-            let meet = Vec3::new(0.0, MOUTH_CLOSE_MEET * lm.jaw_open(lm.lip_centre()).y, 0.0);
-            (meet - lm.jaw_open_skin(v, p)) * lip_rows(v, None, 0.16)
+            // and moves both lips down and back alike by most of the jaw's motion, so the closed
+            // lips meet low, near where the lower lip dropped to. With linear blending the lower
+            // lip alone must still rise by the whole opening relative to the upper lip. Meeting
+            // low keeps that rise small, the upper lip's wide falloff spreads its stretch over
+            // the skin below the nose, and a slight forward push of the upper lip above its edge
+            // keeps the rising lower lip tucked behind it, so alone the mouth reads as pressed
+            // shut instead of the lower lip arching over the upper one.
+            let jaw = lm.jaw_open(lm.lip_centre());
+            let meet = Vec3::new(0.0, MOUTH_CLOSE_MEET * jaw.y, jaw.z);
+            let dp = v.phi - MOUTH_PHI;
+            let upper = match v.slit {
+                Slit::MouthEdge { upper } | Slit::MouthInner { upper } => upper,
+                _ => dp >= 0.0,
+            };
+            let reach = if upper {
+                MOUTH_CLOSE_UPPER_REACH
+            } else {
+                MOUTH_CLOSE_LOWER_REACH
+            };
+            let w = bump(dp.abs(), reach)
+                * smoothstep(MOUTH_HALF + 0.12, MOUTH_HALF - 0.04, v.theta.abs());
+            // Zero on the lip's edge (so the lips still meet with jawOpen), peaking above it.
+            let overlap = match v.slit {
+                Slit::None if dp > 0.0 => smoothstep(0.0, 0.1, dp) * bump(dp, 0.32),
+                _ => 0.0,
+            } * lip_arch(v.theta.abs().min(MOUTH_HALF));
+            (meet - lm.jaw_open_skin(v, p)) * w + Vec3::new(0.0, 0.0, MOUTH_CLOSE_TUCK * overlap)
         }
         MouthFunnel => {
             // The lips part into a rounded opening and push forwards while the corners draw in.
