@@ -105,6 +105,27 @@ impl Scene {
     }
 }
 
+/// Swaps in a reloaded mapping at a frame boundary: `parsed` is the mapping file as re-read
+/// from disk, or why it could not be read. A mapping that fails to parse or to compile against
+/// the avatar is reported and the last good one keeps running.
+pub fn reload_mapping(scene: &mut Scene, parsed: Result<crate::mapping::MappingFile, String>) {
+    let compiled = parsed.and_then(|file| {
+        CompiledMapping::compile(&file, scene.avatar())
+            .map(|m| (m, file.path.clone()))
+            .map_err(|e| e.one_line())
+    });
+    match compiled {
+        Ok((mapping, path)) => {
+            let targets = mapping.targets.len();
+            scene.set_mapping(mapping);
+            tracing::info!(mapping = %path, targets, "mapping reloaded");
+        }
+        Err(error) => {
+            tracing::error!(%error, "mapping reload failed; keeping the last good mapping");
+        }
+    }
+}
+
 /// Percentiles of a sample set, in the samples' unit.
 pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
@@ -158,25 +179,36 @@ pub struct AgeStats {
     pub p99: u64,
 }
 
-/// Renders offscreen at `fps` until `until` returns true, taking the newest frame from
-/// `frames` before each draw. Returns the last image, the number of frames drawn and the sample
-/// ages (microseconds) of the frames that used a new sample.
+/// How a headless run draws: its frame rate and background.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadlessPace {
+    /// Frames per second.
+    pub fps: u32,
+    /// Background colour (straight RGBA).
+    pub background: [f32; 4],
+    /// Whether the output keeps alpha (premultiplied).
+    pub premultiplied: bool,
+}
+
+/// Renders offscreen at `pace.fps` until `until` returns true, calling `before_draw` (for
+/// reloads at a frame boundary) and taking the newest frame from `frames` before each draw.
+/// Returns the last image, the number of frames drawn and the sample ages (microseconds) of the
+/// frames that used a new sample.
 pub fn run_headless(
     scene: &mut Scene,
     ctx: &render::headless::HeadlessContext,
     frames: &mut FrameReceiver,
-    fps: u32,
-    background: [f32; 4],
-    premultiplied: bool,
+    pace: &HeadlessPace,
+    mut before_draw: impl FnMut(&mut Scene),
     mut until: impl FnMut() -> bool,
 ) -> (crate::image::RgbaImage, u64, Vec<u64>) {
-    let period = Duration::from_secs_f64(1.0 / fps.max(1) as f64);
+    let period = Duration::from_secs_f64(1.0 / pace.fps.max(1) as f64);
     let (width, height) = ctx.size();
     let target = DrawTarget {
         width,
         height,
-        clear_color: background,
-        alpha: premultiplied,
+        clear_color: pace.background,
+        alpha: pace.premultiplied,
     };
     let mut latest: Option<FaceFrame> = None;
     let mut ages = Vec::new();
@@ -187,6 +219,7 @@ pub fn run_headless(
             latest = Some(frame);
             ages.push(frame.received.elapsed().as_micros() as u64);
         }
+        before_draw(scene);
         scene.set_frame(latest.as_ref());
         ctx.bind();
         scene.draw(&target);
@@ -346,6 +379,11 @@ impl ApplicationHandler<AppEvent> for StageApp {
 
     fn user_event(&mut self, event_loop: &ActiveEventLoop, event: AppEvent) {
         match event {
+            AppEvent::Mapping(parsed) => {
+                if let Some(scene) = self.scene.as_mut() {
+                    reload_mapping(scene, parsed.map(|f| *f));
+                }
+            }
             AppEvent::Prompt(card) => {
                 self.prompt = card;
                 self.prompt_dirty = true;

@@ -148,6 +148,8 @@ impl FrameReceiver {
 pub enum AppEvent {
     /// The tracking state changed (face lost, fading, reacquired, ...).
     Tracking(crate::calibrate::TrackingState),
+    /// The mapping file was saved: its new content, or why it cannot be read.
+    Mapping(Result<Box<crate::mapping::MappingFile>, String>),
     /// Show this prompt card over the avatar (`None` hides it).
     Prompt(Option<crate::hud::PromptCard>),
     /// Stop the program.

@@ -22,6 +22,7 @@
 //! - [`app`]: the winit application: the stage window, redraws, applying control events.
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
 //! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.
+//! - [`watch`]: file watching with debounce, for hot reload of the mapping.
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
 
 pub mod app;
@@ -40,3 +41,4 @@ pub mod mapping;
 pub mod record;
 pub mod render;
 pub mod sheet;
+pub mod watch;

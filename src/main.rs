@@ -63,6 +63,8 @@ enum Command {
     Sheet(SheetArgs),
     /// Calibrate a performer: a guided routine (or a recording) writes their profile.
     Calibrate(CalibrateArgs),
+    /// Validate a mapping against a model and report what drives nothing.
+    Check(CheckArgs),
     /// Save the raw datagrams a phone sends, with their timing, to a .fwrec file.
     Record(RecordArgs),
     /// Send a recording (.fwrec or a Live Link Face CSV) to facewire or another VMC receiver.
@@ -182,6 +184,16 @@ struct SheetArgs {
     /// Morph path: auto, gpu or cpu.
     #[arg(long, value_name = "MODE")]
     morph: Option<MorphMode>,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// Mapping file; default: the configured one (the default head's for the default head).
+    #[arg(long, value_name = "PATH")]
+    mapping: Option<PathBuf>,
+    /// Avatar file (.glb or .gltf); default: the configured model.
+    #[arg(long, value_name = "PATH")]
+    model: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -327,6 +339,7 @@ fn run() -> Result<()> {
         Some(Command::Listen(args)) => listen(&mut config, args),
         Some(Command::Sheet(args)) => contact_sheet(&mut config, args),
         Some(Command::Calibrate(args)) => calibrate_command(&mut config, args),
+        Some(Command::Check(args)) => check_command(&mut config, args),
         Some(Command::Record(args)) => record_command(&config, args),
         Some(Command::Replay(args)) => replay_command(args),
         Some(Command::GenHead(args)) => {
@@ -355,6 +368,79 @@ fn apply_render_args(config: &mut Config, args: &RenderArgs) {
     }
 }
 
+/// The mapping text and where it came from: `render.mapping`, else (for the default head)
+/// config/mappings/default_head.toml or its built-in copy; `None` means the automatic mapping.
+fn mapping_source(config: &Config) -> Result<Option<(String, String)>> {
+    let default_head = config.render.model.as_os_str().is_empty();
+    let default_file = std::path::Path::new(DEFAULT_HEAD_MAPPING_PATH);
+    let path = if !config.render.mapping.as_os_str().is_empty() {
+        config.render.mapping.clone()
+    } else if default_head && default_file.is_file() {
+        default_file.to_path_buf()
+    } else if default_head {
+        return Ok(Some((
+            mapping::DEFAULT_HEAD_MAPPING.to_string(),
+            DEFAULT_HEAD_MAPPING_PATH.to_string(),
+        )));
+    } else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("reading the mapping {}", path.display()))?;
+    Ok(Some((text, path.display().to_string())))
+}
+
+fn check_command(config: &mut Config, args: CheckArgs) -> Result<()> {
+    if let Some(m) = args.model {
+        config.render.model = m;
+    }
+    if let Some(m) = args.mapping {
+        config.render.mapping = m;
+    }
+    let avatar = if config.render.model.as_os_str().is_empty() {
+        avatar::load_slice(app::DEFAULT_HEAD_GLB, headgen::DEFAULT_HEAD)?
+    } else {
+        avatar::load(&config.render.model)?
+    };
+    let report = match mapping_source(config)? {
+        Some((text, path)) => {
+            println!("checking {path} against {}", avatar.source);
+            mapping::check_text(&text, &path, &avatar)
+        }
+        None => {
+            println!("checking the automatic mapping against {}", avatar.source);
+            mapping::check(&MappingFile::default(), &avatar)
+        }
+    };
+    println!("{report}");
+    if report.has_errors() {
+        bail!("the mapping has errors");
+    }
+    Ok(())
+}
+
+/// Watches the mapping file in use, when there is one on disk, and hands each saved version
+/// (parsed, or why it could not be) to `deliver`.
+fn watch_mapping(
+    config: &Config,
+    mut deliver: impl FnMut(Result<MappingFile, String>) + Send + 'static,
+) -> Result<Option<facewire::watch::FileWatcher>> {
+    let path = if !config.render.mapping.as_os_str().is_empty() {
+        config.render.mapping.clone()
+    } else if config.render.model.as_os_str().is_empty()
+        && std::path::Path::new(DEFAULT_HEAD_MAPPING_PATH).is_file()
+    {
+        PathBuf::from(DEFAULT_HEAD_MAPPING_PATH)
+    } else {
+        return Ok(None);
+    };
+    let watcher = facewire::watch::watch_file(&path, move |p| {
+        deliver(MappingFile::load(p).map_err(|e| e.one_line()));
+    })?;
+    tracing::info!(mapping = %path.display(), "watching the mapping for changes");
+    Ok(Some(watcher))
+}
+
 /// Loads the configured avatar (or the built-in default head) and compiles its mapping.
 fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping)> {
     let default_head = config.render.model.as_os_str().is_empty();
@@ -365,18 +451,9 @@ fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping)> {
     };
     let targets: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
     tracing::info!(model = %avatar.source, meshes = avatar.meshes.len(), targets, "avatar loaded");
-    let default_file = std::path::Path::new(DEFAULT_HEAD_MAPPING_PATH);
-    let file = if !config.render.mapping.as_os_str().is_empty() {
-        Some(MappingFile::load(&config.render.mapping)?)
-    } else if default_head && default_file.is_file() {
-        Some(MappingFile::load(default_file)?)
-    } else if default_head {
-        Some(MappingFile::parse(
-            mapping::DEFAULT_HEAD_MAPPING,
-            DEFAULT_HEAD_MAPPING_PATH,
-        )?)
-    } else {
-        None
+    let file = match mapping_source(config)? {
+        Some((text, path)) => Some(MappingFile::parse(&text, &path)?),
+        None => None,
     };
     let compiled = match &file {
         Some(file) => CompiledMapping::compile(file, &avatar)?,
@@ -622,6 +699,10 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
         TrackingLog::default(),
     )?;
     let input = start_input(config, replay, sink)?;
+    let proxy = event_loop.create_proxy();
+    let _watch = watch_mapping(config, move |parsed| {
+        let _ = proxy.send_event(AppEvent::Mapping(parsed.map(Box::new)));
+    })?;
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
@@ -672,13 +753,24 @@ fn run_headless(
     // frame has been drawn.
     let until_replayed = deadline.is_none() && args.replay.is_some();
     let (clear, premultiplied) = background(config);
+    let (reload_tx, reloads) = mpsc::channel();
+    let _watch = watch_mapping(config, move |parsed| {
+        let _ = reload_tx.send(parsed);
+    })?;
     let (image, drawn, mut ages) = app::run_headless(
         &mut scene,
         &ctx,
         &mut receiver,
-        config.render.headless_fps,
-        clear,
-        premultiplied,
+        &app::HeadlessPace {
+            fps: config.render.headless_fps,
+            background: clear,
+            premultiplied,
+        },
+        |scene| {
+            while let Ok(parsed) = reloads.try_recv() {
+                app::reload_mapping(scene, parsed);
+            }
+        },
         || {
             deadline.is_some_and(|d| Instant::now() >= d)
                 || (until_replayed && input.finished() && receiver_idle(&counters))

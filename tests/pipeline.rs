@@ -695,3 +695,107 @@ fn calibrate_from_a_recording_then_run_with_the_profile() {
         "an unknown name lists the profiles:\n{stderr}"
     );
 }
+
+#[test]
+fn check_passes_the_default_head_and_locates_mistakes() {
+    let output = check(
+        facewire().arg("check").output().unwrap(),
+        "check of the default head",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("no problems found"), "{stdout}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "version = 1\n[map]\nSmile = \"mouthSmileLft\"\n").unwrap();
+    let output = facewire()
+        .args(["check", "--mapping"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("bad.toml:3:"), "{stdout}");
+    assert!(stdout.contains("mouthSmileLeft"), "{stdout}");
+}
+
+#[test]
+fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let mapping = dir.path().join("m.toml");
+    std::fs::write(&mapping, "version = 1\n").unwrap();
+    let out = dir.path().join("last.png");
+    let port = free_udp_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut child = facewire()
+        .args(["run", "--headless", "--exit-after", "8", "--morph", "cpu"])
+        .args([
+            "--size",
+            "200x200",
+            "--listen",
+            &addr.to_string(),
+            "--mapping",
+        ])
+        .arg(&mapping)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let datagrams = [
+        vmc_frame(&[("jawOpen", 1.0)]),
+        vmc_frame(&[("jawOpen", 0.9995)]),
+    ];
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    let mut log = String::new();
+    // Steps: 0 wait for the renderer, 1 write a broken mapping and wait for the error,
+    // 2 write a valid one and wait for the reload, 3 wait for the exit.
+    let mut step = 0;
+    let mut i = 0;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "stuck at step {step}:\n{log}"
+        );
+        let _ = sock.send_to(&datagrams[i % 2], addr);
+        i += 1;
+        std::thread::sleep(Duration::from_millis(20));
+        log.extend(rx.try_iter().map(|l| l + "\n"));
+        match step {
+            0 if log.contains("headless renderer ready")
+                && log.contains("watching the mapping") =>
+            {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::write(&mapping, "version = 1\n[targets]\nauto = 3\n").unwrap();
+                step = 1;
+            }
+            1 if log.contains("mapping reload failed") => {
+                assert!(log.contains("m.toml:3:"), "the error is located:\n{log}");
+                std::fs::write(&mapping, "version = 1\n[targets]\nauto = false\n").unwrap();
+                step = 2;
+            }
+            2 if log.contains("mapping reloaded") => step = 3,
+            _ => {}
+        }
+    }
+    log.extend(rx.iter().map(|l| l + "\n"));
+    assert!(child.wait().unwrap().success(), "{log}");
+    assert_eq!(
+        step, 3,
+        "the reloads did not all happen within the run:\n{log}"
+    );
+    // The last mapping maps nothing: the jaw stays shut although the phone sends jawOpen = 1.
+    let got = RgbaImage::load_png(&out).unwrap();
+    let neutral = snapshot("", "cpu", "200x200", &out_dir("reload").join("neutral.png"));
+    let diff = got.compare(&neutral, 1).unwrap();
+    assert!(diff.fraction_within() >= 0.999, "{diff:?}\n{log}");
+}

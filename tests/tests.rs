@@ -32,3 +32,6 @@ mod protocols;
 
 /// Performer profiles and the guided calibration routine.
 mod profile;
+
+/// The mapping language: constructs, errors, checks.
+mod mapping;

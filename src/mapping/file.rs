@@ -1,12 +1,26 @@
 //! The mapping file (TOML): raw serde types, parsed once with positions kept for error messages.
+//!
+//! Everything that can be checked without the avatar (channel names, curve points, ranges,
+//! unknown keys) is checked here, while the TOML positions are at hand; names that depend on the
+//! avatar (targets, nodes) keep their positions in [`Spanned`] values for
+//! [`super::CompiledMapping::compile`].
 
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::config::{key_offset, line_column, suggest_for};
+use crate::arkit::Channel;
+use crate::config::{key_offset, line_column, nearest, suggest_for};
 
-/// The mapping format version this build reads.
+/// The mapping format version this build writes; it reads every version up to this one.
 pub const VERSION: u32 = 1;
+
+/// Largest magnitude accepted for gains, offsets, clamp bounds and curve points, so that no
+/// finite input can overflow an evaluation.
+pub const MAX_MAGNITUDE: f32 = 1.0e4;
 
 /// Errors reading or compiling a mapping file. Every message names the file, line and column.
 #[derive(Debug, thiserror::Error)]
@@ -36,12 +50,473 @@ pub enum MappingError {
     },
 }
 
-/// `[targets]`: which morph targets follow which channels.
+impl MappingError {
+    /// The error on one line (the hint, if any, after a semicolon), for reports.
+    pub fn one_line(&self) -> String {
+        match self {
+            MappingError::Read { .. } => self.to_string(),
+            MappingError::Invalid {
+                path,
+                line,
+                column,
+                message,
+                hint,
+            } => match hint {
+                Some(h) => format!("{path}:{line}:{column}: {message} (hint: {h})"),
+                None => format!("{path}:{line}:{column}: {message}"),
+            },
+        }
+    }
+}
+
+/// "unknown channel `x`", with the nearest channel name when there is a plausible one.
+pub fn unknown_channel_message(name: &str) -> String {
+    match nearest(name, Channel::ALL.iter().map(|c| c.name())) {
+        Some(best) => format!("unknown channel `{name}`; did you mean `{best}`?"),
+        None => format!(
+            "unknown channel `{name}`; channels are ARKit names such as `jawOpen` or `eyeBlinkLeft`"
+        ),
+    }
+}
+
+/// An ARKit channel written by name in any dialect (`eyeBlinkLeft`, `EyeBlinkLeft`,
+/// `eyeBlink_L`); unknown names are rejected with the nearest valid name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelName(pub Channel);
+
+impl<'de> Deserialize<'de> for ChannelName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Channel::parse(&name)
+            .map(ChannelName)
+            .ok_or_else(|| de::Error::custom(unknown_channel_message(&name)))
+    }
+}
+
+/// A finite number of magnitude at most [`MAX_MAGNITUDE`].
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Finite(pub f32);
+
+impl<'de> Deserialize<'de> for Finite {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if !v.is_finite() || v.abs() > MAX_MAGNITUDE as f64 {
+            return Err(de::Error::custom(format!(
+                "{v} is out of range; use a finite number between -{MAX_MAGNITUDE} and {MAX_MAGNITUDE}"
+            )));
+        }
+        Ok(Finite(v as f32))
+    }
+}
+
+/// A table whose entries keep the file's order and the position of every key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ordered<V>(pub Vec<(Spanned<String>, V)>);
+
+impl<V> Default for Ordered<V> {
+    fn default() -> Self {
+        Ordered(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V_<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for V_<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(key) = map.next_key::<Spanned<String>>()? {
+                    out.push((key, map.next_value()?));
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V_(PhantomData))
+    }
+}
+
+/// How the weighted source channels of one target combine into one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Combine {
+    /// `Σ weight·channel` (the default).
+    #[default]
+    Sum,
+    /// `Π weight·channel`: a corrective that appears only when every source is active.
+    Product,
+    /// `min(weight·channel)`: like product, but linear in the weakest source.
+    Min,
+    /// `max(weight·channel)`.
+    Max,
+}
+
+/// The source channels of a target: `"jawOpen"`, `["mouthSmileLeft", "mouthSmileRight"]`
+/// (weight 1 each) or `{ mouthSmileLeft = 0.5, mouthSmileRight = 0.5 }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sources(pub Vec<(Channel, f32)>);
+
+impl<'de> Deserialize<'de> for Sources {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Sources;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a channel name, an array of channel names, or a table of channel = weight",
+                )
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Sources, E> {
+                Channel::parse(s)
+                    .map(|c| Sources(vec![(c, 1.0)]))
+                    .ok_or_else(|| E::custom(unknown_channel_message(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Sources, A::Error> {
+                let mut out = Vec::new();
+                while let Some(ChannelName(c)) = seq.next_element()? {
+                    out.push((c, 1.0));
+                }
+                Ok(Sources(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sources, A::Error> {
+                let mut out = Vec::new();
+                while let Some(ChannelName(c)) = map.next_key()? {
+                    let Finite(w) = map.next_value()?;
+                    out.push((c, w));
+                }
+                Ok(Sources(out))
+            }
+        }
+        let sources = d.deserialize_any(V)?;
+        if sources.0.is_empty() {
+            return Err(de::Error::custom(
+                "a target needs at least one source channel",
+            ));
+        }
+        for (i, (c, _)) in sources.0.iter().enumerate() {
+            if sources.0[..i].iter().any(|(o, _)| o == c) {
+                return Err(de::Error::custom(format!(
+                    "channel `{c}` is listed twice (dialects such as `eyeBlink_L` and `eyeBlinkLeft` name the same channel)"
+                )));
+            }
+        }
+        Ok(sources)
+    }
+}
+
+/// A response curve as written: `"linear"`, `"smoothstep"`, `{ points = [[x, y], ...] }`
+/// (piecewise linear) or `{ spline = [[x, y], ...] }` (monotone cubic).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum CurveSpec {
+    /// `y = x`.
+    #[default]
+    Linear,
+    /// `y = 3x² − 2x³` on `x` clamped to [0, 1].
+    Smoothstep,
+    /// Straight lines between points (x strictly increasing), flat beyond the ends.
+    Points(Vec<[f32; 2]>),
+    /// A Fritsch–Carlson monotone cubic through the points, flat beyond the ends.
+    Spline(Vec<[f32; 2]>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CurveTable {
+    points: Option<Vec<[Finite; 2]>>,
+    spline: Option<Vec<[Finite; 2]>>,
+}
+
+fn check_points<E: de::Error>(points: Vec<[Finite; 2]>, key: &str) -> Result<Vec<[f32; 2]>, E> {
+    let points: Vec<[f32; 2]> = points.into_iter().map(|[x, y]| [x.0, y.0]).collect();
+    if points.len() < 2 {
+        return Err(E::custom(format!(
+            "a `{key}` curve needs at least two [x, y] points"
+        )));
+    }
+    if let Some(w) = points.windows(2).find(|w| w[1][0] <= w[0][0]) {
+        return Err(E::custom(format!(
+            "curve x values must increase strictly ({} is not above {})",
+            w[1][0], w[0][0]
+        )));
+    }
+    Ok(points)
+}
+
+impl<'de> Deserialize<'de> for CurveSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CurveSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("\"linear\", \"smoothstep\", { points = [[x, y], ...] } or { spline = [[x, y], ...] }")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<CurveSpec, E> {
+                match s {
+                    "linear" => Ok(CurveSpec::Linear),
+                    "smoothstep" => Ok(CurveSpec::Smoothstep),
+                    other => {
+                        let hint = nearest(other, ["linear", "smoothstep"])
+                            .map(|b| format!("; did you mean `{b}`?"))
+                            .unwrap_or_else(|| {
+                                "; use \"linear\", \"smoothstep\", { points = [...] } or { spline = [...] }".into()
+                            });
+                        Err(E::custom(format!("unknown curve `{other}`{hint}")))
+                    }
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CurveSpec, A::Error> {
+                let t = CurveTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                match (t.points, t.spline) {
+                    (Some(p), None) => Ok(CurveSpec::Points(check_points(p, "points")?)),
+                    (None, Some(p)) => Ok(CurveSpec::Spline(check_points(p, "spline")?)),
+                    _ => Err(de::Error::custom(
+                        "a curve table has exactly one of `points` or `spline`",
+                    )),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The output range `[low, high]` of a target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clamp(pub f32, pub f32);
+
+impl Default for Clamp {
+    fn default() -> Self {
+        Clamp(0.0, 1.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Clamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let [Finite(lo), Finite(hi)] = <[Finite; 2]>::deserialize(d)?;
+        if lo > hi {
+            return Err(de::Error::custom(format!(
+                "clamp = [{lo}, {hi}]: the low bound is above the high bound"
+            )));
+        }
+        Ok(Clamp(lo, hi))
+    }
+}
+
+/// The full form of a target entry.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FullTarget {
+    /// The driving channels and their weights.
+    pub sources: Sources,
+    /// How the weighted sources combine.
+    #[serde(default)]
+    pub combine: Combine,
+    /// Multiplies the combined value.
+    #[serde(default = "one")]
+    pub gain: Finite,
+    /// Added after the gain.
+    #[serde(default = "zero")]
+    pub offset: Finite,
+    /// The response curve, applied after gain and offset.
+    #[serde(default)]
+    pub curve: CurveSpec,
+    /// The output range, applied last.
+    #[serde(default)]
+    pub clamp: Clamp,
+}
+
+fn one() -> Finite {
+    Finite(1.0)
+}
+
+fn zero() -> Finite {
+    Finite(0.0)
+}
+
+/// One `[map]` entry: `Target = "channel"` or a table in the full form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetEntry {
+    /// `Target = "channel"`: the target follows the channel (clamped to [0, 1]).
+    Short(Channel),
+    /// `[map.Target]` or `Target = { sources = ..., ... }`.
+    Full(FullTarget),
+}
+
+impl<'de> Deserialize<'de> for TargetEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TargetEntry;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a channel name or a table with `sources`")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<TargetEntry, E> {
+                Channel::parse(s)
+                    .map(TargetEntry::Short)
+                    .ok_or_else(|| E::custom(unknown_channel_message(s)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TargetEntry, A::Error> {
+                FullTarget::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(TargetEntry::Full)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What a group does to its members' weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupMode {
+    /// Nothing (the default): the members stay independent controls.
+    #[default]
+    Free,
+    /// `w_i / max(1, Σ w_j)`: scaled down only when the sum exceeds 1.
+    #[serde(alias = "normalize")]
+    Normalise,
+    /// Only the largest member keeps its weight (the first on ties); the others go to 0.
+    Exclusive,
+    /// Every member is scaled by `(w_i / w_max)^sharpness`: the largest keeps its weight, the
+    /// others fade the further they fall behind it, and nothing jumps when the lead changes.
+    SoftExclusive,
+}
+
+/// `[groups.NAME]`: a named set of targets.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// The member targets (avatar morph target names).
+    pub targets: Vec<Spanned<String>>,
+    /// What the group does.
+    #[serde(default)]
+    pub mode: GroupMode,
+    /// The exponent of `soft-exclusive` (larger is closer to `exclusive`).
+    #[serde(default = "default_sharpness")]
+    pub sharpness: Finite,
+}
+
+fn default_sharpness() -> Finite {
+    Finite(4.0)
+}
+
+/// An avatar axis with a sign: `"x"`, `"-x"`, `"y"`, `"-y"`, `"z"`, `"-z"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Axis {
+    /// 0 for X, 1 for Y, 2 for Z.
+    pub index: usize,
+    /// Whether the direction is reversed.
+    pub negative: bool,
+}
+
+impl Axis {
+    /// +X.
+    pub const X: Axis = Axis {
+        index: 0,
+        negative: false,
+    };
+    /// +Y.
+    pub const Y: Axis = Axis {
+        index: 1,
+        negative: false,
+    };
+    /// +Z.
+    pub const Z: Axis = Axis {
+        index: 2,
+        negative: false,
+    };
+
+    /// The unit vector.
+    pub fn vector(self) -> glam::Vec3 {
+        let mut v = glam::Vec3::ZERO;
+        v[self.index] = if self.negative { -1.0 } else { 1.0 };
+        v
+    }
+}
+
+impl<'de> Deserialize<'de> for Axis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let (negative, name) = match s.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, s.strip_prefix('+').unwrap_or(&s)),
+        };
+        let index = match name {
+            "x" | "X" => 0,
+            "y" | "Y" => 1,
+            "z" | "Z" => 2,
+            _ => {
+                return Err(de::Error::custom(format!(
+                    "`{s}` is not an axis; write \"x\", \"y\", \"z\", \"-x\", \"-y\" or \"-z\""
+                )))
+            }
+        };
+        Ok(Axis { index, negative })
+    }
+}
+
+/// `[head]` and `[neck]`: a node that turns with the stream's head rotation.
+///
+/// The rotation is split into pitch (about X), yaw (about Y) and roll (about Z), in that
+/// order of the arrays; each angle is multiplied by its gain, limited, and applied about the
+/// avatar axis `axes` names for it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BoneSection {
+    /// The node's name; absent: the conventional name where the avatar has it (`Head` for the
+    /// head, none for the neck); `""`: no node.
+    pub node: Option<Spanned<String>>,
+    /// Multiplier of pitch, yaw and roll.
+    pub gain: [Finite; 3],
+    /// Largest pitch, yaw and roll the node takes, in degrees (0 to 180).
+    pub limit_degrees: [Finite; 3],
+    /// The avatar axes that take the stream's pitch, yaw and roll.
+    pub axes: [Axis; 3],
+}
+
+impl Default for BoneSection {
+    fn default() -> Self {
+        BoneSection {
+            node: None,
+            gain: [Finite(1.0); 3],
+            limit_degrees: [Finite(180.0); 3],
+            axes: [Axis::X, Axis::Y, Axis::Z],
+        }
+    }
+}
+
+/// `[jaw]`: a jaw bone opened by a channel.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JawSection {
+    /// The jaw node; absent or `""`: no jaw bone.
+    pub node: Option<Spanned<String>>,
+    /// The channel that opens it.
+    pub channel: ChannelName,
+    /// Degrees the jaw turns at channel weight 1.
+    pub degrees: Finite,
+    /// The axis it turns about (positive angles follow the right-hand rule).
+    pub axis: Axis,
+}
+
+impl Default for JawSection {
+    fn default() -> Self {
+        JawSection {
+            node: None,
+            channel: ChannelName(Channel::JawOpen),
+            degrees: Finite(20.0),
+            axis: Axis::X,
+        }
+    }
+}
+
+/// `[targets]`: the automatic mapping.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TargetsSection {
     /// Every target named after an ARKit channel (any spelling, behind any `Prefix.`) follows
-    /// that channel.
+    /// that channel, unless `[map]` has an entry for it.
     pub auto: bool,
 }
 
@@ -51,30 +526,15 @@ impl Default for TargetsSection {
     }
 }
 
-/// `[head]`: the node that turns with the performer's head.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HeadSection {
-    /// The node's name (empty: the head does not turn).
-    pub node: Spanned<String>,
-}
-
-impl Default for HeadSection {
-    fn default() -> Self {
-        HeadSection {
-            node: Spanned::new(0..0, "Head".into()),
-        }
-    }
-}
-
 /// `[eyes]`: the nodes that turn the eyeballs, and how far the eyeLook channels turn them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EyesSection {
-    /// The avatar's left eye node (the performer's left).
-    pub left: Spanned<String>,
-    /// The avatar's right eye node.
-    pub right: Spanned<String>,
+    /// The avatar's left eye node (the performer's left); absent: `LeftEye` where the avatar
+    /// has it; `""`: none.
+    pub left: Option<Spanned<String>>,
+    /// The avatar's right eye node; absent: `RightEye` where the avatar has it; `""`: none.
+    pub right: Option<Spanned<String>>,
     /// Degrees an eye turns sideways at eyeLookIn or eyeLookOut = 1.
     pub horizontal_degrees: f32,
     /// Degrees an eye turns up at eyeLookUp = 1.
@@ -86,8 +546,8 @@ pub struct EyesSection {
 impl Default for EyesSection {
     fn default() -> Self {
         EyesSection {
-            left: Spanned::new(0..0, "LeftEye".into()),
-            right: Spanned::new(0..0, "RightEye".into()),
+            left: None,
+            right: None,
             horizontal_degrees: 25.0,
             up_degrees: 20.0,
             down_degrees: 25.0,
@@ -99,17 +559,29 @@ impl Default for EyesSection {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MappingFile {
-    /// Format version; must be [`VERSION`].
+    /// Format version; 1.
     pub version: Spanned<u32>,
-    /// `[targets]`.
+    /// `[targets]`: the automatic mapping.
     #[serde(default)]
     pub targets: TargetsSection,
+    /// `[map]`: explicit target entries, short or full form, in file order.
+    #[serde(default)]
+    pub map: Ordered<TargetEntry>,
+    /// `[groups.NAME]`: named sets of targets, in file order.
+    #[serde(default)]
+    pub groups: Ordered<GroupSpec>,
     /// `[head]`.
     #[serde(default)]
-    pub head: HeadSection,
+    pub head: BoneSection,
+    /// `[neck]`.
+    #[serde(default)]
+    pub neck: BoneSection,
     /// `[eyes]`.
     #[serde(default)]
     pub eyes: EyesSection,
+    /// `[jaw]`.
+    #[serde(default)]
+    pub jaw: JawSection,
     /// Where it came from, for error messages.
     #[serde(skip)]
     pub path: String,
@@ -123,8 +595,12 @@ impl Default for MappingFile {
         MappingFile {
             version: Spanned::new(0..0, VERSION),
             targets: TargetsSection::default(),
-            head: HeadSection::default(),
+            map: Ordered::default(),
+            groups: Ordered::default(),
+            head: BoneSection::default(),
+            neck: BoneSection::default(),
             eyes: EyesSection::default(),
+            jaw: JawSection::default(),
             path: "(automatic mapping)".into(),
             text: String::new(),
         }
@@ -151,13 +627,11 @@ impl MappingFile {
         })?;
         file.path = path.into();
         file.text = text.into();
-        if *file.version.get_ref() != VERSION {
+        let version = *file.version.get_ref();
+        if !(1..=VERSION).contains(&version) {
             return Err(file.error_at(
                 file.version.span(),
-                format!(
-                    "mapping version {} is not supported",
-                    file.version.get_ref()
-                ),
+                format!("mapping version {version} is not supported"),
                 Some(format!("this facewire reads `version = {VERSION}`")),
             ));
         }
@@ -173,6 +647,42 @@ impl MappingFile {
                     at..at,
                     format!("eyes.{what} = {value} is out of range"),
                     Some("use degrees between 0 and 90; 20 to 30 suits most avatars".into()),
+                ));
+            }
+        }
+        for (bone, section) in [("head", &file.head), ("neck", &file.neck)] {
+            if section
+                .limit_degrees
+                .iter()
+                .any(|l| !(0.0..=180.0).contains(&l.0))
+            {
+                let at = section_key_offset(text, bone, "limit_degrees");
+                return Err(file.error_at(
+                    at..at,
+                    format!("{bone}.limit_degrees must lie between 0 and 180"),
+                    Some("for example limit_degrees = [40, 70, 30] (pitch, yaw, roll)".into()),
+                ));
+            }
+            let mut seen = [false; 3];
+            for a in section.axes {
+                seen[a.index] = true;
+            }
+            if seen.contains(&false) {
+                let at = section_key_offset(text, bone, "axes");
+                return Err(file.error_at(
+                    at..at,
+                    format!("{bone}.axes must name each of x, y and z once"),
+                    Some("for example axes = [\"-x\", \"y\", \"z\"] (pitch, yaw, roll)".into()),
+                ));
+            }
+        }
+        for (name, group) in &file.groups.0 {
+            if group.sharpness.0 <= 0.0 {
+                let at = name.span().start;
+                return Err(file.error_at(
+                    at..at,
+                    format!("group `{}`: sharpness must be above 0", name.get_ref()),
+                    Some("4 is a good start; larger is closer to `exclusive`".into()),
                 ));
             }
         }
@@ -203,5 +713,55 @@ impl MappingFile {
             message,
             hint,
         }
+    }
+}
+
+/// Byte offset of `key = ...` inside the `[section]` table (or of the section header, or 0).
+fn section_key_offset(text: &str, section: &str, key: &str) -> usize {
+    let header = format!("[{section}]");
+    let Some(start) = text
+        .match_indices(&header)
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || text[..i].ends_with('\n'))
+    else {
+        return key_offset(text, key).unwrap_or(0);
+    };
+    let body = &text[start..];
+    let end = body[1..].find("\n[").map_or(body.len(), |i| i + 2);
+    key_offset(&body[..end], key).map_or(start, |o| start + o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_keeps_order_and_key_positions() {
+        let text = "version = 1\n[map]\nB = \"jawOpen\"\nA = { sources = { eyeBlink_L = 0.5, EyeBlinkRight = 0.5 }, curve = \"smoothstep\" }\n";
+        let f = MappingFile::parse(text, "m.toml").unwrap();
+        assert_eq!(f.map.0.len(), 2);
+        assert_eq!(f.map.0[0].0.get_ref(), "B");
+        assert_eq!(f.map.0[0].0.span().start, text.find("B =").unwrap());
+        assert_eq!(f.map.0[0].1, TargetEntry::Short(Channel::JawOpen));
+        let TargetEntry::Full(full) = &f.map.0[1].1 else {
+            panic!("full form expected")
+        };
+        assert_eq!(
+            full.sources.0,
+            [(Channel::EyeBlinkLeft, 0.5), (Channel::EyeBlinkRight, 0.5)]
+        );
+        assert_eq!(full.curve, CurveSpec::Smoothstep);
+        assert_eq!(full.clamp, Clamp(0.0, 1.0));
+    }
+
+    #[test]
+    fn non_finite_numbers_are_rejected() {
+        let err = MappingFile::parse(
+            "version = 1\n[map.A]\nsources = \"jawOpen\"\ngain = inf\n",
+            "m.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("m.toml:4:8:"), "{err}");
     }
 }

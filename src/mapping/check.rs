@@ -1,0 +1,216 @@
+//! `facewire check`'s report: a mapping file's errors against an avatar, the channels that drive
+//! nothing, the targets nothing drives and the groups that can sum above 1.
+
+use std::fmt;
+
+use super::file::GroupMode;
+use super::{CompiledMapping, MappingFile};
+use crate::arkit::Channel;
+use crate::avatar::Avatar;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// The mapping cannot be used.
+    Error,
+    /// The mapping works but probably not as meant.
+    Warning,
+    /// Worth knowing, often intended.
+    Note,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        })
+    }
+}
+
+/// One line of a [`CheckReport`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finding {
+    /// An error that stops the mapping compiling (one line, with its position and hint).
+    Error(String),
+    /// An ARKit channel that drives no target and no node.
+    UnusedChannel(Channel),
+    /// A morph target no channel drives (it stays at its rest weight).
+    UndrivenTarget {
+        /// The target's name.
+        target: String,
+        /// The mesh's name, or its index.
+        mesh: String,
+    },
+    /// A group without normalisation or exclusivity whose members can sum above 1.
+    GroupCanExceedOne {
+        /// The group's name.
+        group: String,
+        /// The largest possible sum.
+        max_sum: f32,
+    },
+}
+
+impl Finding {
+    /// How serious it is.
+    pub fn severity(&self) -> Severity {
+        match self {
+            Finding::Error(_) => Severity::Error,
+            Finding::GroupCanExceedOne { .. } => Severity::Warning,
+            Finding::UnusedChannel(_) | Finding::UndrivenTarget { .. } => Severity::Note,
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.severity())?;
+        match self {
+            Finding::Error(e) => f.write_str(e),
+            Finding::UnusedChannel(c) => write!(f, "channel `{c}` drives nothing"),
+            Finding::UndrivenTarget { target, mesh } => {
+                write!(f, "target `{target}` (mesh {mesh}) is driven by nothing")
+            }
+            Finding::GroupCanExceedOne { group, max_sum } => write!(
+                f,
+                "group `{group}` can sum to {max_sum} (above 1); set mode = \"normalise\" if its \
+                 shapes are mutually exclusive"
+            ),
+        }
+    }
+}
+
+/// What `facewire check` prints: every finding, errors first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckReport {
+    /// The findings, errors first, then warnings, then notes.
+    pub findings: Vec<Finding>,
+}
+
+impl CheckReport {
+    /// Whether any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.severity() == Severity::Error)
+    }
+
+    /// The channels reported as driving nothing.
+    pub fn unused_channels(&self) -> impl Iterator<Item = Channel> + '_ {
+        self.findings.iter().filter_map(|f| match f {
+            Finding::UnusedChannel(c) => Some(*c),
+            _ => None,
+        })
+    }
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.findings.is_empty() {
+            return writeln!(f, "ok: no problems found");
+        }
+        for finding in &self.findings {
+            writeln!(f, "{finding}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks a parsed mapping file against `avatar`.
+pub fn check(file: &MappingFile, avatar: &Avatar) -> CheckReport {
+    let compiled = match CompiledMapping::build(file, avatar) {
+        Ok(m) => m,
+        Err(errors) => {
+            return CheckReport {
+                findings: errors
+                    .iter()
+                    .map(|e| Finding::Error(e.one_line()))
+                    .collect(),
+            }
+        }
+    };
+    let mut findings = Vec::new();
+    for (g, group) in compiled.groups.iter().enumerate() {
+        if group.mode != GroupMode::Free {
+            continue;
+        }
+        let max_sum: f32 = group
+            .members
+            .iter()
+            .map(|slots| {
+                slots
+                    .first()
+                    .map_or(0.0, |&slot| max_weight(&compiled, avatar, slot))
+            })
+            .sum();
+        if max_sum > 1.0 + 1e-6 {
+            findings.push(Finding::GroupCanExceedOne {
+                group: file
+                    .groups
+                    .0
+                    .get(g)
+                    .map_or_else(|| group.name.clone(), |(n, _)| n.get_ref().clone()),
+                max_sum,
+            });
+        }
+    }
+    let driven = compiled.driven_mask();
+    for c in Channel::ALL {
+        if !driven.contains(c) {
+            findings.push(Finding::UnusedChannel(c));
+        }
+    }
+    for (mesh, m) in avatar.meshes.iter().enumerate() {
+        for (target, name) in m.target_names.iter().enumerate() {
+            if !compiled
+                .targets
+                .iter()
+                .any(|b| b.mesh == mesh && b.target == target)
+            {
+                findings.push(Finding::UndrivenTarget {
+                    target: if name.is_empty() {
+                        format!("#{target}")
+                    } else {
+                        name.clone()
+                    },
+                    mesh: m
+                        .name
+                        .as_deref()
+                        .map_or_else(|| format!("#{mesh}"), |n| format!("`{n}`")),
+                });
+            }
+        }
+    }
+    findings.sort_by_key(Finding::severity);
+    CheckReport { findings }
+}
+
+/// The largest weight a slot can take: its driver's clamp, 1 for pass-through bindings, its
+/// rest weight when nothing drives it.
+fn max_weight(m: &CompiledMapping, avatar: &Avatar, (mesh, target): (usize, usize)) -> f32 {
+    match m
+        .targets
+        .iter()
+        .find(|b| b.mesh == mesh && b.target == target)
+        .and_then(|b| m.drivers.get(b.driver))
+    {
+        Some(d) => d.clamp.map_or(1.0, |(_, hi)| hi),
+        None => avatar
+            .meshes
+            .get(mesh)
+            .and_then(|m| m.default_weights.get(target))
+            .copied()
+            .unwrap_or(0.0),
+    }
+}
+
+/// Parses `text` and checks it against `avatar`; a parse error is the report's only finding.
+pub fn check_text(text: &str, path: &str, avatar: &Avatar) -> CheckReport {
+    match MappingFile::parse(text, path) {
+        Ok(file) => check(&file, avatar),
+        Err(e) => CheckReport {
+            findings: vec![Finding::Error(e.one_line())],
+        },
+    }
+}
