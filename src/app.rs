@@ -384,6 +384,9 @@ impl ApplicationHandler<AppEvent> for StageApp {
                     reload_mapping(scene, parsed.map(|f| *f));
                 }
             }
+            AppEvent::Background(color) => {
+                self.options.config.window.background = crate::config::Color(color);
+            }
             AppEvent::Prompt(card) => {
                 self.prompt = card;
                 self.prompt_dirty = true;

@@ -150,6 +150,8 @@ pub enum AppEvent {
     Tracking(crate::calibrate::TrackingState),
     /// The mapping file was saved: its new content, or why it cannot be read.
     Mapping(Result<Box<crate::mapping::MappingFile>, String>),
+    /// The configuration's stage background changed (straight sRGB RGBA).
+    Background([f32; 4]),
     /// Show this prompt card over the avatar (`None` hides it).
     Prompt(Option<crate::hud::PromptCard>),
     /// Stop the program.

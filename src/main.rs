@@ -333,8 +333,8 @@ fn run() -> Result<()> {
         None => tracing::info!("no configuration file; using defaults"),
     }
     match cli.command {
-        None => run_command(&mut config, cli.run),
-        Some(Command::Run(args)) => run_command(&mut config, args),
+        None => run_command(&mut config, source.as_deref(), cli.run),
+        Some(Command::Run(args)) => run_command(&mut config, source.as_deref(), args),
         Some(Command::Snapshot(args)) => snapshot(&mut config, args),
         Some(Command::Listen(args)) => listen(&mut config, args),
         Some(Command::Sheet(args)) => contact_sheet(&mut config, args),
@@ -610,7 +610,7 @@ fn frame_sink(
     mut sender: bridge::FrameSender,
     notify: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
     log: TrackingLog,
-) -> Result<Box<dyn FrameSink>> {
+) -> Result<(Box<dyn FrameSink>, SettingsSlot)> {
     let mut core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
     if let Some(profile) = profile {
         profile.apply_to(&mut core, &config.smoothing);
@@ -619,7 +619,7 @@ fn frame_sink(
     if forwarder.is_some() {
         tracing::info!(to = ?config.forward.to, "forwarding the calibrated stream as VMC");
     }
-    Ok(Box::new(ConditionerSink::new(
+    let inner = ConditionerSink::new(
         core,
         Box::new(move |frame: FaceFrame| {
             if let Some(f) = forwarder.as_mut() {
@@ -637,7 +637,93 @@ fn frame_sink(
                 let _ = proxy.send_event(AppEvent::Tracking(state));
             }
         }),
-    )))
+    );
+    let slot = SettingsSlot::default();
+    let sink = ReloadableSink {
+        inner,
+        slot: Arc::clone(&slot),
+    };
+    Ok((Box::new(sink), slot))
+}
+
+/// New smoothing and tracking settings waiting for the ingest thread to pick them up.
+type SettingsSlot = Arc<Mutex<Option<(calibrate::SmoothingConfig, calibrate::TrackingConfig)>>>;
+
+/// The conditioner sink, plus settings swapped in on the next tick after a config reload.
+struct ReloadableSink {
+    inner: ConditionerSink,
+    slot: SettingsSlot,
+}
+
+impl FrameSink for ReloadableSink {
+    fn frame(&mut self, frame: FaceFrame) {
+        self.inner.frame(frame);
+    }
+
+    fn tick(&mut self, now: Instant) {
+        let pending = self.slot.try_lock().ok().and_then(|mut slot| slot.take());
+        if let Some((smoothing, tracking)) = pending {
+            let core = self.inner.core_mut();
+            core.set_smoothing(smoothing);
+            core.set_tracking(tracking);
+        }
+        self.inner.tick(now);
+    }
+}
+
+/// Watches the configuration file the program started with and applies what can change live:
+/// smoothing and tracking (through `slot`), the stage background (through `proxy`). Other
+/// changes are reported as needing a restart; a file that fails to parse keeps the running
+/// settings.
+fn watch_config(
+    source: Option<&std::path::Path>,
+    running: &Config,
+    profile: Option<&Profile>,
+    slot: SettingsSlot,
+    proxy: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
+) -> Result<Option<facewire::watch::FileWatcher>> {
+    let Some(path) = source else { return Ok(None) };
+    // Compare saves with the file as it was, not with the running settings, which command-line
+    // flags may have changed.
+    let mut old = Config::load(path).unwrap_or_else(|_| running.clone());
+    let profile_smoothing = profile.and_then(|p| p.smoothing);
+    let watcher = facewire::watch::watch_file(path, move |p| {
+        let new = match Config::load(p) {
+            Ok(new) => new,
+            Err(error) => {
+                tracing::error!(%error, "configuration reload failed; keeping the running settings");
+                return;
+            }
+        };
+        if new.smoothing != old.smoothing || new.tracking != old.tracking {
+            let smoothing = profile_smoothing.unwrap_or(new.smoothing);
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((smoothing, new.tracking));
+            tracing::info!("smoothing and tracking settings reloaded");
+        }
+        if new.window.background != old.window.background {
+            if let Some(proxy) = &proxy {
+                let _ = proxy.send_event(AppEvent::Background(new.window.background.0));
+            }
+            tracing::info!(background = %new.window.background, "background reloaded");
+        }
+        let mut window = new.window.clone();
+        window.background = old.window.background;
+        let restart: Vec<&str> = [
+            ("[window]", window != old.window),
+            ("[ingest]", new.ingest != old.ingest),
+            ("[render]", new.render != old.render),
+            ("[forward]", new.forward != old.forward),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect();
+        if !restart.is_empty() {
+            tracing::warn!(sections = ?restart, "these changes take effect when facewire restarts");
+        }
+        old = new;
+    })?;
+    tracing::info!(config = %path.display(), "watching the configuration for changes");
+    Ok(Some(watcher))
 }
 
 /// Starts the input thread (network listeners, or a replay when `replay` names a file).
@@ -670,7 +756,7 @@ fn start_input(
     })
 }
 
-fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
+fn run_command(config: &mut Config, source: Option<&std::path::Path>, args: RunArgs) -> Result<()> {
     apply_render_args(config, &args.render);
     if !args.listen.is_empty() {
         config.ingest.listen.clone_from(&args.listen);
@@ -680,7 +766,7 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
     }
     let (avatar, mapping) = load_avatar(config)?;
     if args.headless {
-        return run_headless(config, &args, avatar, mapping);
+        return run_headless(config, source, &args, avatar, mapping);
     }
     if args.out.is_some() || args.size.is_some() {
         bail!("--out and --size belong to headless runs; add --headless");
@@ -691,7 +777,7 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
     let (sender, receiver) = bridge::channel(QUEUE);
     let replay = args.replay.as_deref().map(|f| (f, args.speed));
     let profile = performer_profile(&args.profiles, args.performer.as_deref())?;
-    let sink = frame_sink(
+    let (sink, slot) = frame_sink(
         config,
         profile.as_ref(),
         sender,
@@ -699,6 +785,13 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
         TrackingLog::default(),
     )?;
     let input = start_input(config, replay, sink)?;
+    let _config_watch = watch_config(
+        source,
+        config,
+        profile.as_ref(),
+        slot,
+        Some(event_loop.create_proxy()),
+    )?;
     let proxy = event_loop.create_proxy();
     let _watch = watch_mapping(config, move |parsed| {
         let _ = proxy.send_event(AppEvent::Mapping(parsed.map(Box::new)));
@@ -722,6 +815,7 @@ fn run_command(config: &mut Config, args: RunArgs) -> Result<()> {
 
 fn run_headless(
     config: &Config,
+    source: Option<&std::path::Path>,
     args: &RunArgs,
     avatar: Avatar,
     mapping: CompiledMapping,
@@ -738,7 +832,7 @@ fn run_headless(
     let replay = args.replay.as_deref().map(|f| (f, args.speed));
     let tracking = TrackingLog::default();
     let profile = performer_profile(&args.profiles, args.performer.as_deref())?;
-    let sink = frame_sink(
+    let (sink, slot) = frame_sink(
         config,
         profile.as_ref(),
         sender,
@@ -746,6 +840,7 @@ fn run_headless(
         Arc::clone(&tracking),
     )?;
     let input = start_input(config, replay, sink)?;
+    let _config_watch = watch_config(source, config, profile.as_ref(), slot, None)?;
     let deadline = args
         .exit_after
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -946,7 +1041,7 @@ fn live_calibration(
     let performer = args.performer.clone();
     let old_owned = old.cloned();
     if args.no_window {
-        let sink = frame_sink(config, old, sender, None, TrackingLog::default())?;
+        let (sink, _) = frame_sink(config, old, sender, None, TrackingLog::default())?;
         let input = start_input(
             config,
             None,
@@ -968,7 +1063,7 @@ fn live_calibration(
     let event_loop = winit::event_loop::EventLoop::<AppEvent>::with_user_event()
         .build()
         .context("cannot open a window (use --no-window to calibrate on the terminal only)")?;
-    let sink = frame_sink(
+    let (sink, _) = frame_sink(
         config,
         old,
         sender,

@@ -799,3 +799,63 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
     let diff = got.compare(&neutral, 1).unwrap();
     assert!(diff.fraction_within() >= 0.999, "{diff:?}\n{log}");
 }
+
+#[test]
+fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("cfg.toml");
+    let original = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
+    std::fs::write(&config, &original).unwrap();
+    let port = free_udp_port();
+    let mut child = facewire()
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--headless", "--exit-after", "6", "--size", "64x64"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let start = Instant::now();
+    let mut log = String::new();
+    let mut step = 0;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "stuck at step {step}:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        log.extend(rx.try_iter().map(|l| l + "\n"));
+        match step {
+            0 if log.contains("watching the configuration") => {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::write(&config, original.replace("hold = 0.2", "hold = 0.3")).unwrap();
+                step = 1;
+            }
+            1 if log.contains("smoothing and tracking settings reloaded") => {
+                std::fs::write(&config, original.replace("hold = 0.2", "hold = \"long\"")).unwrap();
+                step = 2;
+            }
+            2 if log.contains("configuration reload failed") => {
+                assert!(log.contains("cfg.toml:"), "the error is located:\n{log}");
+                std::fs::write(&config, original.replace("width = 1280", "width = 1920")).unwrap();
+                step = 3;
+            }
+            3 if log.contains("take effect when facewire restarts") => {
+                assert!(log.contains("[window]"), "{log}");
+                step = 4;
+            }
+            _ => {}
+        }
+    }
+    log.extend(rx.iter().map(|l| l + "\n"));
+    assert!(child.wait().unwrap().success(), "{log}");
+    assert_eq!(step, 4, "not every reload happened within the run:\n{log}");
+}
