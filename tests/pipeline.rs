@@ -757,10 +757,12 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let start = Instant::now();
     let mut log = String::new();
-    // Steps: 0 wait for the renderer, 1 write a broken mapping and wait for the error,
-    // 2 write a valid one and wait for the reload, 3 wait for the exit.
+    // Steps: 0 wait for the renderer, then write a valid change (nothing mapped) and wait for
+    // the reload; 1 write a broken file and wait for the error; 2 fix it (everything mapped
+    // again) and wait for the second reload; 3 wait for the exit.
     let mut step = 0;
     let mut i = 0;
+    let reloads = |log: &str| log.matches("mapping reloaded").count();
     while child.try_wait().unwrap().is_none() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
@@ -775,28 +777,37 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
                 && log.contains("watching the mapping") =>
             {
                 std::thread::sleep(Duration::from_millis(300));
-                std::fs::write(&mapping, "version = 1\n[targets]\nauto = 3\n").unwrap();
+                std::fs::write(&mapping, "version = 1\n[targets]\nauto = false\n").unwrap();
                 step = 1;
             }
-            1 if log.contains("mapping reload failed") => {
-                assert!(log.contains("m.toml:3:"), "the error is located:\n{log}");
-                std::fs::write(&mapping, "version = 1\n[targets]\nauto = false\n").unwrap();
+            1 if reloads(&log) == 1 => {
+                std::fs::write(&mapping, "version = 1\n[targets]\nauto = 3\n").unwrap();
                 step = 2;
             }
-            2 if log.contains("mapping reloaded") => step = 3,
+            2 if log.contains("mapping reload failed") => {
+                assert!(log.contains("m.toml:3:"), "the error is located:\n{log}");
+                std::fs::write(&mapping, "version = 1\n[targets]\nauto = true\n").unwrap();
+                step = 3;
+            }
+            3 if reloads(&log) == 2 => step = 4,
             _ => {}
         }
     }
     log.extend(rx.iter().map(|l| l + "\n"));
     assert!(child.wait().unwrap().success(), "{log}");
     assert_eq!(
-        step, 3,
+        step, 4,
         "the reloads did not all happen within the run:\n{log}"
     );
-    // The last mapping maps nothing: the jaw stays shut although the phone sends jawOpen = 1.
+    // The fixed mapping maps everything again: the jaw follows the phone's jawOpen = 1.
     let got = RgbaImage::load_png(&out).unwrap();
-    let neutral = snapshot("", "cpu", "200x200", &out_dir("reload").join("neutral.png"));
-    let diff = got.compare(&neutral, 1).unwrap();
+    let open = snapshot(
+        "jawOpen=1",
+        "cpu",
+        "200x200",
+        &out_dir("reload").join("open.png"),
+    );
+    let diff = got.compare(&open, 1).unwrap();
     assert!(diff.fraction_within() >= 0.999, "{diff:?}\n{log}");
 }
 
