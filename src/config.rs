@@ -27,20 +27,84 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid TOML or has a bad key or value.
-    #[error("{path}:{line}:{column}: {message}{}", hint.as_deref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
-    Parse {
-        /// The file.
-        path: String,
-        /// 1-based line of the problem.
-        line: usize,
-        /// 1-based column of the problem.
-        column: usize,
-        /// What is wrong.
-        message: String,
-        /// A suggested fix, when there is one.
-        hint: Option<String>,
-    },
+    #[error("{0}")]
+    Parse(Located),
 }
+
+/// A problem at a place in a text file (configuration, mapping, profile): printed as
+/// `file:line:column: message`, with a suggested fix on the next line when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The file.
+    pub path: String,
+    /// 1-based line of the problem.
+    pub line: usize,
+    /// 1-based column of the problem.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+    /// A suggested fix, when there is one.
+    pub hint: Option<String>,
+}
+
+impl Located {
+    /// A problem at byte `offset` of `text`, the contents of `path`.
+    pub fn at(
+        path: &str,
+        text: &str,
+        offset: usize,
+        message: String,
+        hint: Option<String>,
+    ) -> Located {
+        let (line, column) = line_column(text, offset);
+        Located {
+            path: path.to_string(),
+            line,
+            column,
+            message,
+            hint,
+        }
+    }
+
+    /// A TOML parse or type error, with a "did you mean" for unknown keys.
+    pub fn from_toml(path: &str, text: &str, error: &toml::de::Error) -> Located {
+        let message = error.message().trim().to_string();
+        let hint = suggest_for(&message);
+        let offset = error.span().map_or(0, |s| s.start);
+        Located::at(path, text, offset, message, hint)
+    }
+
+    /// The problem on one line, the hint in parentheses (for reports and logs).
+    pub fn one_line(&self) -> String {
+        let Located {
+            path,
+            line,
+            column,
+            message,
+            hint,
+        } = self;
+        match hint {
+            Some(h) => format!("{path}:{line}:{column}: {message} (hint: {h})"),
+            None => format!("{path}:{line}:{column}: {message}"),
+        }
+    }
+}
+
+impl fmt::Display for Located {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path, self.line, self.column, self.message
+        )?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Located {}
 
 /// An sRGB colour with straight alpha, written `"#rrggbb"` or `"#rrggbbaa"` in the file.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -309,20 +373,8 @@ impl Config {
     /// Parses TOML text; `path` only labels errors. Relative paths in the file stay relative
     /// (to the working directory).
     pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map(|s| line_column(text, s.start))
-                .unwrap_or((1, 1));
-            let message = e.message().trim().to_string();
-            ConfigError::Parse {
-                path: path.to_string(),
-                line,
-                column,
-                hint: suggest_for(&message),
-                message,
-            }
-        })?;
+        let config: Config = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse(Located::from_toml(path, text, &e)))?;
         config.validate(text, path)?;
         Ok(config)
     }
@@ -352,13 +404,13 @@ impl Config {
     fn validate(&self, text: &str, path: &str) -> Result<(), ConfigError> {
         let fail = |key: &str, message: String, hint: &str| {
             let (line, column) = locate_key(text, key);
-            Err(ConfigError::Parse {
+            Err(ConfigError::Parse(Located {
                 path: path.to_string(),
                 line,
                 column,
                 message,
                 hint: Some(hint.to_string()),
-            })
+            }))
         };
         if !(16..=16384).contains(&self.window.width) || !(16..=16384).contains(&self.window.height)
         {
@@ -391,13 +443,13 @@ impl Config {
             .validate(text)
             .and_then(|()| self.tracking.validate(text))
         {
-            return Err(ConfigError::Parse {
+            return Err(ConfigError::Parse(Located {
                 path: path.to_string(),
                 line,
                 column,
                 message,
                 hint: Some(hint),
-            });
+            }));
         }
         if let Err((key, message, hint)) = self.ingest.check() {
             return fail(key, message, &hint);

@@ -18,7 +18,7 @@ use super::settings::{ClockSource, FilterKind, FilterSpec, Invalid, SmoothingCon
 use super::tracking::{Conditioner, NeutralPose};
 use super::{ChannelRange, MIN_RANGE};
 use crate::arkit::{Channel, COUNT};
-use crate::config::{line_column, nearest, suggest_for};
+use crate::config::{nearest, suggest_for};
 use crate::fsutil::write_atomic;
 
 /// The profile format version this build writes and reads.
@@ -63,19 +63,8 @@ pub enum ProfileError {
         source: std::io::Error,
     },
     /// The file is not valid TOML or holds a bad key or value.
-    #[error("{path}:{line}:{column}: {message}{}", hint.as_deref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
-    Parse {
-        /// The file.
-        path: String,
-        /// 1-based line of the problem.
-        line: usize,
-        /// 1-based column of the problem.
-        column: usize,
-        /// What is wrong.
-        message: String,
-        /// A suggested fix, when there is one.
-        hint: Option<String>,
-    },
+    #[error("{0}")]
+    Parse(crate::config::Located),
     /// The file could not be written (the previous profile, if any, is unchanged).
     #[error("cannot write the profile {}: {source}", path.display())]
     Write {
@@ -248,14 +237,9 @@ impl Profile {
     /// Parses profile text; `path` only labels errors.
     pub fn parse(text: &str, path: &str) -> Result<Profile, ProfileError> {
         let fail = |offset: usize, message: String, hint: Option<String>| {
-            let (line, column) = line_column(text, offset);
-            ProfileError::Parse {
-                path: path.to_string(),
-                line,
-                column,
-                message,
-                hint,
-            }
+            ProfileError::Parse(crate::config::Located::at(
+                path, text, offset, message, hint,
+            ))
         };
         let from_toml = |e: toml::de::Error| {
             let message = e.message().trim().to_string();
@@ -332,13 +316,13 @@ impl Profile {
                 hint,
             }) = smoothing.validate(text)
             {
-                return Err(ProfileError::Parse {
+                return Err(ProfileError::Parse(crate::config::Located {
                     path: path.to_string(),
                     line,
                     column,
                     message,
                     hint: Some(hint),
-                });
+                }));
             }
         }
         Ok(Profile {

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::arkit::Channel;
-use crate::config::{key_offset, line_column, nearest, suggest_for};
+use crate::config::{key_offset, nearest, Located};
 
 /// The mapping format version this build writes; it reads every version up to this one.
 pub const VERSION: u32 = 1;
@@ -35,19 +35,8 @@ pub enum MappingError {
     },
     /// The file is not valid TOML, has an unknown key, a bad value, or names something the
     /// avatar does not have.
-    #[error("{path}:{line}:{column}: {message}{}", hint.as_deref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
-    Invalid {
-        /// The file.
-        path: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// What is wrong.
-        message: String,
-        /// A suggested fix, when there is one.
-        hint: Option<String>,
-    },
+    #[error("{0}")]
+    Invalid(Located),
 }
 
 impl MappingError {
@@ -55,16 +44,7 @@ impl MappingError {
     pub fn one_line(&self) -> String {
         match self {
             MappingError::Read { .. } => self.to_string(),
-            MappingError::Invalid {
-                path,
-                line,
-                column,
-                message,
-                hint,
-            } => match hint {
-                Some(h) => format!("{path}:{line}:{column}: {message} (hint: {h})"),
-                None => format!("{path}:{line}:{column}: {message}"),
-            },
+            MappingError::Invalid(located) => located.one_line(),
         }
     }
 }
@@ -610,21 +590,8 @@ impl Default for MappingFile {
 impl MappingFile {
     /// Parses mapping TOML; `path` labels errors.
     pub fn parse(text: &str, path: &str) -> Result<MappingFile, MappingError> {
-        let mut file: MappingFile = toml::from_str(text).map_err(|e| {
-            let message = e.message().trim().to_string();
-            let hint = suggest_for(&message);
-            let (line, column) = e
-                .span()
-                .map(|s| line_column(text, s.start))
-                .unwrap_or((1, 1));
-            MappingError::Invalid {
-                path: path.into(),
-                line,
-                column,
-                message,
-                hint,
-            }
-        })?;
+        let mut file: MappingFile = toml::from_str(text)
+            .map_err(|e| MappingError::Invalid(Located::from_toml(path, text, &e)))?;
         file.path = path.into();
         file.text = text.into();
         let version = *file.version.get_ref();
@@ -705,14 +672,9 @@ impl MappingFile {
         message: String,
         hint: Option<String>,
     ) -> MappingError {
-        let (line, column) = line_column(&self.text, span.start);
-        MappingError::Invalid {
-            path: self.path.clone(),
-            line,
-            column,
-            message,
-            hint,
-        }
+        MappingError::Invalid(Located::at(
+            &self.path, &self.text, span.start, message, hint,
+        ))
     }
 }
 
