@@ -2,18 +2,20 @@
 //! application that shows it in the stage window, and the headless loop used by
 //! `facewire run --headless`.
 
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use winit::application::ApplicationHandler;
-use winit::event::WindowEvent;
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow};
+use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::WindowId;
 
 use crate::arkit::FaceFrame;
 use crate::avatar::{Avatar, Pose};
 use crate::bridge::{AppEvent, FrameReceiver};
-use crate::config::Config;
+use crate::config::{CameraConfig, Config};
 use crate::mapping::CompiledMapping;
 use crate::render::{self, Camera, DrawTarget, MorphPath, RenderError, Renderer};
 
@@ -31,6 +33,31 @@ pub enum AppError {
     Image(#[from] crate::image::ImageError),
 }
 
+/// Errors saving the stage's camera into the configuration file.
+#[derive(Debug, thiserror::Error)]
+pub enum CameraSaveError {
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file with the new camera would not load (it did not before either, or its
+    /// `[camera]` keys are written in a way the line-based rewrite does not follow); the file
+    /// is left as it was.
+    #[error("the rewritten file would not load, so it was left as it was: {0}")]
+    Rewrite(String),
+    /// The program started without a configuration file and the default one has appeared since;
+    /// it is not overwritten.
+    #[error("{path} exists but was not loaded at start; not overwriting it (add the [camera] values by hand)")]
+    Exists {
+        /// The file that would have been written.
+        path: String,
+    },
+}
+
 /// Everything needed to draw the avatar: the model, its compiled mapping, the GL renderer and
 /// the camera. Owns the renderer, so it must be dropped while its GL context is current.
 pub struct Scene {
@@ -41,6 +68,8 @@ pub struct Scene {
     pose: Pose,
     /// Rest-pose bounds, computed once: the camera frames them every frame.
     bounds: crate::avatar::Aabb,
+    /// The user's framing on top of the automatic one.
+    camera: CameraConfig,
 }
 
 impl Scene {
@@ -59,6 +88,7 @@ impl Scene {
         });
         Ok(Scene {
             bounds,
+            camera: CameraConfig::default(),
             pose: rest.clone(),
             rest,
             mapping,
@@ -85,6 +115,17 @@ impl Scene {
         }
     }
 
+    /// Sets the user's framing (zoom, offset, orbit, field of view); out-of-range values are
+    /// clamped when drawing.
+    pub fn set_camera(&mut self, camera: CameraConfig) {
+        self.camera = camera;
+    }
+
+    /// The user's framing.
+    pub fn camera(&self) -> &CameraConfig {
+        &self.camera
+    }
+
     /// Replaces the mapping (for example with one compiled from a mapping file).
     pub fn set_mapping(&mut self, mapping: CompiledMapping) {
         self.mapping = mapping;
@@ -100,7 +141,7 @@ impl Scene {
     /// Draws the current pose into the bound framebuffer.
     pub fn draw(&mut self, target: &DrawTarget) {
         let aspect = target.width as f32 / target.height.max(1) as f32;
-        let camera = Camera::framing(self.bounds, aspect);
+        let camera = Camera::framed(self.bounds, aspect, &self.camera);
         self.renderer.draw(&self.pose, &camera, target);
     }
 }
@@ -133,6 +174,83 @@ pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     }
     let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[rank.min(sorted.len() - 1)]
+}
+
+/// Spaces frames so that at most `cap` are drawn per second, whatever else paces the loop
+/// (vsync or nothing). Frames are due on a fixed grid, `1/cap` apart, so the long-run rate is
+/// never above the cap; a frame may start an eighth of a period early, so that a display whose
+/// refresh is a hair faster than the cap is not halved by waiting for the next vertical blank.
+/// A loop that falls more than a period behind starts a new grid rather than catching up in a
+/// burst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FramePacer {
+    period: Option<Duration>,
+    next: Option<Instant>,
+}
+
+impl FramePacer {
+    /// A pacer for at most `cap` frames per second; 0 is unlimited.
+    pub fn new(cap: u32) -> FramePacer {
+        FramePacer {
+            period: (cap > 0).then(|| Duration::from_secs_f64(1.0 / f64::from(cap))),
+            next: None,
+        }
+    }
+
+    /// The time between frames at the cap (`None`: unlimited).
+    pub fn period(&self) -> Option<Duration> {
+        self.period
+    }
+
+    /// Whether a frame may start at `now`; when it may, the frame is counted.
+    pub fn try_frame(&mut self, now: Instant) -> bool {
+        let Some(period) = self.period else {
+            return true;
+        };
+        match self.next {
+            Some(next) if now + period / 8 < next => false,
+            Some(next) => {
+                self.next = Some(if now >= next + period {
+                    now + period
+                } else {
+                    next + period
+                });
+                true
+            }
+            None => {
+                self.next = Some(now + period);
+                true
+            }
+        }
+    }
+
+    /// When the next frame may start (`None`: at any time).
+    pub fn next_due(&self) -> Option<Instant> {
+        let (period, next) = (self.period?, self.next?);
+        Some(next.checked_sub(period / 8).unwrap_or(next))
+    }
+}
+
+/// The cap the stage's pacer needs: `fps_cap`, or 0 when vsync already holds the display
+/// (`refresh_mhz`, in millihertz, when known) at or below it, so the two never fight.
+pub fn effective_cap(fps_cap: u32, vsync: bool, refresh_mhz: Option<u32>) -> u32 {
+    match refresh_mhz {
+        Some(mhz)
+            if vsync
+                && fps_cap > 0
+                && mhz > 0
+                && f64::from(mhz) / 1000.0 <= f64::from(fps_cap) + 0.5 =>
+        {
+            0
+        }
+        _ => fps_cap,
+    }
+}
+
+/// Whether to draw: always when rendering continuously; with `render_on_change`, only when a
+/// new frame arrived or something else changed (camera, size, prompt, background, mapping).
+pub fn wants_redraw(render_on_change: bool, new_frame: bool, changed: bool) -> bool {
+    !render_on_change || new_frame || changed
 }
 
 /// What a headless run reports on exit.
@@ -188,18 +306,22 @@ pub struct HeadlessPace {
     pub background: [f32; 4],
     /// Whether the output keeps alpha (premultiplied).
     pub premultiplied: bool,
+    /// Draw only the first frame and then when a new frame arrived or `before_draw` reported a
+    /// change (`window.render_on_change`).
+    pub render_on_change: bool,
 }
 
 /// Renders offscreen at `pace.fps` until `until` returns true, calling `before_draw` (for
-/// reloads at a frame boundary) and taking the newest frame from `frames` before each draw.
-/// Returns the last image, the number of frames drawn and the sample ages (microseconds) of the
-/// frames that used a new sample.
+/// reloads at a frame boundary; it returns whether it changed anything) and taking the newest
+/// frame from `frames` before each draw. With `pace.render_on_change`, a tick with neither a new
+/// frame nor a change draws nothing. Returns the last image, the number of frames drawn and the
+/// sample ages (microseconds) of the frames that used a new sample.
 pub fn run_headless(
     scene: &mut Scene,
     ctx: &render::headless::HeadlessContext,
     frames: &mut FrameReceiver,
     pace: &HeadlessPace,
-    mut before_draw: impl FnMut(&mut Scene),
+    mut before_draw: impl FnMut(&mut Scene) -> bool,
     mut until: impl FnMut() -> bool,
 ) -> (crate::image::RgbaImage, u64, Vec<u64>) {
     let period = Duration::from_secs_f64(1.0 / pace.fps.max(1) as f64);
@@ -214,17 +336,22 @@ pub fn run_headless(
     let mut ages = Vec::new();
     let mut drawn = 0u64;
     let mut next = Instant::now();
+    let mut first = true;
     loop {
-        if let Some(frame) = frames.take_newest() {
+        let new_frame = frames.take_newest();
+        if let Some(frame) = new_frame {
             latest = Some(frame);
             ages.push(frame.received.elapsed().as_micros() as u64);
         }
-        before_draw(scene);
-        scene.set_frame(latest.as_ref());
-        ctx.bind();
-        scene.draw(&target);
-        ctx.finish();
-        drawn += 1;
+        let changed = before_draw(scene) || first;
+        first = false;
+        if wants_redraw(pace.render_on_change, new_frame.is_some(), changed) {
+            scene.set_frame(latest.as_ref());
+            ctx.bind();
+            scene.draw(&target);
+            ctx.finish();
+            drawn += 1;
+        }
         if until() {
             break;
         }
@@ -239,13 +366,283 @@ pub fn run_headless(
     (ctx.read_rgba(), drawn, ages)
 }
 
+/// Zoom factor of one key press or one wheel notch.
+const ZOOM_STEP: f32 = 1.1;
+/// Orbit of one arrow key press, in degrees.
+const ORBIT_STEP: f32 = 5.0;
+/// Orbit per pixel of a left-drag, in degrees.
+const ORBIT_PER_PIXEL: f32 = 0.3;
+/// Vertical move of one PageUp/PageDown press, in head heights.
+const OFFSET_STEP: f32 = 0.05;
+/// Field-of-view change of one `F` press, in degrees.
+const FOV_STEP: f32 = 5.0;
+/// Pixels of a touchpad scroll that count as one wheel notch.
+const PIXELS_PER_NOTCH: f64 = 50.0;
+
+/// What a key does on the stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageKey {
+    /// The camera changed.
+    Camera,
+    /// Save the camera into the configuration file.
+    Save,
+    /// Nothing.
+    None,
+}
+
+/// Applies a stage hotkey to `camera`: `+`/`-` zoom, arrows orbit, PageUp/PageDown move the
+/// camera up and down, `F`/`Shift+F` widen and narrow the field of view, `0` resets, `S` asks
+/// for a save.
+pub fn camera_key(camera: &mut CameraConfig, key: &Key, shift: bool) -> StageKey {
+    let before = *camera;
+    match key {
+        Key::Named(NamedKey::ArrowLeft) => camera.orbit_yaw -= ORBIT_STEP,
+        Key::Named(NamedKey::ArrowRight) => camera.orbit_yaw += ORBIT_STEP,
+        Key::Named(NamedKey::ArrowUp) => camera.orbit_pitch += ORBIT_STEP,
+        Key::Named(NamedKey::ArrowDown) => camera.orbit_pitch -= ORBIT_STEP,
+        Key::Named(NamedKey::PageUp) => camera.offset_y += OFFSET_STEP,
+        Key::Named(NamedKey::PageDown) => camera.offset_y -= OFFSET_STEP,
+        Key::Character(c) => match c.as_str() {
+            // `=` is `+` without Shift on most layouts.
+            "+" | "=" => camera.zoom *= ZOOM_STEP,
+            "-" | "_" => camera.zoom /= ZOOM_STEP,
+            "0" | ")" => *camera = CameraConfig::default(),
+            "f" | "F" if shift => camera.fov -= FOV_STEP,
+            "f" | "F" => camera.fov += FOV_STEP,
+            "s" | "S" => return StageKey::Save,
+            _ => return StageKey::None,
+        },
+        _ => return StageKey::None,
+    }
+    *camera = camera.clamped();
+    if *camera == before {
+        StageKey::None
+    } else {
+        StageKey::Camera
+    }
+}
+
+/// Zooms `camera` by `notches` wheel notches (positive zooms in).
+pub fn camera_wheel(camera: &mut CameraConfig, notches: f32) {
+    if notches.is_finite() {
+        camera.zoom *= ZOOM_STEP.powf(notches.clamp(-20.0, 20.0));
+        *camera = camera.clamped();
+    }
+}
+
+/// Applies a mouse drag of `(dx, dy)` pixels in a window `height` pixels high: the left button
+/// turns the head as if grabbed (the camera orbits the other way), the right or middle button
+/// moves it up and down with the pointer. Returns whether the camera changed.
+pub fn camera_drag(
+    camera: &mut CameraConfig,
+    button: MouseButton,
+    (dx, dy): (f64, f64),
+    height: u32,
+) -> bool {
+    let before = *camera;
+    match button {
+        MouseButton::Left => {
+            camera.orbit_yaw -= dx as f32 * ORBIT_PER_PIXEL;
+            camera.orbit_pitch += dy as f32 * ORBIT_PER_PIXEL;
+        }
+        MouseButton::Right | MouseButton::Middle => {
+            // The picture shows about FRAMING_MARGIN head heights at zoom 1, so the head
+            // follows the pointer.
+            let heights = dy as f32 / height.max(1) as f32 * render::FRAMING_MARGIN;
+            camera.offset_y += heights / camera.zoom.max(0.01);
+        }
+        _ => return false,
+    }
+    *camera = camera.clamped();
+    *camera != before
+}
+
+/// A camera value as written in the file: three decimals at most, always a TOML float.
+fn toml_float(v: f32) -> String {
+    let rounded = (f64::from(v) * 1000.0).round() / 1000.0 + 0.0;
+    let text = format!("{rounded}");
+    if text.contains(['.', 'e', 'E']) {
+        text
+    } else {
+        format!("{text}.0")
+    }
+}
+
+/// Rewrites the `[camera]` table of a configuration file's `text` to hold `camera`, changing
+/// only the values of its keys (indentation and end-of-line comments stay), adding keys that
+/// are missing at the end of the table, or appending the table when there is none. Every other
+/// line is kept byte for byte.
+pub fn rewrite_camera_table(text: &str, camera: &CameraConfig) -> String {
+    let values = [
+        ("zoom", camera.zoom),
+        ("offset_y", camera.offset_y),
+        ("orbit_yaw", camera.orbit_yaw),
+        ("orbit_pitch", camera.orbit_pitch),
+        ("fov", camera.fov),
+    ];
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut written = [false; 5];
+    let mut out = String::with_capacity(text.len() + 128);
+    let mut in_camera = false;
+    let mut seen_camera = false;
+    // Where the camera table's last key line ends in `out` (or its header), for missing keys.
+    let mut insert_at: Option<usize> = None;
+    let flush_missing = |out: &mut String, at: Option<usize>, written: &mut [bool; 5]| {
+        let Some(at) = at else { return };
+        let mut add = String::new();
+        for (i, (key, value)) in values.iter().enumerate() {
+            if !written[i] {
+                add.push_str(&format!("{key} = {}{newline}", toml_float(*value)));
+                written[i] = true;
+            }
+        }
+        out.insert_str(at, &add);
+    };
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            if in_camera {
+                flush_missing(&mut out, insert_at, &mut written);
+            }
+            let name = trimmed
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim();
+            in_camera = !trimmed.starts_with("[[") && name == "camera";
+            out.push_str(line);
+            if in_camera {
+                seen_camera = true;
+                if !line.ends_with('\n') {
+                    out.push_str(newline);
+                }
+                insert_at = Some(out.len());
+            }
+            continue;
+        }
+        if in_camera {
+            let key_end = trimmed
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(trimmed.len());
+            let (key, rest) = trimmed.split_at(key_end);
+            let slot = values.iter().position(|(k, _)| *k == key);
+            if let (Some(i), Some(value_text)) = (slot, rest.trim_start().strip_prefix('=')) {
+                let indent = &line[..line.len() - trimmed.len()];
+                let body = value_text.trim_end_matches(['\n', '\r']);
+                let comment = body.find('#').map(|at| body[at..].trim_end());
+                let ending = &line[line.trim_end_matches(['\n', '\r']).len()..];
+                out.push_str(indent);
+                out.push_str(&format!("{key} = {}", toml_float(values[i].1)));
+                if let Some(comment) = comment {
+                    out.push(' ');
+                    out.push_str(comment);
+                }
+                out.push_str(if ending.is_empty() { newline } else { ending });
+                written[i] = true;
+                insert_at = Some(out.len());
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    if in_camera {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push_str(newline);
+            insert_at = insert_at.map(|at| at.min(out.len()));
+        }
+        flush_missing(&mut out, insert_at, &mut written);
+    }
+    if !seen_camera {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push_str(newline);
+        }
+        if !out.is_empty() {
+            out.push_str(newline);
+        }
+        out.push_str("[camera]");
+        out.push_str(newline);
+        let at = out.len();
+        flush_missing(&mut out, Some(at), &mut written);
+    }
+    out
+}
+
+/// Saves `camera` into the configuration file the program started with (`started_with`), or,
+/// when it started without one, into [`crate::config::DEFAULT_PATH`] if that does not exist.
+/// Only the `[camera]` values change; the result is checked to load before it replaces the
+/// file, atomically. Returns the file written.
+pub fn save_camera(
+    started_with: Option<&Path>,
+    camera: &CameraConfig,
+) -> Result<PathBuf, CameraSaveError> {
+    let camera = camera.clamped();
+    let (path, text) = match started_with {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| CameraSaveError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+            (path.to_path_buf(), text)
+        }
+        None => {
+            let path = PathBuf::from(crate::config::DEFAULT_PATH);
+            if path.exists() {
+                return Err(CameraSaveError::Exists {
+                    path: path.display().to_string(),
+                });
+            }
+            let header = "# facewire configuration: only the stage camera, saved with S on the \
+                          stage.\n# Every other setting keeps its default (see the README).\n";
+            (path, header.to_string())
+        }
+    };
+    let new_text = rewrite_camera_table(&text, &camera);
+    let label = path.display().to_string();
+    match Config::parse(&new_text, &label) {
+        Ok(parsed) if same_camera(&parsed.camera, &camera) => {}
+        Ok(_) => {
+            return Err(CameraSaveError::Rewrite(
+                "the [camera] values did not take; are they written as dotted keys?".into(),
+            ))
+        }
+        Err(error) => return Err(CameraSaveError::Rewrite(error.to_string())),
+    }
+    crate::fsutil::write_atomic(&path, new_text.as_bytes()).map_err(|source| {
+        CameraSaveError::Io {
+            path: label,
+            source,
+        }
+    })?;
+    Ok(path)
+}
+
+/// Whether two cameras agree to the three decimals the file keeps.
+fn same_camera(a: &CameraConfig, b: &CameraConfig) -> bool {
+    let (a, b) = (
+        [a.zoom, a.offset_y, a.orbit_yaw, a.orbit_pitch, a.fov],
+        [b.zoom, b.offset_y, b.orbit_yaw, b.orbit_pitch, b.fov],
+    );
+    a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-3)
+}
+
 /// Options of the stage window.
 #[derive(Debug, Clone)]
 pub struct StageOptions {
-    /// The configuration (window, render sections).
+    /// The configuration (window, render and camera sections).
     pub config: Config,
+    /// The configuration file the program started with, where `S` saves the camera (`None`:
+    /// it started without one).
+    pub config_path: Option<PathBuf>,
     /// Close the window after this long (demos and tests).
     pub exit_after: Option<Duration>,
+}
+
+/// The mouse drag in progress on the stage.
+#[derive(Debug, Clone, Copy)]
+struct Drag {
+    button: MouseButton,
+    last: (f64, f64),
 }
 
 /// The winit application showing the avatar in the stage window.
@@ -261,8 +658,12 @@ pub struct StageApp {
     scene: Option<Scene>,
     window: Option<render::window::GlWindow>,
     error: Option<AppError>,
-    frame_period: Option<Duration>,
-    next_frame: Instant,
+    pacer: FramePacer,
+    /// Something other than a new frame changed since the last draw.
+    dirty: bool,
+    modifiers: ModifiersState,
+    cursor: Option<(f64, f64)>,
+    drag: Option<Drag>,
     exit_at: Option<Instant>,
 }
 
@@ -274,10 +675,9 @@ impl StageApp {
         mapping: CompiledMapping,
         frames: FrameReceiver,
     ) -> StageApp {
-        let frame_period =
-            (!options.config.window.vsync).then(|| Duration::from_secs_f64(1.0 / 60.0));
         StageApp {
             exit_at: options.exit_after.map(|d| Instant::now() + d),
+            pacer: FramePacer::new(options.config.window.fps_cap),
             options,
             avatar: Some((avatar, mapping)),
             frames,
@@ -288,8 +688,10 @@ impl StageApp {
             scene: None,
             window: None,
             error: None,
-            frame_period,
-            next_frame: Instant::now(),
+            dirty: true,
+            modifiers: ModifiersState::empty(),
+            cursor: None,
+            drag: None,
         }
     }
 
@@ -304,10 +706,49 @@ impl StageApp {
         event_loop.exit();
     }
 
+    /// The camera changed: show it at the next paced frame.
+    fn camera_changed(&mut self) {
+        let camera = self.options.config.camera;
+        if let Some(scene) = self.scene.as_mut() {
+            scene.set_camera(camera);
+        }
+        tracing::debug!(?camera, "stage camera changed");
+        self.dirty = true;
+    }
+
+    fn save_camera(&self) {
+        let camera = self.options.config.camera;
+        match save_camera(self.options.config_path.as_deref(), &camera) {
+            Ok(path) => tracing::info!(
+                config = %path.display(),
+                zoom = camera.zoom,
+                offset_y = camera.offset_y,
+                orbit_yaw = camera.orbit_yaw,
+                orbit_pitch = camera.orbit_pitch,
+                fov = camera.fov,
+                "camera saved"
+            ),
+            Err(error) => tracing::error!(%error, ?camera, "camera not saved"),
+        }
+    }
+
+    fn on_key(&mut self, event: &winit::event::KeyEvent) {
+        if event.state != ElementState::Pressed {
+            return;
+        }
+        let shift = self.modifiers.shift_key();
+        match camera_key(&mut self.options.config.camera, &event.logical_key, shift) {
+            StageKey::Camera => self.camera_changed(),
+            StageKey::Save if !event.repeat => self.save_camera(),
+            StageKey::Save | StageKey::None => {}
+        }
+    }
+
     fn redraw(&mut self) {
         let (Some(window), Some(scene)) = (self.window.as_ref(), self.scene.as_mut()) else {
             return;
         };
+        self.dirty = false;
         if let Some(frame) = self.frames.take_newest() {
             self.latest = Some(frame);
         }
@@ -358,12 +799,27 @@ impl ApplicationHandler<AppEvent> for StageApp {
         if cfg.transparent && window.has_alpha() {
             tracing::info!("transparent window: writing premultiplied alpha for OBS");
         }
+        let refresh = window
+            .window()
+            .current_monitor()
+            .and_then(|m| m.refresh_rate_millihertz());
+        let cap = effective_cap(cfg.fps_cap, cfg.vsync, refresh);
+        self.pacer = FramePacer::new(cap);
+        tracing::info!(
+            fps_cap = cfg.fps_cap,
+            vsync = cfg.vsync,
+            refresh_mhz = refresh,
+            paced_at = cap,
+            render_on_change = cfg.render_on_change,
+            "stage frame pacing"
+        );
         let Some((avatar, mapping)) = self.avatar.take() else {
             return;
         };
         match Scene::new(window.gl(), avatar, self.options.config.render.morph) {
             Ok(mut scene) => {
                 scene.set_mapping(mapping);
+                scene.set_camera(self.options.config.camera);
                 tracing::info!(morph = ?scene.morph_path(), "stage ready");
                 self.scene = Some(scene);
             }
@@ -373,23 +829,28 @@ impl ApplicationHandler<AppEvent> for StageApp {
             Ok(overlay) => self.overlay = Some(overlay),
             Err(error) => tracing::warn!(%error, "prompts cannot be shown in the window"),
         }
-        window.window().request_redraw();
+        self.dirty = true;
         self.window = Some(window);
     }
 
     fn user_event(&mut self, event_loop: &ActiveEventLoop, event: AppEvent) {
         match event {
+            // The wake-up itself is the point: about_to_wait then finds the frame.
+            AppEvent::FrameReady => {}
             AppEvent::Mapping(parsed) => {
                 if let Some(scene) = self.scene.as_mut() {
                     reload_mapping(scene, parsed.map(|f| *f));
+                    self.dirty = true;
                 }
             }
             AppEvent::Background(color) => {
                 self.options.config.window.background = crate::config::Color(color);
+                self.dirty = true;
             }
             AppEvent::Prompt(card) => {
                 self.prompt = card;
                 self.prompt_dirty = true;
+                self.dirty = true;
             }
             AppEvent::Tracking(state) => {
                 tracing::debug!(state = state.name(), "stage sees a tracking change");
@@ -404,39 +865,82 @@ impl ApplicationHandler<AppEvent> for StageApp {
             WindowEvent::Resized(size) => {
                 if let Some(w) = self.window.as_mut() {
                     w.resize(size.width, size.height);
-                    w.window().request_redraw();
+                }
+                self.dirty = true;
+            }
+            // Drawn at once: the system asks when the window was uncovered or first shown.
+            WindowEvent::RedrawRequested => self.redraw(),
+            WindowEvent::ModifiersChanged(modifiers) => self.modifiers = modifiers.state(),
+            WindowEvent::KeyboardInput { event, .. } => self.on_key(&event),
+            WindowEvent::MouseWheel { delta, .. } => {
+                let notches = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => y,
+                    MouseScrollDelta::PixelDelta(p) => (p.y / PIXELS_PER_NOTCH) as f32,
+                };
+                let before = self.options.config.camera;
+                camera_wheel(&mut self.options.config.camera, notches);
+                if self.options.config.camera != before {
+                    self.camera_changed();
                 }
             }
-            WindowEvent::RedrawRequested => {
-                self.redraw();
-                if self.frame_period.is_none() {
-                    if let Some(w) = self.window.as_ref() {
-                        w.window().request_redraw();
+            WindowEvent::MouseInput { state, button, .. } => match state {
+                ElementState::Pressed => {
+                    self.drag = self.cursor.map(|last| Drag { button, last });
+                }
+                ElementState::Released => {
+                    if self.drag.is_some_and(|d| d.button == button) {
+                        self.drag = None;
                     }
                 }
+            },
+            WindowEvent::CursorMoved { position, .. } => {
+                let now = (position.x, position.y);
+                self.cursor = Some(now);
+                if let Some(drag) = self.drag.as_mut() {
+                    let delta = (now.0 - drag.last.0, now.1 - drag.last.1);
+                    drag.last = now;
+                    let button = drag.button;
+                    let height = self.window.as_ref().map_or(1, |w| w.size().1);
+                    if camera_drag(&mut self.options.config.camera, button, delta, height) {
+                        self.camera_changed();
+                    }
+                }
+            }
+            WindowEvent::CursorLeft { .. } => {
+                self.cursor = None;
+                self.drag = None;
             }
             _ => {}
         }
     }
 
     fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
-        if self.exit_at.is_some_and(|t| Instant::now() >= t) {
+        let now = Instant::now();
+        if self.exit_at.is_some_and(|t| now >= t) {
             event_loop.exit();
             return;
         }
-        match self.frame_period {
-            // With vsync, swap_buffers paces the loop and each redraw requests the next.
-            None => event_loop.set_control_flow(ControlFlow::Wait),
-            Some(period) => {
-                let now = Instant::now();
-                if now >= self.next_frame {
-                    self.next_frame = (self.next_frame + period).max(now);
-                    if let Some(w) = self.window.as_ref() {
-                        w.window().request_redraw();
-                    }
-                }
-                event_loop.set_control_flow(ControlFlow::WaitUntil(self.next_frame));
-            }
+        let Some(window) = self.window.as_ref() else {
+            event_loop.set_control_flow(ControlFlow::Wait);
+            return;
+        };
+        let render_on_change = self.options.config.window.render_on_change;
+        let new_frame = render_on_change && self.frames.pending() > 0;
+        if !wants_redraw(render_on_change, new_frame, self.dirty) {
+            // Nothing to draw: sleep until the ingest side's FrameReady (or any other event)
+            // wakes the loop, or until it is time to exit.
+            event_loop.set_control_flow(match self.exit_at {
+                Some(at) => ControlFlow::WaitUntil(at),
+                None => ControlFlow::Wait,
+            });
+            return;
+        }
+        if self.pacer.try_frame(now) {
+            // With vsync, swap_buffers paces an uncapped loop; each pass asks for the next.
+            window.window().request_redraw();
+            event_loop.set_control_flow(ControlFlow::Wait);
+        } else if let Some(due) = self.pacer.next_due() {
+            event_loop.set_control_flow(ControlFlow::WaitUntil(due));
         }
     }
 
@@ -463,5 +967,193 @@ mod tests {
         assert_eq!(percentile(&v, 99.0), 99);
         assert_eq!(percentile(&[], 50.0), 0);
         assert_eq!(percentile(&[7], 99.0), 7);
+    }
+
+    #[test]
+    fn pacer_never_exceeds_the_cap() {
+        for cap in [30u32, 60, 144] {
+            let mut pacer = FramePacer::new(cap);
+            let start = Instant::now();
+            // A loop trying to draw every half millisecond for three seconds.
+            let mut drawn = Vec::new();
+            for step in 0..6000u64 {
+                let now = start + Duration::from_micros(step * 500);
+                if pacer.try_frame(now) {
+                    drawn.push(now - start);
+                }
+            }
+            let total = drawn.len() as u32;
+            assert!(total <= 3 * cap + 1, "cap {cap}: {total} frames in 3 s");
+            assert!(
+                total + 2 >= 3 * cap,
+                "cap {cap}: only {total} frames in 3 s"
+            );
+            for window in 0..5 {
+                let from = Duration::from_millis(window * 500);
+                let in_window = drawn
+                    .iter()
+                    .filter(|t| **t >= from && **t < from + Duration::from_secs(1))
+                    .count() as u32;
+                assert!(in_window <= cap + 1, "cap {cap}: {in_window} in one second");
+            }
+        }
+    }
+
+    #[test]
+    fn pacer_restarts_its_grid_after_a_stall_instead_of_bursting() {
+        let mut pacer = FramePacer::new(60);
+        let start = Instant::now();
+        assert!(pacer.try_frame(start));
+        // A one-second stall, then a loop trying every millisecond.
+        let resume = start + Duration::from_secs(1);
+        let burst = (0..20)
+            .filter(|ms| pacer.try_frame(resume + Duration::from_millis(*ms)))
+            .count();
+        assert_eq!(burst, 2, "one frame at once, the next a period later");
+        assert!(pacer.next_due().is_some_and(|due| due > resume));
+        let mut unlimited = FramePacer::new(0);
+        assert!((0..100).all(|_| unlimited.try_frame(start)));
+        assert_eq!(unlimited.next_due(), None);
+    }
+
+    #[test]
+    fn vsync_at_or_below_the_cap_needs_no_pacer() {
+        assert_eq!(effective_cap(60, true, Some(60_000)), 0);
+        assert_eq!(effective_cap(60, true, Some(59_940)), 0);
+        assert_eq!(effective_cap(60, true, Some(144_000)), 60);
+        assert_eq!(effective_cap(60, false, Some(60_000)), 60);
+        assert_eq!(effective_cap(60, true, None), 60);
+        assert_eq!(effective_cap(0, true, Some(60_000)), 0);
+    }
+
+    #[test]
+    fn render_on_change_draws_nothing_while_still() {
+        assert!(!wants_redraw(true, false, false));
+        assert!(wants_redraw(true, true, false));
+        assert!(wants_redraw(true, false, true));
+        assert!(wants_redraw(false, false, false));
+    }
+
+    #[test]
+    fn hotkeys_move_the_camera_and_zero_resets() {
+        let mut c = CameraConfig::default();
+        let ch = |s: &str| Key::Character(s.into());
+        assert_eq!(camera_key(&mut c, &ch("+"), false), StageKey::Camera);
+        assert!(c.zoom > 1.0);
+        camera_key(&mut c, &Key::Named(NamedKey::ArrowRight), false);
+        assert_eq!(c.orbit_yaw, ORBIT_STEP);
+        camera_key(&mut c, &Key::Named(NamedKey::ArrowUp), false);
+        assert_eq!(c.orbit_pitch, ORBIT_STEP);
+        camera_key(&mut c, &Key::Named(NamedKey::PageUp), false);
+        assert!(c.offset_y > 0.0);
+        camera_key(&mut c, &ch("f"), false);
+        assert_eq!(c.fov, 27.0 + FOV_STEP);
+        camera_key(&mut c, &ch("F"), true);
+        camera_key(&mut c, &ch("F"), true);
+        assert_eq!(c.fov, 27.0 - FOV_STEP);
+        assert_eq!(camera_key(&mut c, &ch("s"), false), StageKey::Save);
+        assert_eq!(camera_key(&mut c, &ch("q"), false), StageKey::None);
+        assert_eq!(camera_key(&mut c, &ch("0"), false), StageKey::Camera);
+        assert_eq!(c, CameraConfig::default());
+        // Limits hold however often a key repeats.
+        for _ in 0..100 {
+            camera_key(&mut c, &ch("-"), false);
+            camera_key(&mut c, &Key::Named(NamedKey::ArrowDown), false);
+        }
+        assert_eq!(c.zoom, CameraConfig::ZOOM_RANGE.0);
+        assert_eq!(c.orbit_pitch, -CameraConfig::PITCH_LIMIT);
+        assert_eq!(camera_key(&mut c, &ch("-"), false), StageKey::None);
+    }
+
+    #[test]
+    fn mouse_zooms_orbits_and_moves() {
+        let mut c = CameraConfig::default();
+        camera_wheel(&mut c, 2.0);
+        assert!((c.zoom - ZOOM_STEP * ZOOM_STEP).abs() < 1e-5);
+        camera_wheel(&mut c, f32::NAN);
+        assert!(c.zoom.is_finite());
+        assert!(camera_drag(&mut c, MouseButton::Left, (10.0, 0.0), 720));
+        assert!(c.orbit_yaw < 0.0, "dragging right turns the head right");
+        assert!(camera_drag(&mut c, MouseButton::Right, (0.0, 72.0), 720));
+        assert!(c.offset_y > 0.0, "dragging down moves the head down");
+        assert!(!camera_drag(&mut c, MouseButton::Back, (5.0, 5.0), 720));
+    }
+
+    const FILE: &str = "# top comment\n[window]\ntitle = \"x\" # keep me\n\n[camera]\n# zoom it\nzoom = 1.0   # magnification\n  fov = 27.0\n\n[render]\nheadless_fps = 30\n";
+
+    fn moved() -> CameraConfig {
+        CameraConfig {
+            zoom: 1.331,
+            offset_y: -0.15,
+            orbit_yaw: 20.0,
+            orbit_pitch: 5.0,
+            fov: 35.0,
+        }
+    }
+
+    #[test]
+    fn saving_rewrites_only_the_camera_values() {
+        let out = rewrite_camera_table(FILE, &moved());
+        let parsed = Config::parse(&out, "f.toml").unwrap();
+        assert!(same_camera(&parsed.camera, &moved()), "{out}");
+        assert_eq!(parsed.render.headless_fps, 30);
+        assert_eq!(parsed.window.title, "x");
+        for kept in [
+            "# top comment\n",
+            "title = \"x\" # keep me\n",
+            "# zoom it\n",
+            "zoom = 1.331 # magnification\n",
+            "  fov = 35.0\n",
+            "\n[render]\nheadless_fps = 30\n",
+        ] {
+            assert!(out.contains(kept), "lost {kept:?} in:\n{out}");
+        }
+        // The missing keys go after the table's last key, before the blank line.
+        assert!(
+            out.contains(
+                "fov = 35.0\noffset_y = -0.15\norbit_yaw = 20.0\norbit_pitch = 5.0\n\n[render]"
+            ),
+            "{out}"
+        );
+        // Saving again with the same values changes nothing.
+        assert_eq!(rewrite_camera_table(&out, &moved()), out);
+        // CRLF files keep CRLF, and a file without the table gets one.
+        let crlf = rewrite_camera_table("[window]\r\nvsync = true\r\n", &moved());
+        assert!(crlf.ends_with("[camera]\r\nzoom = 1.331\r\noffset_y = -0.15\r\norbit_yaw = 20.0\r\norbit_pitch = 5.0\r\nfov = 35.0\r\n"), "{crlf:?}");
+        assert!(same_camera(
+            &Config::parse(&crlf, "f").unwrap().camera,
+            &moved()
+        ));
+        let no_newline = rewrite_camera_table("[camera]\nzoom = 2.0", &moved());
+        assert!(same_camera(
+            &Config::parse(&no_newline, "f").unwrap().camera,
+            &moved()
+        ));
+    }
+
+    #[test]
+    fn save_camera_writes_the_started_file_and_refuses_broken_results() {
+        let dir = std::env::temp_dir().join(format!("facewire-camera-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("facewire.toml");
+        std::fs::write(&path, FILE).unwrap();
+        assert_eq!(save_camera(Some(&path), &moved()).unwrap(), path);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("# zoom it\n") && text.contains("title = \"x\" # keep me"));
+        assert!(same_camera(&Config::load(&path).unwrap().camera, &moved()));
+        // Dotted keys elsewhere would clash with the table: the file is left alone.
+        let dotted = "camera.zoom = 1.0\n";
+        std::fs::write(&path, dotted).unwrap();
+        assert!(matches!(
+            save_camera(Some(&path), &moved()),
+            Err(CameraSaveError::Rewrite(_))
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), dotted);
+        let missing = dir.join("missing.toml");
+        assert!(matches!(
+            save_camera(Some(&missing), &moved()),
+            Err(CameraSaveError::Io { .. })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

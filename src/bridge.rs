@@ -146,6 +146,9 @@ impl FrameReceiver {
 /// Control messages from background threads to the winit event loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppEvent {
+    /// A new frame waits in the hand-off queue; sent only when the stage renders on change, to
+    /// wake it.
+    FrameReady,
     /// The tracking state changed (face lost, fading, reacquired, ...).
     Tracking(crate::calibrate::TrackingState),
     /// The mapping file was saved: its new content, or why it cannot be read.

@@ -164,6 +164,11 @@ pub struct WindowConfig {
     pub transparent: bool,
     /// Wait for the display's vertical blank.
     pub vsync: bool,
+    /// The most frames the stage draws per second, with or without vsync; 0 is unlimited.
+    pub fps_cap: u32,
+    /// Draw only when something changed (a new frame from the phone, the camera, the window
+    /// size, a prompt), leaving the GPU to the game and OBS while the face is still.
+    pub render_on_change: bool,
 }
 
 impl Default for WindowConfig {
@@ -175,7 +180,120 @@ impl Default for WindowConfig {
             background: Color([0.0, 177.0 / 255.0, 64.0 / 255.0, 1.0]),
             transparent: false,
             vsync: true,
+            fps_cap: 60,
+            render_on_change: false,
         }
+    }
+}
+
+/// `[camera]`: the stage's framing, applied on top of the automatic head framing; set on the
+/// stage with the mouse or keys and saved with `S`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CameraConfig {
+    /// Magnification by moving the camera closer: 2 halves the distance, showing the head
+    /// twice as large (its nearest parts a little more), 0.5 doubles it.
+    pub zoom: f32,
+    /// Moves the camera and the point it looks at up by this fraction of the head's height
+    /// (negative moves them down), so the head sits lower (higher) in the picture.
+    pub offset_y: f32,
+    /// Orbit around the head in degrees: positive moves the camera towards the avatar's left.
+    pub orbit_yaw: f32,
+    /// Orbit around the head in degrees: positive moves the camera up, looking down at it.
+    pub orbit_pitch: f32,
+    /// Vertical field of view in degrees; the distance changes with it so the head keeps its
+    /// size (a wider lens is closer and shows more perspective).
+    pub fov: f32,
+}
+
+impl Default for CameraConfig {
+    fn default() -> Self {
+        CameraConfig {
+            zoom: 1.0,
+            offset_y: 0.0,
+            orbit_yaw: 0.0,
+            orbit_pitch: 0.0,
+            fov: 27.0,
+        }
+    }
+}
+
+impl CameraConfig {
+    /// The smallest and largest zoom.
+    pub const ZOOM_RANGE: (f32, f32) = (0.2, 8.0);
+    /// The largest vertical offset, in head heights either way.
+    pub const OFFSET_LIMIT: f32 = 2.0;
+    /// The largest orbit pitch either way, in degrees (the camera never flips over the top).
+    pub const PITCH_LIMIT: f32 = 80.0;
+    /// The narrowest and widest field of view, in degrees.
+    pub const FOV_RANGE: (f32, f32) = (5.0, 100.0);
+
+    /// The settings with every value in its range (non-finite values take the default), and
+    /// the yaw wrapped to -180..180 degrees.
+    pub fn clamped(&self) -> CameraConfig {
+        let d = CameraConfig::default();
+        let pick = |v: f32, default: f32, lo: f32, hi: f32| {
+            if v.is_finite() {
+                v.clamp(lo, hi)
+            } else {
+                default
+            }
+        };
+        let yaw = if self.orbit_yaw.is_finite() {
+            (self.orbit_yaw + 180.0).rem_euclid(360.0) - 180.0
+        } else {
+            d.orbit_yaw
+        };
+        CameraConfig {
+            zoom: pick(self.zoom, d.zoom, Self::ZOOM_RANGE.0, Self::ZOOM_RANGE.1),
+            offset_y: pick(
+                self.offset_y,
+                d.offset_y,
+                -Self::OFFSET_LIMIT,
+                Self::OFFSET_LIMIT,
+            ),
+            orbit_yaw: yaw,
+            orbit_pitch: pick(
+                self.orbit_pitch,
+                d.orbit_pitch,
+                -Self::PITCH_LIMIT,
+                Self::PITCH_LIMIT,
+            ),
+            fov: pick(self.fov, d.fov, Self::FOV_RANGE.0, Self::FOV_RANGE.1),
+        }
+    }
+
+    /// Checks the ranges: `Err((key, message, hint))`.
+    fn check(&self) -> Result<(), (&'static str, String, String)> {
+        let (zlo, zhi) = Self::ZOOM_RANGE;
+        let (flo, fhi) = Self::FOV_RANGE;
+        let checks = [
+            ("zoom", self.zoom, zlo, zhi),
+            (
+                "offset_y",
+                self.offset_y,
+                -Self::OFFSET_LIMIT,
+                Self::OFFSET_LIMIT,
+            ),
+            ("orbit_yaw", self.orbit_yaw, -180.0, 180.0),
+            (
+                "orbit_pitch",
+                self.orbit_pitch,
+                -Self::PITCH_LIMIT,
+                Self::PITCH_LIMIT,
+            ),
+            ("fov", self.fov, flo, fhi),
+        ];
+        for (key, value, lo, hi) in checks {
+            if !(value.is_finite() && (lo..=hi).contains(&value)) {
+                return Err((
+                    key,
+                    format!("{key} = {value} is out of range"),
+                    format!("use {lo} to {hi}; `0` on the stage resets the camera"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -367,6 +485,8 @@ pub struct Config {
     pub render: RenderSection,
     /// `[forward]`: the calibrated stream sent on as VMC.
     pub forward: ForwardSection,
+    /// `[camera]`: the stage's framing.
+    pub camera: CameraConfig,
 }
 
 impl Config {
@@ -452,6 +572,16 @@ impl Config {
             }));
         }
         if let Err((key, message, hint)) = self.ingest.check() {
+            return fail(key, message, &hint);
+        }
+        if self.window.fps_cap > 1000 {
+            return fail(
+                "fps_cap",
+                format!("fps_cap = {} is out of range", self.window.fps_cap),
+                "use 0 (unlimited) or a frame rate up to 1000, e.g. fps_cap = 60",
+            );
+        }
+        if let Err((key, message, hint)) = self.camera.check() {
             return fail(key, message, &hint);
         }
         Ok(())

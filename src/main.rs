@@ -126,6 +126,12 @@ struct RunArgs {
     /// Offscreen size, WIDTHxHEIGHT (headless runs; default: the window size).
     #[arg(long, value_name = "WxH")]
     size: Option<Size>,
+    /// The most frames the stage draws per second (0: unlimited), instead of window.fps_cap.
+    #[arg(long, value_name = "FPS")]
+    fps_cap: Option<u32>,
+    /// Draw only when a new frame arrived or something changed (window.render_on_change).
+    #[arg(long)]
+    render_on_change: bool,
 }
 
 #[derive(Debug, Args)]
@@ -545,6 +551,7 @@ fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
     let ctx = HeadlessContext::new(args.size.0, args.size.1)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
     scene.set_mapping(mapping);
+    scene.set_camera(config.camera);
     let (clear, premultiplied) = background(config);
     scene.set_frame(Some(&frame));
     ctx.bind();
@@ -619,6 +626,8 @@ fn frame_sink(
     if forwarder.is_some() {
         tracing::info!(to = ?config.forward.to, "forwarding the calibrated stream as VMC");
     }
+    // A stage that renders only on change sleeps until told that a frame waits.
+    let wake = notify.clone().filter(|_| config.window.render_on_change);
     let inner = ConditionerSink::new(
         core,
         Box::new(move |frame: FaceFrame| {
@@ -626,6 +635,9 @@ fn frame_sink(
                 f.send(&frame);
             }
             sender.send(frame);
+            if let Some(proxy) = &wake {
+                let _ = proxy.send_event(AppEvent::FrameReady);
+            }
         }),
         Box::new(move |state: TrackingState| {
             {
@@ -764,6 +776,12 @@ fn run_command(config: &mut Config, source: Option<&std::path::Path>, args: RunA
     if args.phone.is_some() {
         config.ingest.phone = args.phone;
     }
+    if let Some(cap) = args.fps_cap {
+        config.window.fps_cap = cap;
+    }
+    if args.render_on_change {
+        config.window.render_on_change = true;
+    }
     let (avatar, mapping) = load_avatar(config)?;
     if args.headless {
         return run_headless(config, source, &args, avatar, mapping);
@@ -799,6 +817,7 @@ fn run_command(config: &mut Config, source: Option<&std::path::Path>, args: RunA
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
+            config_path: source.map(std::path::Path::to_path_buf),
             exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
         },
         avatar,
@@ -826,6 +845,7 @@ fn run_headless(
     let ctx = HeadlessContext::new(width, height)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
     scene.set_mapping(mapping);
+    scene.set_camera(config.camera);
     tracing::info!(morph = ?scene.morph_path(), width, height, "headless renderer ready");
     let (sender, mut receiver) = bridge::channel(QUEUE);
     let counters = sender.counters();
@@ -860,11 +880,15 @@ fn run_headless(
             fps: config.render.headless_fps,
             background: clear,
             premultiplied,
+            render_on_change: config.window.render_on_change,
         },
         |scene| {
+            let mut changed = false;
             while let Ok(parsed) = reloads.try_recv() {
                 app::reload_mapping(scene, parsed);
+                changed = true;
             }
+            changed
         },
         || {
             deadline.is_some_and(|d| Instant::now() >= d)
@@ -1094,6 +1118,7 @@ fn live_calibration(
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
+            config_path: None,
             exit_after: None,
         },
         avatar,

@@ -870,3 +870,131 @@ fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
     assert!(child.wait().unwrap().success(), "{log}");
     assert_eq!(step, 4, "not every reload happened within the run:\n{log}");
 }
+
+/// A headless run with nothing in the listed settings but `extra_toml`, listening on a free
+/// port that nothing sends to; returns its report.
+fn quiet_headless_run(name: &str, extra_toml: &str, args: &[&str]) -> serde_json::Value {
+    let dir = out_dir(name);
+    let config = dir.join("facewire.toml");
+    std::fs::write(&config, extra_toml).unwrap();
+    let addr = format!("127.0.0.1:{}", free_udp_port());
+    let output = facewire()
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--headless", "--size", "64x64", "--listen", &addr])
+        .args(args)
+        .output()
+        .unwrap();
+    let output = check(output, name);
+    serde_json::from_str(String::from_utf8(output.stdout).unwrap().trim()).unwrap()
+}
+
+#[test]
+fn headless_frame_rate_holds_over_seconds() {
+    let report = quiet_headless_run(
+        "pace",
+        "[render]\nheadless_fps = 20\n",
+        &["--exit-after", "3"],
+    );
+    let drawn = report["frames_drawn"].as_u64().unwrap();
+    // Three seconds at 20 frames per second: never more than the grid allows, and the run
+    // drew continuously (a loaded machine may draw fewer, never more).
+    assert!(
+        drawn <= 3 * 20 + 1,
+        "{drawn} frames over 3 s at 20 fps: {report}"
+    );
+    assert!(drawn >= 10, "{report}");
+}
+
+#[test]
+fn render_on_change_draws_once_while_nothing_arrives() {
+    let report = quiet_headless_run(
+        "render-on-change",
+        "[window]\nrender_on_change = true\n",
+        &["--exit-after", "2"],
+    );
+    assert_eq!(report["frames_received"].as_u64(), Some(0), "{report}");
+    assert_eq!(report["frames_drawn"].as_u64(), Some(1), "{report}");
+    // The flag does the same as the key.
+    let report = quiet_headless_run(
+        "render-on-change-flag",
+        "",
+        &["--exit-after", "1", "--render-on-change"],
+    );
+    assert_eq!(report["frames_drawn"].as_u64(), Some(1), "{report}");
+}
+
+#[test]
+fn render_on_change_draws_each_new_frame() {
+    let dir = out_dir("render-on-change-frames");
+    let port = free_udp_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut child = facewire()
+        .args([
+            "run",
+            "--headless",
+            "--exit-after",
+            "3",
+            "--render-on-change",
+        ])
+        .args(["--size", "64x64", "--listen", &addr.to_string()])
+        .arg("--out")
+        .arg(dir.join("last.png"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ten frames a second: far below the 60 frames per second a continuous run draws.
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    let mut i = 0u32;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "facewire did not exit"
+        );
+        let _ = sock.send_to(
+            &vmc_frame(&[("JawOpen", 0.5 + (i % 2) as f32 * 0.01)]),
+            addr,
+        );
+        i += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = check(child.wait_with_output().unwrap(), "run --render-on-change");
+    let report: serde_json::Value =
+        serde_json::from_str(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
+    let drawn = report["frames_drawn"].as_u64().unwrap();
+    let received = report["frames_received"].as_u64().unwrap();
+    // Each frame is drawn (they come slower than the frame rate); beyond them only the first
+    // draw and the frames the conditioner adds while it eases in on the new face.
+    assert!(received >= 10, "{report}");
+    assert!(drawn + 2 >= received, "{report}");
+    assert!(drawn <= received + 30, "{report}");
+}
+
+#[test]
+fn snapshot_uses_the_configured_camera() {
+    let dir = out_dir("camera");
+    let config = dir.join("facewire.toml");
+    std::fs::write(&config, "[camera]\nzoom = 2.0\norbit_yaw = 30.0\n").unwrap();
+    let plain = snapshot("", "cpu", "128x128", &dir.join("plain.png"));
+    let framed = snapshot_with(
+        &["--config", config.to_str().unwrap()],
+        "",
+        "cpu",
+        "128x128",
+        &dir.join("framed.png"),
+    );
+    let background = plain.pixel(0, 0);
+    let head = |img: &RgbaImage| {
+        (0..img.height)
+            .flat_map(|y| (0..img.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| img.pixel(x, y) != background)
+            .count()
+    };
+    let (small, large) = (head(&plain), head(&framed));
+    assert!(
+        large > small * 2,
+        "zoom 2 should fill much more: {small} vs {large}"
+    );
+}

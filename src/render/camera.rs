@@ -3,6 +3,7 @@
 use glam::{Mat4, Vec3};
 
 use crate::avatar::Aabb;
+use crate::config::CameraConfig;
 
 /// A perspective camera in world space (right-handed, Y up, OpenGL clip space).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,6 +38,54 @@ impl Camera {
     /// non-finite aspect to 1. The clip planes leave room for the head to turn: they enclose the
     /// box's bounding sphere wherever it rotates around its centre.
     pub fn framing(bounds: Aabb, aspect: f32) -> Camera {
+        Camera::framing_with_fov(bounds, aspect, FRAMING_FOV_Y).0
+    }
+
+    /// [`Camera::framing`] with the user's framing on top: the head framed with `settings.fov`
+    /// (so it keeps its size whatever the lens), then the camera moved `zoom` times closer,
+    /// orbited around the head's centre by yaw and pitch, and raised by `offset_y` head heights
+    /// together with the point it looks at. Out-of-range settings are clamped; the default
+    /// settings give exactly [`Camera::framing`].
+    pub fn framed(bounds: Aabb, aspect: f32, settings: &CameraConfig) -> Camera {
+        let s = settings.clamped();
+        // The default lens is exactly the framing's, bit for bit.
+        let fov_y = if s.fov == CameraConfig::default().fov {
+            FRAMING_FOV_Y
+        } else {
+            s.fov.to_radians()
+        };
+        let (base, radius, height) = Camera::framing_with_fov(bounds, aspect, fov_y);
+        if s == CameraConfig::default() {
+            return base;
+        }
+        let offset = base.eye - base.target;
+        let distance = offset.length() / s.zoom;
+        let orbit = glam::Quat::from_rotation_y(s.orbit_yaw.to_radians())
+            * glam::Quat::from_rotation_x(-s.orbit_pitch.to_radians());
+        let dir = orbit * offset.try_normalize().unwrap_or(Vec3::Z);
+        let lift = Vec3::Y * (s.offset_y * height);
+        let target = base.target + lift;
+        let eye = target + dir * distance;
+        // The head's bounding sphere is centred on the unlifted target; keep all of it between
+        // the clip planes wherever the lift and orbit put the camera.
+        let reach = distance + lift.length();
+        Camera {
+            eye,
+            target,
+            near: (distance - lift.length() - radius * 1.5).max(distance * 0.01),
+            far: reach + radius * 1.5,
+            ..base
+        }
+    }
+
+    /// [`Camera::framing`] with another vertical field of view (radians), with the radius of
+    /// the framed box's bounding sphere and the box's height.
+    fn framing_with_fov(bounds: Aabb, aspect: f32, fov_y: f32) -> (Camera, f32, f32) {
+        let fov_y = if fov_y.is_finite() {
+            fov_y.clamp(0.01, 3.0)
+        } else {
+            FRAMING_FOV_Y
+        };
         let aspect = if aspect.is_finite() && aspect > 0.0 {
             aspect
         } else {
@@ -56,7 +105,7 @@ impl Camera {
             Vec3::ONE
         };
         let half = size * 0.5;
-        let tan = (FRAMING_FOV_Y * 0.5).tan();
+        let tan = (fov_y * 0.5).tan();
         // Distance from the box's front face at which its height and its width both fit.
         let front = (half.y / tan).max(half.x / (tan * aspect)) * FRAMING_MARGIN;
         let eye = Vec3::new(center.x, center.y, center.z + half.z + front);
@@ -64,15 +113,16 @@ impl Camera {
         let radius = half.length();
         let near = (distance - radius * 1.5).max(distance * 0.01);
         let far = distance + radius * 1.5;
-        Camera {
+        let camera = Camera {
             eye,
             target: center,
             up: Vec3::Y,
-            fov_y: FRAMING_FOV_Y,
+            fov_y,
             aspect,
             near,
             far,
-        }
+        };
+        (camera, radius, size.y)
     }
 
     /// The world-to-view matrix.
@@ -201,5 +251,161 @@ mod tests {
         c.up = Vec3::ZERO;
         c.near = -1.0;
         assert!(c.view_proj().is_finite());
+    }
+
+    /// The largest |x| and |y| of the head box's corners in normalised device coordinates,
+    /// and where its centre lands.
+    fn projected(c: &Camera, b: Aabb) -> (f32, f32, Vec3) {
+        let vp = c.view_proj();
+        let (mut x, mut y) = (0.0f32, 0.0f32);
+        for i in 0..8 {
+            let p = Vec3::new(
+                if i & 1 == 0 { b.min.x } else { b.max.x },
+                if i & 2 == 0 { b.min.y } else { b.max.y },
+                if i & 4 == 0 { b.min.z } else { b.max.z },
+            );
+            let ndc = vp.project_point3(p);
+            assert!(
+                ndc.z > -1.0 && ndc.z < 1.0,
+                "corner clipped by depth: {ndc}"
+            );
+            x = x.max(ndc.x.abs());
+            y = y.max(ndc.y.abs());
+        }
+        (x, y, vp.project_point3(b.center()))
+    }
+
+    #[test]
+    fn default_settings_frame_exactly_like_framing() {
+        let c = Camera::framed(head(), 1.5, &CameraConfig::default());
+        assert_eq!(c, Camera::framing(head(), 1.5));
+    }
+
+    #[test]
+    fn zoom_scales_the_head_on_screen() {
+        // Zoom moves the camera closer: the plane through the head's centre scales exactly.
+        let b = head();
+        let top = Vec3::new(b.center().x, b.max.y, b.center().z);
+        let base = Camera::framed(b, 1.0, &CameraConfig::default());
+        let y1 = base.view_proj().project_point3(top).y;
+        let (_, whole1, _) = projected(&base, b);
+        for zoom in [0.5, 2.0] {
+            let s = CameraConfig {
+                zoom,
+                ..CameraConfig::default()
+            };
+            let c = Camera::framed(b, 1.0, &s);
+            let y = c.view_proj().project_point3(top).y;
+            assert!((y / y1 - zoom).abs() < 1e-3, "zoom {zoom}: {y} vs {y1}");
+            let (_, whole, centre) = projected(&c, b);
+            assert_eq!(whole > whole1, zoom > 1.0);
+            assert!(centre.x.abs() < 1e-4 && centre.y.abs() < 1e-4, "{centre}");
+        }
+    }
+
+    #[test]
+    fn offset_moves_the_head_down_the_picture() {
+        let s = CameraConfig {
+            offset_y: 0.25,
+            ..CameraConfig::default()
+        };
+        let c = Camera::framed(head(), 1.0, &s);
+        let (_, _, centre) = projected(&c, head());
+        assert!(
+            centre.y < -0.2,
+            "a raised camera shows the head lower: {centre}"
+        );
+        assert!(centre.x.abs() < 1e-4);
+        let (_, _, forward) = c.basis();
+        assert!(
+            forward.abs_diff_eq(Vec3::NEG_Z, 1e-5),
+            "still level: {forward}"
+        );
+        let down = Camera::framed(
+            head(),
+            1.0,
+            &CameraConfig {
+                offset_y: -0.25,
+                ..CameraConfig::default()
+            },
+        );
+        assert!(projected(&down, head()).2.y > 0.2);
+    }
+
+    #[test]
+    fn orbit_circles_the_head_and_keeps_it_centred() {
+        let base = Camera::framing(head(), 1.0);
+        let distance = (base.eye - base.target).length();
+        let yawed = Camera::framed(
+            head(),
+            1.0,
+            &CameraConfig {
+                orbit_yaw: 30.0,
+                ..CameraConfig::default()
+            },
+        );
+        assert!(
+            yawed.eye.x > 0.0,
+            "yaw moves towards the avatar's left: {}",
+            yawed.eye
+        );
+        assert!(((yawed.eye - yawed.target).length() - distance).abs() < 1e-4);
+        let angle = (yawed.eye - yawed.target).angle_between(base.eye - base.target);
+        assert!((angle.to_degrees() - 30.0).abs() < 1e-3);
+        let pitched = Camera::framed(
+            head(),
+            1.0,
+            &CameraConfig {
+                orbit_pitch: 20.0,
+                ..CameraConfig::default()
+            },
+        );
+        assert!(pitched.eye.y > base.eye.y, "pitch raises the camera");
+        let (_, _, forward) = pitched.basis();
+        assert!(forward.y < 0.0, "and looks down: {forward}");
+        for c in [yawed, pitched] {
+            let (_, _, centre) = projected(&c, head());
+            assert!(centre.x.abs() < 1e-4 && centre.y.abs() < 1e-4, "{centre}");
+        }
+    }
+
+    #[test]
+    fn fov_changes_the_lens_but_keeps_the_head_size() {
+        let narrow = Camera::framing(head(), 1.0);
+        let wide = Camera::framed(
+            head(),
+            1.0,
+            &CameraConfig {
+                fov: 60.0,
+                ..CameraConfig::default()
+            },
+        );
+        assert!((wide.fov_y.to_degrees() - 60.0).abs() < 1e-3);
+        assert!(wide.eye.z < narrow.eye.z, "a wider lens comes closer");
+        assert_ne!(wide.projection(), narrow.projection());
+        let (_, y_wide, _) = projected(&wide, head());
+        let (_, y_narrow, _) = projected(&narrow, head());
+        assert!(
+            y_wide < 1.0 && (y_wide - y_narrow).abs() < 0.15,
+            "{y_wide} vs {y_narrow}"
+        );
+    }
+
+    #[test]
+    fn wild_settings_are_clamped_to_a_finite_camera() {
+        let wild = CameraConfig {
+            zoom: f32::NAN,
+            offset_y: 1e9,
+            orbit_yaw: 725.0,
+            orbit_pitch: -400.0,
+            fov: 0.0,
+        };
+        let c = Camera::framed(head(), 1.0, &wild);
+        assert!(c.view_proj().is_finite(), "{c:?}");
+        assert!(c.near > 0.0 && c.far > c.near);
+        let clamped = wild.clamped();
+        assert_eq!(clamped.zoom, 1.0);
+        assert!((clamped.orbit_yaw - 5.0).abs() < 1e-3);
+        assert_eq!(clamped.orbit_pitch, -CameraConfig::PITCH_LIMIT);
     }
 }
