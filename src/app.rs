@@ -847,6 +847,13 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 self.options.config.window.background = crate::config::Color(color);
                 self.dirty = true;
             }
+            AppEvent::Camera(camera) => {
+                if let Some(scene) = self.scene.as_mut() {
+                    scene.set_camera(camera);
+                }
+                self.options.config.camera = camera;
+                self.dirty = true;
+            }
             AppEvent::Prompt(card) => {
                 self.prompt = card;
                 self.prompt_dirty = true;

@@ -155,6 +155,8 @@ pub enum AppEvent {
     Mapping(Result<Box<crate::mapping::MappingFile>, String>),
     /// The configuration's stage background changed (straight sRGB RGBA).
     Background([f32; 4]),
+    /// The configuration's `[camera]` framing changed.
+    Camera(crate::config::CameraConfig),
     /// Show this prompt card over the avatar (`None` hides it).
     Prompt(Option<crate::hud::PromptCard>),
     /// Stop the program.

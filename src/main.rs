@@ -683,16 +683,24 @@ impl FrameSink for ReloadableSink {
     }
 }
 
+/// Where a reloaded configuration's live changes go besides the ingest thread.
+enum StageLink {
+    /// The stage window: background and camera arrive as events.
+    Window(winit::event_loop::EventLoopProxy<AppEvent>),
+    /// A headless run: the camera arrives through a channel read before each frame.
+    Headless(mpsc::Sender<facewire::config::CameraConfig>),
+}
+
 /// Watches the configuration file the program started with and applies what can change live:
-/// smoothing and tracking (through `slot`), the stage background (through `proxy`). Other
-/// changes are reported as needing a restart; a file that fails to parse keeps the running
-/// settings.
+/// smoothing and tracking (through `slot`), the stage background and camera (through `stage`).
+/// Other changes are reported as needing a restart; a file that fails to parse keeps the
+/// running settings.
 fn watch_config(
     source: Option<&std::path::Path>,
     running: &Config,
     profile: Option<&Profile>,
     slot: SettingsSlot,
-    proxy: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
+    stage: StageLink,
 ) -> Result<Option<facewire::watch::FileWatcher>> {
     let Some(path) = source else { return Ok(None) };
     // Compare saves with the file as it was, not with the running settings, which command-line
@@ -713,10 +721,21 @@ fn watch_config(
             tracing::info!("smoothing and tracking settings reloaded");
         }
         if new.window.background != old.window.background {
-            if let Some(proxy) = &proxy {
+            if let StageLink::Window(proxy) = &stage {
                 let _ = proxy.send_event(AppEvent::Background(new.window.background.0));
             }
             tracing::info!(background = %new.window.background, "background reloaded");
+        }
+        if new.camera != old.camera {
+            match &stage {
+                StageLink::Window(proxy) => {
+                    let _ = proxy.send_event(AppEvent::Camera(new.camera));
+                }
+                StageLink::Headless(tx) => {
+                    let _ = tx.send(new.camera);
+                }
+            }
+            tracing::info!("camera framing reloaded");
         }
         let mut window = new.window.clone();
         window.background = old.window.background;
@@ -808,7 +827,7 @@ fn run_command(config: &mut Config, source: Option<&std::path::Path>, args: RunA
         config,
         profile.as_ref(),
         slot,
-        Some(event_loop.create_proxy()),
+        StageLink::Window(event_loop.create_proxy()),
     )?;
     let proxy = event_loop.create_proxy();
     let _watch = watch_mapping(config, move |parsed| {
@@ -860,7 +879,14 @@ fn run_headless(
         Arc::clone(&tracking),
     )?;
     let input = start_input(config, replay, sink)?;
-    let _config_watch = watch_config(source, config, profile.as_ref(), slot, None)?;
+    let (camera_tx, cameras) = mpsc::channel();
+    let _config_watch = watch_config(
+        source,
+        config,
+        profile.as_ref(),
+        slot,
+        StageLink::Headless(camera_tx),
+    )?;
     let deadline = args
         .exit_after
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -886,6 +912,10 @@ fn run_headless(
             let mut changed = false;
             while let Ok(parsed) = reloads.try_recv() {
                 app::reload_mapping(scene, parsed);
+                changed = true;
+            }
+            while let Ok(camera) = cameras.try_recv() {
+                scene.set_camera(camera);
                 changed = true;
             }
             changed

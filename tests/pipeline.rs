@@ -861,14 +861,22 @@ fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
             }
             3 if log.contains("take effect when facewire restarts") => {
                 assert!(log.contains("[window]"), "{log}");
+                std::fs::write(
+                    &config,
+                    original
+                        .replace("width = 1280", "width = 1920")
+                        .replace("zoom = 1.0", "zoom = 1.5"),
+                )
+                .unwrap();
                 step = 4;
             }
+            4 if log.contains("camera framing reloaded") => step = 5,
             _ => {}
         }
     }
     log.extend(rx.iter().map(|l| l + "\n"));
     assert!(child.wait().unwrap().success(), "{log}");
-    assert_eq!(step, 4, "not every reload happened within the run:\n{log}");
+    assert_eq!(step, 5, "not every reload happened within the run:\n{log}");
 }
 
 /// A headless run with nothing in the listed settings but `extra_toml`, listening on a free
