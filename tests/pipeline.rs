@@ -748,7 +748,7 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
     let mut child = facewire()
         .arg("--config")
         .arg(patient_config(dir.path()))
-        .args(["run", "--headless", "--exit-after", "8", "--morph", "cpu"])
+        .args(["run", "--headless", "--exit-after", "12", "--morph", "cpu"])
         .args([
             "--size",
             "200x200",
@@ -841,7 +841,7 @@ fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
     let mut child = facewire()
         .arg("--config")
         .arg(&config)
-        .args(["run", "--headless", "--exit-after", "6", "--size", "64x64"])
+        .args(["run", "--headless", "--exit-after", "12", "--size", "64x64"])
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
