@@ -36,6 +36,7 @@ pub use osc::MAX_BUNDLE_DEPTH;
 pub use phone::{
     Decoded, PhoneDecoder, PhoneProtocol, PhoneStats, ProtocolError, MAX_PHONE_DATAGRAM,
 };
+pub(crate) use server::poll_recv_any;
 pub use server::{
     default_addr, spawn, BoundListener, FrameSink, IngestConfig, IngestError, IngestHandle,
     ListenKind, NetStats, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT, TICK_PERIOD,

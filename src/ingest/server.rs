@@ -842,8 +842,9 @@ impl Receiver {
 }
 
 /// Polls every socket once, starting after the one that delivered last (so one busy socket cannot
-/// starve the others), and returns the first datagram or error with the socket's index.
-fn poll_recv_any(
+/// starve the others), and returns the first datagram or error with the socket's index. The
+/// recorder reads its sockets the same way.
+pub(crate) fn poll_recv_any(
     cx: &mut Context<'_>,
     sockets: &[UdpSocket],
     buf: &mut [u8],

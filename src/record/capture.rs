@@ -5,19 +5,17 @@ use std::future::poll_fn;
 use std::io::{self, BufWriter};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use tracing::{debug, error, info, trace, warn};
 
 use super::format::{FormatError, Header, Writer};
 use super::RecordError;
-use crate::ingest::{RateLimiter, MAX_DATAGRAM};
+use crate::ingest::{poll_recv_any, RateLimiter, MAX_DATAGRAM};
 
 /// The name of the recorder thread.
 const THREAD_NAME: &str = "facewire-record";
@@ -64,12 +62,12 @@ pub struct RecordStats {
 }
 
 /// What the recorder thread shares with its handle.
-#[derive(Debug, Default)]
-struct Shared {
-    /// The counters.
-    stats: Mutex<RecordStats>,
-    /// Signalled when `stats.finished` becomes true.
-    finished: Condvar,
+type Shared = super::Progress<RecordStats>;
+
+impl super::Finish for RecordStats {
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
 }
 
 /// The running recorder. Dropping it stops the recorder (and keeps what was recorded), like
@@ -94,27 +92,13 @@ impl RecorderHandle {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> RecordStats {
-        *self
-            .shared
-            .stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.snapshot()
     }
 
     /// Waits up to `timeout` for the recorder to stop by itself (a limit reached or a write
     /// failure); returns whether it has.
     pub fn wait_finished(&self, timeout: Duration) -> bool {
-        let guard = self
-            .shared
-            .stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (guard, _) = self
-            .shared
-            .finished
-            .wait_timeout_while(guard, timeout, |stats| !stats.finished)
-            .unwrap_or_else(PoisonError::into_inner);
-        guard.finished
+        self.shared.wait_finished(timeout)
     }
 
     /// Stops recording, flushes the file and returns the final counters, or the error that
@@ -268,16 +252,12 @@ impl Recorder {
         });
         let result = result.and(flushed);
         let stats = {
-            let mut stats = self
-                .shared
-                .stats
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut stats = self.shared.lock();
             stats.elapsed = self.start.elapsed();
             stats.finished = true;
             *stats
         };
-        self.shared.finished.notify_all();
+        self.shared.notify();
         match &result {
             Ok(()) => info!(
                 datagrams = stats.datagrams,
@@ -307,10 +287,15 @@ impl Recorder {
                 biased;
                 _ = stopped.changed() => Event::Stop,
                 _ = check.tick() => Event::Check,
-                (socket, result) = poll_fn(|cx| poll_recv_any(cx, &self.sockets, &mut buf, &mut next_socket)) => {
+                (index, result) = poll_fn(|cx| poll_recv_any(cx, &self.sockets, &mut buf, &mut next_socket)) => {
                     match result {
                         Ok((len, from)) => Event::Datagram(len, from),
-                        Err(err) => Event::RecvError(socket, err),
+                        Err(err) => {
+                            let socket = self.sockets[index]
+                                .local_addr()
+                                .unwrap_or_else(|_| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
+                            Event::RecvError(socket, err)
+                        }
                     }
                 }
             };
@@ -361,10 +346,7 @@ impl Recorder {
 
     /// The counters, locked.
     fn lock_stats(&self) -> std::sync::MutexGuard<'_, RecordStats> {
-        self.shared
-            .stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.lock()
     }
 
     /// Whether the datagram count or duration limit is reached.
@@ -379,31 +361,6 @@ impl Recorder {
             .is_some_and(|max| self.start.elapsed() >= max);
         count || time
     }
-}
-
-/// Polls every socket once, starting after the one that delivered last (so one busy socket cannot
-/// starve the others), and returns the first datagram or error with the socket's address.
-fn poll_recv_any(
-    cx: &mut Context<'_>,
-    sockets: &[UdpSocket],
-    buf: &mut [u8],
-    next: &mut usize,
-) -> Poll<(SocketAddr, io::Result<(usize, SocketAddr)>)> {
-    let count = sockets.len();
-    for k in 0..count {
-        let i = (*next + k) % count;
-        let socket = &sockets[i];
-        let mut read = ReadBuf::new(buf);
-        if let Poll::Ready(result) = socket.poll_recv_from(cx, &mut read) {
-            *next = (i + 1) % count;
-            let local = socket
-                .local_addr()
-                .unwrap_or_else(|_| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
-            let len = read.filled().len();
-            return Poll::Ready((local, result.map(|from| (len, from))));
-        }
-    }
-    Poll::Pending
 }
 
 #[cfg(test)]

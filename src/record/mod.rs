@@ -23,7 +23,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::arkit::FaceFrame;
@@ -454,4 +454,46 @@ fn row_frame(row: &LlfRow, received: Instant) -> FaceFrame {
     // `to_frame` adds the row's time to its start; here the caller has already placed the row.
     frame.received = received;
     frame
+}
+
+/// Counters a worker thread (recorder, replay) publishes and its handle reads, with a signal
+/// for when the work is finished.
+#[derive(Debug, Default)]
+pub(crate) struct Progress<S> {
+    /// The counters.
+    stats: Mutex<S>,
+    /// Signalled when the counters say the work is finished.
+    finished: Condvar,
+}
+
+/// Counters that can say the work they count is finished.
+pub(crate) trait Finish {
+    /// Whether the work is finished.
+    fn is_finished(&self) -> bool;
+}
+
+impl<S: Copy + Finish> Progress<S> {
+    /// The counters, locked for an update; call [`Progress::notify`] after setting finished.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, S> {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A snapshot of the counters.
+    pub(crate) fn snapshot(&self) -> S {
+        *self.lock()
+    }
+
+    /// Wakes [`Progress::wait_finished`].
+    pub(crate) fn notify(&self) {
+        self.finished.notify_all();
+    }
+
+    /// Waits up to `timeout` for the counters to say finished; returns whether they do.
+    pub(crate) fn wait_finished(&self, timeout: Duration) -> bool {
+        let (guard, _) = self
+            .finished
+            .wait_timeout_while(self.lock(), timeout, |stats| !stats.is_finished())
+            .unwrap_or_else(PoisonError::into_inner);
+        guard.is_finished()
+    }
 }

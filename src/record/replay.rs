@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -247,12 +247,12 @@ pub fn replay_to(
 }
 
 /// What the replay thread shares with its handle.
-#[derive(Debug, Default)]
-struct Shared {
-    /// The counters.
-    stats: Mutex<ReplayStats>,
-    /// Signalled when `stats.finished` becomes true.
-    finished: Condvar,
+type Shared = super::Progress<ReplayStats>;
+
+impl super::Finish for ReplayStats {
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
 }
 
 /// The running replay thread. Dropping it stops the thread, like [`ReplayHandle::shutdown`].
@@ -269,27 +269,13 @@ pub struct ReplayHandle {
 impl ReplayHandle {
     /// A snapshot of the counters.
     pub fn stats(&self) -> ReplayStats {
-        *self
-            .shared
-            .stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.snapshot()
     }
 
     /// Waits up to `timeout` for every item to be replayed; returns whether it has (never, for a
     /// looped replay).
     pub fn wait_finished(&self, timeout: Duration) -> bool {
-        let guard = self
-            .shared
-            .stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (guard, _) = self
-            .shared
-            .finished
-            .wait_timeout_while(guard, timeout, |stats| !stats.finished)
-            .unwrap_or_else(PoisonError::into_inner);
-        guard.finished
+        self.shared.wait_finished(timeout)
     }
 
     /// Stops the thread, waits for it, and returns the final counters.
@@ -446,9 +432,9 @@ fn run(
 
 /// Publishes the counters and wakes [`ReplayHandle::wait_finished`] when finished.
 fn publish(shared: &Shared, stats: &ReplayStats) {
-    *shared.stats.lock().unwrap_or_else(PoisonError::into_inner) = *stats;
+    *shared.lock() = *stats;
     if stats.finished {
-        shared.finished.notify_all();
+        shared.notify();
     }
 }
 
@@ -456,6 +442,7 @@ fn publish(shared: &Shared, stats: &ReplayStats) {
 mod tests {
     use super::*;
     use crate::record::{Header, Record};
+    use std::sync::Mutex;
 
     fn recording(offsets_ms: &[u64]) -> Recording {
         let records = offsets_ms
