@@ -13,6 +13,8 @@
 //! - [`bridge`]: the newest-wins ringbuf hand-off to the render thread and the control events.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
+//! - [`motion`]: the frame to draw at each redraw, interpolated between the frames received
+//!   (smooth motion at the display rate, one sender period late).
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
 //! - [`avatar`]: glTF/GLB loading into CPU structures and the CPU reference blend.
 //! - [`headgen`]: the generator of the default head in `models/`.
@@ -38,6 +40,7 @@ pub mod hud;
 pub mod image;
 pub mod ingest;
 pub mod mapping;
+pub mod motion;
 pub mod record;
 pub mod render;
 pub mod sheet;

@@ -456,7 +456,7 @@ async fn tracking_loss_sequence_on_paused_tokio_time() {
     let mut i = 0u32;
     while now() - t0 < Duration::from_millis(500) {
         advance(tick).await;
-        let out = if i % 2 == 0 {
+        let out = if i.is_multiple_of(2) {
             let jaw = 0.6 + 0.02 * ((i / 2) % 3) as f32;
             let t = now();
             core.on_frame(&frame(t, jaw), t)

@@ -35,3 +35,6 @@ mod profile;
 
 /// The mapping language: constructs, errors, checks.
 mod mapping;
+
+/// Motion at the display rate: interpolation against real takes thinned to 30 Hz.
+mod motion;

@@ -317,7 +317,7 @@ impl Samples {
         if !v.is_finite() {
             return;
         }
-        let keep = self.offered % self.stride == 0;
+        let keep = self.offered.is_multiple_of(self.stride);
         self.offered += 1;
         if !keep {
             return;

@@ -284,7 +284,7 @@ struct Bin {
 
 impl Bin {
     fn view(&mut self, bytes: &[u8], target: Option<u32>) -> usize {
-        while self.data.len() % 4 != 0 {
+        while !self.data.len().is_multiple_of(4) {
             self.data.push(0);
         }
         self.views.push(BufferView {
@@ -540,7 +540,7 @@ pub fn write(doc: &Document) -> Vec<u8> {
     };
     // Serialising plain structs of numbers and strings cannot fail.
     let mut json = serde_json::to_vec(&root).unwrap_or_default();
-    while json.len() % 4 != 0 {
+    while !json.len().is_multiple_of(4) {
         json.push(b' ');
     }
 
