@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use winit::application::ApplicationHandler;
@@ -15,9 +16,13 @@ use winit::window::WindowId;
 use crate::arkit::FaceFrame;
 use crate::avatar::{Avatar, Pose};
 use crate::bridge::{AppEvent, FrameReceiver};
+use crate::calibrate::Decision;
 use crate::config::{CameraConfig, Config};
 use crate::mapping::CompiledMapping;
+use crate::motion::{Motion, MotionMode, MotionSettings};
+use crate::panel::{PanelAction, PanelModel, PanelState, RoutineView, Timings, Topic};
 use crate::render::{self, Camera, DrawTarget, MorphPath, RenderError, Renderer};
+use crate::telemetry::{DrawStats, InputCounters, RateMeter, Telemetry};
 
 /// The default head, built into the binary so facewire runs from any directory.
 pub const DEFAULT_HEAD_GLB: &[u8] = include_bytes!("../models/default_head.glb");
@@ -107,6 +112,16 @@ impl Scene {
         &self.avatar
     }
 
+    /// The mapping in use.
+    pub fn mapping(&self) -> &CompiledMapping {
+        &self.mapping
+    }
+
+    /// The pose drawn last (or about to be drawn).
+    pub fn pose(&self) -> &Pose {
+        &self.pose
+    }
+
     /// Sets the pose from a calibrated frame (`None`: the rest pose).
     pub fn set_frame(&mut self, frame: Option<&FaceFrame>) {
         self.pose.clone_from(&self.rest);
@@ -148,21 +163,27 @@ impl Scene {
 
 /// Swaps in a reloaded mapping at a frame boundary: `parsed` is the mapping file as re-read
 /// from disk, or why it could not be read. A mapping that fails to parse or to compile against
-/// the avatar is reported and the last good one keeps running.
-pub fn reload_mapping(scene: &mut Scene, parsed: Result<crate::mapping::MappingFile, String>) {
+/// the avatar is reported and the last good one keeps running. Returns what happened, in words
+/// (the error verbatim, with its file, line and column, on failure).
+pub fn reload_mapping(
+    scene: &mut Scene,
+    parsed: Result<crate::mapping::MappingFile, String>,
+) -> Result<String, String> {
     let compiled = parsed.and_then(|file| {
         CompiledMapping::compile(&file, scene.avatar())
             .map(|m| (m, file.path.clone()))
-            .map_err(|e| e.one_line())
+            .map_err(|e| e.to_string())
     });
     match compiled {
         Ok((mapping, path)) => {
             let targets = mapping.targets.len();
             scene.set_mapping(mapping);
             tracing::info!(mapping = %path, targets, "mapping reloaded");
+            Ok(format!("{path}: reloaded, {targets} targets driven"))
         }
         Err(error) => {
             tracing::error!(%error, "mapping reload failed; keeping the last good mapping");
+            Err(format!("{error}\n(the last good mapping keeps running)"))
         }
     }
 }
@@ -309,6 +330,8 @@ pub struct HeadlessPace {
     /// Draw only the first frame and then when a new frame arrived or `before_draw` reported a
     /// change (`window.render_on_change`).
     pub render_on_change: bool,
+    /// How frames are blended at draw time (`window.motion`).
+    pub motion: crate::motion::MotionMode,
 }
 
 /// Renders offscreen at `pace.fps` until `until` returns true, calling `before_draw` (for
@@ -332,7 +355,10 @@ pub fn run_headless(
         clear_color: pace.background,
         alpha: pace.premultiplied,
     };
-    let mut latest: Option<FaceFrame> = None;
+    let mut motion = Motion::new(MotionSettings {
+        mode: pace.motion,
+        ..MotionSettings::default()
+    });
     let mut ages = Vec::new();
     let mut drawn = 0u64;
     let mut next = Instant::now();
@@ -340,13 +366,15 @@ pub fn run_headless(
     loop {
         let new_frame = frames.take_newest();
         if let Some(frame) = new_frame {
-            latest = Some(frame);
+            motion.push(&frame);
             ages.push(frame.received.elapsed().as_micros() as u64);
         }
-        let changed = before_draw(scene) || first;
+        let now = Instant::now();
+        let moving = motion.settles_at().is_some_and(|at| now <= at);
+        let changed = before_draw(scene) || first || moving;
         first = false;
         if wants_redraw(pace.render_on_change, new_frame.is_some(), changed) {
-            scene.set_frame(latest.as_ref());
+            scene.set_frame(motion.sample(now).as_ref());
             ctx.bind();
             scene.draw(&target);
             ctx.finish();
@@ -386,13 +414,35 @@ pub enum StageKey {
     Camera,
     /// Save the camera into the configuration file.
     Save,
+    /// Take the face as it is now as the performer's neutral.
+    Neutral,
+    /// Show or hide the control panel.
+    Panel,
     /// Nothing.
     None,
 }
 
+/// The stage's keys, as the README and the panel list them.
+pub const STAGE_HOTKEYS: &[(&str, &str)] = &[
+    (
+        "N",
+        "capture the neutral face now (relax, look straight ahead)",
+    ),
+    ("P", "show or hide the control panel"),
+    ("+ / - / mouse wheel", "zoom in and out"),
+    ("arrows / left drag", "orbit around the head"),
+    (
+        "PageUp / PageDown / right drag",
+        "move the head down and up in the picture",
+    ),
+    ("F / Shift+F", "widen and narrow the field of view"),
+    ("0", "reset the camera"),
+    ("S", "save the camera into the configuration file"),
+];
+
 /// Applies a stage hotkey to `camera`: `+`/`-` zoom, arrows orbit, PageUp/PageDown move the
 /// camera up and down, `F`/`Shift+F` widen and narrow the field of view, `0` resets, `S` asks
-/// for a save.
+/// for a save; `N` (capture a neutral) and `P` (toggle the panel) are passed on.
 pub fn camera_key(camera: &mut CameraConfig, key: &Key, shift: bool) -> StageKey {
     let before = *camera;
     match key {
@@ -410,6 +460,8 @@ pub fn camera_key(camera: &mut CameraConfig, key: &Key, shift: bool) -> StageKey
             "f" | "F" if shift => camera.fov -= FOV_STEP,
             "f" | "F" => camera.fov += FOV_STEP,
             "s" | "S" => return StageKey::Save,
+            "n" | "N" => return StageKey::Neutral,
+            "p" | "P" => return StageKey::Panel,
             _ => return StageKey::None,
         },
         _ => return StageKey::None,
@@ -636,7 +688,42 @@ pub struct StageOptions {
     pub config_path: Option<PathBuf>,
     /// Close the window after this long (demos and tests).
     pub exit_after: Option<Duration>,
+    /// The mapping file the panel's "Reload mapping" reads (`None`: the built-in mapping).
+    pub mapping_path: Option<PathBuf>,
+    /// On exit, write the last frames of the stage and the panel here as `stage.png` and
+    /// `panel.png` (documentation and tests).
+    pub screenshots: Option<PathBuf>,
 }
+
+/// What the control panel drives: implemented by the program that owns the input (network
+/// listeners or a replay) and the performer profiles.
+pub trait Controls {
+    /// The input's running totals (the hand-off's drops are added by the stage).
+    fn counters(&self) -> InputCounters;
+    /// What the input is, in words (addresses listened on, or the recording replayed).
+    fn input_label(&self) -> String;
+    /// Whether the calibration routine can run now (a live input, no routine running).
+    fn can_calibrate(&self) -> bool;
+    /// The performer profiles found.
+    fn profiles(&self) -> Vec<String>;
+    /// The profile in use.
+    fn profile(&self) -> Option<String>;
+    /// Takes the face as it is now as the neutral; the outcome arrives as
+    /// [`AppEvent::Message`].
+    fn capture_neutral(&mut self);
+    /// Uses the profile `name` (`None`: no profile). Returns a confirmation, or the error
+    /// verbatim.
+    fn choose_profile(&mut self, name: Option<&str>) -> Result<String, String>;
+    /// Starts the guided calibration routine; its progress arrives as [`AppEvent::Routine`].
+    fn start_calibration(&mut self) -> Result<(), String>;
+    /// Answers the routine's review.
+    fn review(&mut self, decision: Decision);
+    /// The folder holding the configuration.
+    fn config_folder(&self) -> PathBuf;
+}
+
+/// How often the panel refreshes its meters.
+const PANEL_PERIOD: Duration = Duration::from_millis(66);
 
 /// The mouse drag in progress on the stage.
 #[derive(Debug, Clone, Copy)]
@@ -650,10 +737,22 @@ pub struct StageApp {
     options: StageOptions,
     avatar: Option<(Avatar, CompiledMapping)>,
     frames: FrameReceiver,
-    latest: Option<FaceFrame>,
     prompt: Option<crate::hud::PromptCard>,
     prompt_dirty: bool,
+    telemetry: Arc<Telemetry>,
+    controls: Option<Box<dyn Controls>>,
+    /// The panel should be open (it opens once the stage is up).
+    panel_wanted: bool,
+    panel_state: PanelState,
+    /// When the panel refreshes next.
+    panel_due: Instant,
+    routine: RoutineView,
+    stats: DrawStats,
+    rates: RateMeter,
+    /// Blends the frames received into the frame drawn at the display rate.
+    motion: Motion,
     // Field order is drop order: the GL objects go before the window's context.
+    panel: Option<render::panel::PanelWindow>,
     overlay: Option<render::overlay::Overlay>,
     scene: Option<Scene>,
     window: Option<render::window::GlWindow>,
@@ -678,10 +777,22 @@ impl StageApp {
         StageApp {
             exit_at: options.exit_after.map(|d| Instant::now() + d),
             pacer: FramePacer::new(options.config.window.fps_cap),
+            telemetry: Telemetry::new(Instant::now()),
+            controls: None,
+            panel_wanted: false,
+            panel_state: PanelState::default(),
+            panel_due: Instant::now(),
+            routine: RoutineView::Idle,
+            stats: DrawStats::default(),
+            rates: RateMeter::default(),
+            motion: Motion::new(MotionSettings {
+                mode: options.config.window.motion,
+                ..MotionSettings::default()
+            }),
+            panel: None,
             options,
             avatar: Some((avatar, mapping)),
             frames,
-            latest: None,
             prompt: None,
             prompt_dirty: false,
             overlay: None,
@@ -693,6 +804,21 @@ impl StageApp {
             cursor: None,
             drag: None,
         }
+    }
+
+    /// Adds the control panel: it shows `telemetry` (kept current by the ingest side) and
+    /// drives `controls`; it opens with the stage when the configuration's `window.panel` is
+    /// on, and `P` on the stage shows and hides it.
+    pub fn with_panel(mut self, telemetry: Arc<Telemetry>, controls: Box<dyn Controls>) -> Self {
+        self.panel_wanted = self.options.config.window.panel;
+        self.telemetry = telemetry;
+        self.controls = Some(controls);
+        self
+    }
+
+    /// The stage's draw statistics so far.
+    pub fn draw_stats(&self) -> &DrawStats {
+        &self.stats
     }
 
     /// The error that ended the event loop, if any.
@@ -740,19 +866,248 @@ impl StageApp {
         match camera_key(&mut self.options.config.camera, &event.logical_key, shift) {
             StageKey::Camera => self.camera_changed(),
             StageKey::Save if !event.repeat => self.save_camera(),
-            StageKey::Save | StageKey::None => {}
+            StageKey::Neutral if !event.repeat => self.act(PanelAction::CaptureNeutral),
+            StageKey::Panel if !event.repeat => {
+                if self.panel.is_some() {
+                    self.close_panel();
+                } else {
+                    self.panel_wanted = self.controls.is_some();
+                }
+            }
+            StageKey::Save | StageKey::Neutral | StageKey::Panel | StageKey::None => {}
         }
     }
 
-    fn redraw(&mut self) {
-        let (Some(window), Some(scene)) = (self.window.as_ref(), self.scene.as_mut()) else {
+    /// Posts a message to the panel (and the log).
+    fn post(&mut self, topic: Topic, result: Result<String, String>) {
+        match result {
+            Ok(text) => {
+                tracing::info!(topic = ?topic, %text, "panel");
+                self.panel_state
+                    .messages
+                    .post(topic, false, text, Instant::now());
+            }
+            Err(text) => {
+                tracing::warn!(topic = ?topic, %text, "panel");
+                self.panel_state
+                    .messages
+                    .post(topic, true, text, Instant::now());
+            }
+        }
+        self.panel_due = Instant::now();
+    }
+
+    /// Carries out what the panel (or a stage hotkey) asked for.
+    fn act(&mut self, action: PanelAction) {
+        let Some(controls) = self.controls.as_mut() else {
+            tracing::info!(?action, "no live input to act on");
             return;
         };
-        self.dirty = false;
-        if let Some(frame) = self.frames.take_newest() {
-            self.latest = Some(frame);
+        match action {
+            PanelAction::CaptureNeutral => controls.capture_neutral(),
+            PanelAction::StartCalibration => {
+                if let Err(e) = controls.start_calibration() {
+                    self.post(Topic::Calibration, Err(e));
+                }
+            }
+            PanelAction::Review(decision) => controls.review(decision),
+            PanelAction::ChooseProfile(name) => {
+                let result = controls.choose_profile(name.as_deref());
+                self.post(Topic::Profile, result);
+            }
+            PanelAction::ReloadMapping => {
+                let Some(scene) = self.scene.as_mut() else {
+                    return;
+                };
+                let result = match &self.options.mapping_path {
+                    Some(path) => reload_mapping(
+                        scene,
+                        crate::mapping::MappingFile::load(path).map_err(|e| e.to_string()),
+                    ),
+                    None => Ok(
+                        "no mapping file is in use: the built-in mapping is compiled \
+                                from the avatar's target names (set render.mapping to edit one)"
+                            .to_string(),
+                    ),
+                };
+                self.dirty = true;
+                self.post(Topic::Mapping, result);
+            }
+            PanelAction::OpenConfigFolder => {
+                let folder = controls.config_folder();
+                let result = crate::fsutil::open_in_file_manager(&folder)
+                    .map(|()| format!("opened {}", folder.display()))
+                    .map_err(|e| format!("cannot open {}: {e}", folder.display()));
+                self.post(Topic::General, result);
+            }
+            PanelAction::ClearMessages => self.panel_state.messages.clear(),
         }
-        scene.set_frame(self.latest.as_ref());
+    }
+
+    fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
+        self.panel_wanted = false;
+        // Beside the stage, so neither covers the other (window managers may move it).
+        let position = self.window.as_ref().and_then(|w| {
+            let at = w.window().outer_position().ok()?;
+            let size = w.window().outer_size();
+            Some((at.x + size.width as i32 + 8, at.y))
+        });
+        let options = render::panel::PanelOptions {
+            position,
+            ..render::panel::PanelOptions::default()
+        };
+        match render::panel::PanelWindow::create(event_loop, &options) {
+            Ok(panel) => {
+                tracing::info!("control panel open");
+                self.panel = Some(panel);
+                self.panel_due = Instant::now();
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the control panel cannot open; the stage runs without it");
+            }
+        }
+    }
+
+    fn close_panel(&mut self) {
+        self.panel = None;
+        self.panel_wanted = false;
+        tracing::info!("control panel closed (P on the stage opens it again)");
+    }
+
+    /// What the panel shows now.
+    fn panel_model(&mut self, now: Instant) -> Option<PanelModel> {
+        let scene = self.scene.as_ref()?;
+        let telemetry = self.telemetry.snapshot();
+        let (mut counters, input, can_calibrate, profiles, profile) = match &self.controls {
+            Some(c) => (
+                c.counters(),
+                c.input_label(),
+                c.can_calibrate(),
+                c.profiles(),
+                c.profile(),
+            ),
+            None => (
+                InputCounters::default(),
+                String::new(),
+                false,
+                Vec::new(),
+                None,
+            ),
+        };
+        counters.dropped = self.frames.counters().snapshot().dropped;
+        let rates = self.rates.update(now, counters);
+        let fps = self
+            .stats
+            .interval
+            .percentiles([50.0])
+            .map(|[p50]| p50.as_secs_f64())
+            .filter(|s| *s > 0.0)
+            .map(|s| 1.0 / s);
+        Some(PanelModel {
+            rows: crate::panel::channel_rows(
+                &telemetry,
+                scene.mapping(),
+                scene.avatar(),
+                scene.pose(),
+            ),
+            targets: crate::panel::target_weights(scene.avatar(), scene.pose()),
+            avatar: format!(
+                "{} ({:?} morph path)",
+                scene.avatar().source,
+                scene.morph_path()
+            ),
+            telemetry,
+            counters,
+            rates,
+            input,
+            timings: Timings {
+                sample_age: self.stats.sample_age.percentiles([50.0, 99.0]),
+                draw_time: self.stats.draw_time.percentiles([50.0, 99.0]),
+                fps,
+                motion_latency: (self.motion.settings().mode != MotionMode::Off)
+                    .then(|| self.motion.latency()),
+            },
+            profiles,
+            profile,
+            can_calibrate,
+            routine: self.routine.clone(),
+            hotkeys: STAGE_HOTKEYS,
+            now,
+        })
+    }
+
+    /// Draws the panel; with `capture`, returns the frame drawn.
+    fn draw_panel(&mut self, capture: bool) -> Option<crate::image::RgbaImage> {
+        let now = Instant::now();
+        let model = self.panel_model(now)?;
+        let panel = self.panel.as_mut()?;
+        let state = &mut self.panel_state;
+        let mut actions = Vec::new();
+        let result = panel.draw(
+            |ui| actions.extend(crate::panel::show(ui, &model, state)),
+            capture,
+        );
+        let image = match result {
+            Ok((wanted, image)) => {
+                if let Some(delay) = wanted {
+                    self.panel_due = self
+                        .panel_due
+                        .min(now + delay.max(Duration::from_millis(16)));
+                }
+                image
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the control panel failed to draw; closing it");
+                self.panel = None;
+                None
+            }
+        };
+        for action in actions {
+            self.act(action);
+        }
+        image
+    }
+
+    /// Writes the stage's and the panel's current frames into the screenshot folder.
+    fn take_screenshots(&mut self) {
+        let Some(dir) = self.options.screenshots.clone() else {
+            return;
+        };
+        if let Err(error) = std::fs::create_dir_all(&dir) {
+            tracing::error!(%error, dir = %dir.display(), "cannot create the screenshot folder");
+            return;
+        }
+        let shots = [
+            ("stage.png", self.redraw_stage(true)),
+            ("panel.png", self.draw_panel(true)),
+        ];
+        for (name, image) in shots {
+            let Some(image) = image else { continue };
+            let path = dir.join(name);
+            match image.save_png(&path) {
+                Ok(()) => tracing::info!(file = %path.display(), "screenshot written"),
+                Err(error) => tracing::error!(%error, file = %path.display(), "screenshot failed"),
+            }
+        }
+    }
+
+    /// Draws the stage; with `capture`, returns the frame drawn.
+    fn redraw_stage(&mut self, capture: bool) -> Option<crate::image::RgbaImage> {
+        let (Some(window), Some(scene)) = (self.window.as_ref(), self.scene.as_mut()) else {
+            return None;
+        };
+        let start = Instant::now();
+        self.dirty = false;
+        if let Err(error) = window.make_current() {
+            tracing::warn!(%error, "cannot make the stage context current");
+            return None;
+        }
+        let mut sample = None;
+        if let Some(frame) = self.frames.take_newest() {
+            sample = Some(frame.received);
+            self.motion.push(&frame);
+        }
+        scene.set_frame(self.motion.sample(start).as_ref());
         let mut clear = self.options.config.window.background.0;
         if window.has_alpha() {
             clear[3] = 0.0;
@@ -773,9 +1128,12 @@ impl StageApp {
                 overlay.draw((width, height), x, y);
             }
         }
+        let image = capture.then(|| window.read_rgba());
         if let Err(error) = window.swap_buffers() {
             tracing::warn!(%error, "swap_buffers failed");
         }
+        self.stats.record(start, Instant::now(), sample);
+        image
     }
 }
 
@@ -791,6 +1149,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
             height: cfg.height,
             transparent: cfg.transparent,
             vsync: cfg.vsync,
+            position: None,
         };
         let window = match render::window::create(event_loop, &opts) {
             Ok(w) => w,
@@ -839,9 +1198,20 @@ impl ApplicationHandler<AppEvent> for StageApp {
             AppEvent::FrameReady => {}
             AppEvent::Mapping(parsed) => {
                 if let Some(scene) = self.scene.as_mut() {
-                    reload_mapping(scene, parsed.map(|f| *f));
+                    let result = reload_mapping(scene, parsed.map(|f| *f));
                     self.dirty = true;
+                    self.post(Topic::Mapping, result);
                 }
+            }
+            AppEvent::Message { topic, error, text } => {
+                self.panel_state
+                    .messages
+                    .post(topic, error, text, Instant::now());
+                self.panel_due = Instant::now();
+            }
+            AppEvent::Routine(view) => {
+                self.routine = view;
+                self.panel_due = Instant::now();
             }
             AppEvent::Background(color) => {
                 self.options.config.window.background = crate::config::Color(color);
@@ -866,7 +1236,25 @@ impl ApplicationHandler<AppEvent> for StageApp {
         }
     }
 
-    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, id: WindowId, event: WindowEvent) {
+        if let Some(panel) = self.panel.as_mut().filter(|p| p.id() == id) {
+            match event {
+                WindowEvent::CloseRequested => self.close_panel(),
+                WindowEvent::RedrawRequested => {
+                    self.draw_panel(false);
+                }
+                event => {
+                    if panel.on_event(&event) {
+                        self.panel_due = Instant::now();
+                    }
+                }
+            }
+            return;
+        }
+        if self.window.as_ref().is_some_and(|w| w.window().id() != id) {
+            // A window already closed (a panel's last events).
+            return;
+        }
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),
             WindowEvent::Resized(size) => {
@@ -876,7 +1264,9 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 self.dirty = true;
             }
             // Drawn at once: the system asks when the window was uncovered or first shown.
-            WindowEvent::RedrawRequested => self.redraw(),
+            WindowEvent::RedrawRequested => {
+                self.redraw_stage(false);
+            }
             WindowEvent::ModifiersChanged(modifiers) => self.modifiers = modifiers.state(),
             WindowEvent::KeyboardInput { event, .. } => self.on_key(&event),
             WindowEvent::MouseWheel { delta, .. } => {
@@ -924,34 +1314,52 @@ impl ApplicationHandler<AppEvent> for StageApp {
     fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
         let now = Instant::now();
         if self.exit_at.is_some_and(|t| now >= t) {
+            self.take_screenshots();
             event_loop.exit();
             return;
         }
-        let Some(window) = self.window.as_ref() else {
+        if self.window.is_none() {
             event_loop.set_control_flow(ControlFlow::Wait);
             return;
-        };
+        }
+        if self.panel_wanted && self.panel.is_none() {
+            self.open_panel(event_loop);
+        }
+        // The earliest instant something other than the stage needs the loop.
+        let mut wake = self.exit_at;
+        if let Some(panel) = self.panel.as_ref() {
+            if now >= self.panel_due {
+                panel.request_redraw();
+                self.panel_due = now + PANEL_PERIOD;
+            }
+            wake = Some(wake.map_or(self.panel_due, |w| w.min(self.panel_due)));
+        }
+        let until = |at: Option<Instant>| at.map_or(ControlFlow::Wait, ControlFlow::WaitUntil);
         let render_on_change = self.options.config.window.render_on_change;
         let new_frame = render_on_change && self.frames.pending() > 0;
-        if !wants_redraw(render_on_change, new_frame, self.dirty) {
+        // Motion between the phone's frames goes on for a moment after the newest arrived.
+        let moving = self.motion.settles_at().is_some_and(|at| now <= at);
+        if !wants_redraw(render_on_change, new_frame, self.dirty || moving) {
             // Nothing to draw: sleep until the ingest side's FrameReady (or any other event)
-            // wakes the loop, or until it is time to exit.
-            event_loop.set_control_flow(match self.exit_at {
-                Some(at) => ControlFlow::WaitUntil(at),
-                None => ControlFlow::Wait,
-            });
+            // wakes the loop, or until the panel or the exit is due.
+            self.stats.idle();
+            event_loop.set_control_flow(until(wake));
             return;
         }
         if self.pacer.try_frame(now) {
             // With vsync, swap_buffers paces an uncapped loop; each pass asks for the next.
-            window.window().request_redraw();
-            event_loop.set_control_flow(ControlFlow::Wait);
+            if let Some(window) = self.window.as_ref() {
+                window.window().request_redraw();
+            }
+            event_loop.set_control_flow(until(wake));
         } else if let Some(due) = self.pacer.next_due() {
+            let due = wake.map_or(due, |w| w.min(due));
             event_loop.set_control_flow(ControlFlow::WaitUntil(due));
         }
     }
 
     fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
+        self.panel = None;
         if let Some(w) = self.window.as_ref() {
             if let Err(error) = w.make_current() {
                 tracing::warn!(%error, "cannot make the context current to release GL objects");

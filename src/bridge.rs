@@ -159,6 +159,18 @@ pub enum AppEvent {
     Camera(crate::config::CameraConfig),
     /// Show this prompt card over the avatar (`None` hides it).
     Prompt(Option<crate::hud::PromptCard>),
+    /// A message for the control panel: an error verbatim (with its file, line and column), or
+    /// the outcome of an action.
+    Message {
+        /// What it is about.
+        topic: crate::panel::Topic,
+        /// Whether it reports a failure.
+        error: bool,
+        /// The text.
+        text: String,
+    },
+    /// Where the calibration routine stands, for the control panel.
+    Routine(crate::panel::RoutineView),
     /// Stop the program.
     Shutdown,
 }

@@ -169,6 +169,10 @@ pub struct WindowConfig {
     /// Draw only when something changed (a new frame from the phone, the camera, the window
     /// size, a prompt), leaving the GPU to the game and OBS while the face is still.
     pub render_on_change: bool,
+    /// Open the control panel window at start (`P` on the stage shows and hides it).
+    pub panel: bool,
+    /// How head, eyes and weights move between the phone's frames at the display rate.
+    pub motion: crate::motion::MotionMode,
 }
 
 impl Default for WindowConfig {
@@ -182,6 +186,8 @@ impl Default for WindowConfig {
             vsync: true,
             fps_cap: 60,
             render_on_change: false,
+            panel: true,
+            motion: crate::motion::MotionMode::Interpolate,
         }
     }
 }

@@ -21,7 +21,10 @@
 //! - [`forward`]: sends the calibrated stream on as VMC to other tools.
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
-//! - [`app`]: the winit application: the stage window, redraws, applying control events.
+//! - [`app`]: the winit application: the stage window, redraws, applying control events, the
+//!   control panel's actions.
+//! - [`panel`]: the control panel's contents (egui): meters, state, actions, errors verbatim.
+//! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
 //! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.
 //! - [`watch`]: file watching with debounce, for hot reload of the mapping.
@@ -41,7 +44,9 @@ pub mod image;
 pub mod ingest;
 pub mod mapping;
 pub mod motion;
+pub mod panel;
 pub mod record;
 pub mod render;
 pub mod sheet;
+pub mod telemetry;
 pub mod watch;

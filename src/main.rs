@@ -132,6 +132,13 @@ struct RunArgs {
     /// Draw only when a new frame arrived or something changed (window.render_on_change).
     #[arg(long)]
     render_on_change: bool,
+    /// Start without the control panel (P on the stage opens it), instead of window.panel.
+    #[arg(long)]
+    no_panel: bool,
+    /// On exit, write the stage's and the panel's last frames into this folder as stage.png
+    /// and panel.png (window runs; use with --exit-after).
+    #[arg(long, value_name = "DIR")]
+    screenshots: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -425,23 +432,30 @@ fn check_command(config: &mut Config, args: CheckArgs) -> Result<()> {
     Ok(())
 }
 
+/// The mapping file in use, when there is one on disk.
+fn mapping_path(config: &Config) -> Option<PathBuf> {
+    if !config.render.mapping.as_os_str().is_empty() {
+        Some(config.render.mapping.clone())
+    } else if config.render.model.as_os_str().is_empty()
+        && std::path::Path::new(DEFAULT_HEAD_MAPPING_PATH).is_file()
+    {
+        Some(PathBuf::from(DEFAULT_HEAD_MAPPING_PATH))
+    } else {
+        None
+    }
+}
+
 /// Watches the mapping file in use, when there is one on disk, and hands each saved version
 /// (parsed, or why it could not be) to `deliver`.
 fn watch_mapping(
     config: &Config,
     mut deliver: impl FnMut(Result<MappingFile, String>) + Send + 'static,
 ) -> Result<Option<facewire::watch::FileWatcher>> {
-    let path = if !config.render.mapping.as_os_str().is_empty() {
-        config.render.mapping.clone()
-    } else if config.render.model.as_os_str().is_empty()
-        && std::path::Path::new(DEFAULT_HEAD_MAPPING_PATH).is_file()
-    {
-        PathBuf::from(DEFAULT_HEAD_MAPPING_PATH)
-    } else {
+    let Some(path) = mapping_path(config) else {
         return Ok(None);
     };
     let watcher = facewire::watch::watch_file(&path, move |p| {
-        deliver(MappingFile::load(p).map_err(|e| e.one_line()));
+        deliver(MappingFile::load(p).map_err(|e| e.to_string()));
     })?;
     tracing::info!(mapping = %path.display(), "watching the mapping for changes");
     Ok(Some(watcher))
@@ -591,6 +605,60 @@ impl Input {
         }
     }
 
+    /// The totals the control panel shows.
+    fn panel_counters(&self) -> facewire::telemetry::InputCounters {
+        use facewire::ingest::PhoneProtocol;
+        match self {
+            Input::Network(h) => {
+                let s = h.stats();
+                let n = h.net_stats();
+                let phones = [
+                    PhoneProtocol::IFacialMocap,
+                    PhoneProtocol::Facemotion3d,
+                    PhoneProtocol::LiveLinkFace,
+                    PhoneProtocol::VTubeStudio,
+                ]
+                .map(|p| *n.phone(p));
+                facewire::telemetry::InputCounters {
+                    datagrams: s.datagrams + phones.iter().map(|p| p.datagrams).sum::<u64>(),
+                    frames: s.frames + phones.iter().map(|p| p.frames).sum::<u64>(),
+                    malformed: s.malformed_datagrams
+                        + s.oversized_datagrams
+                        + phones
+                            .iter()
+                            .map(|p| p.malformed + p.truncated + p.oversized + p.unsupported)
+                            .sum::<u64>(),
+                    rejected: n.guard.not_allowed + n.guard.other_source,
+                    dropped: 0,
+                }
+            }
+            Input::Replay(h) => {
+                let s = h.stats();
+                facewire::telemetry::InputCounters {
+                    datagrams: s.datagrams,
+                    frames: s.frames,
+                    malformed: s.malformed,
+                    ..Default::default()
+                }
+            }
+        }
+    }
+
+    /// What the input is, for the control panel.
+    fn label(&self) -> String {
+        match self {
+            Input::Network(h) => {
+                let listening: Vec<String> = h
+                    .listeners()
+                    .iter()
+                    .map(|l| format!("{} {}", l.kind, l.addr))
+                    .collect();
+                format!("listening: {}", listening.join(", "))
+            }
+            Input::Replay(_) => "replaying a recording".to_string(),
+        }
+    }
+
     /// Whether a replay has played everything (never true for the network).
     fn finished(&self) -> bool {
         matches!(self, Input::Replay(h) if h.stats().finished)
@@ -610,13 +678,15 @@ impl Input {
 type TrackingLog = Arc<Mutex<TrackingSummary>>;
 
 /// The ingest-side sink: calibrate, smooth and watch for tracking loss, then forward and hand
-/// off; tell the window about state changes, and keep `log` current.
+/// off; tell the window about state changes, and keep `log` current. With `link`, it also keeps
+/// the control panel's telemetry and carries out its commands.
 fn frame_sink(
     config: &Config,
     profile: Option<&Profile>,
     mut sender: bridge::FrameSender,
     notify: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
     log: TrackingLog,
+    link: Option<PanelLink>,
 ) -> Result<(Box<dyn FrameSink>, SettingsSlot)> {
     let mut core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
     if let Some(profile) = profile {
@@ -626,13 +696,19 @@ fn frame_sink(
     if forwarder.is_some() {
         tracing::info!(to = ?config.forward.to, "forwarding the calibrated stream as VMC");
     }
+    let telemetry = link.as_ref().map(|l| Arc::clone(&l.telemetry));
+    let state_telemetry = telemetry.clone();
     // A stage that renders only on change sleeps until told that a frame waits.
     let wake = notify.clone().filter(|_| config.window.render_on_change);
+    let messages = notify.clone();
     let inner = ConditionerSink::new(
         core,
         Box::new(move |frame: FaceFrame| {
             if let Some(f) = forwarder.as_mut() {
                 f.send(&frame);
+            }
+            if let Some(t) = &telemetry {
+                t.record_calibrated(&frame);
             }
             sender.send(frame);
             if let Some(proxy) = &wake {
@@ -645,6 +721,9 @@ fn frame_sink(
                 log.state = state;
                 log.changes += 1;
             }
+            if let Some(t) = &state_telemetry {
+                t.record_tracking(state, Instant::now());
+            }
             if let Some(proxy) = &notify {
                 let _ = proxy.send_event(AppEvent::Tracking(state));
             }
@@ -654,6 +733,12 @@ fn frame_sink(
     let sink = ReloadableSink {
         inner,
         slot: Arc::clone(&slot),
+        smoothing: config.smoothing,
+        profile: profile.cloned(),
+        link,
+        last_raw: None,
+        tap: None,
+        messages,
     };
     Ok((Box::new(sink), slot))
 }
@@ -661,23 +746,157 @@ fn frame_sink(
 /// New smoothing and tracking settings waiting for the ingest thread to pick them up.
 type SettingsSlot = Arc<Mutex<Option<(calibrate::SmoothingConfig, calibrate::TrackingConfig)>>>;
 
-/// The conditioner sink, plus settings swapped in on the next tick after a config reload.
+/// What the control panel asks of the ingest thread; carried out at its next tick.
+enum SinkCommand {
+    /// Take the newest raw frame as the performer's neutral.
+    CaptureNeutral,
+    /// Use this profile from now on (`None`: no profile).
+    Profile(Option<Box<Profile>>),
+    /// Copy raw frames to the calibration routine (`None`: stop).
+    Tap(Option<mpsc::SyncSender<FaceFrame>>),
+}
+
+/// The ingest side's end of the control panel.
+struct PanelLink {
+    /// What the panel shows.
+    telemetry: Arc<facewire::telemetry::Telemetry>,
+    /// What it asks for.
+    commands: mpsc::Receiver<SinkCommand>,
+    /// Where profiles are saved.
+    profiles: PathBuf,
+}
+
+/// The conditioner sink, plus settings swapped in on the next tick after a config reload, and
+/// the control panel's telemetry and commands.
 struct ReloadableSink {
     inner: ConditionerSink,
     slot: SettingsSlot,
+    /// The main smoothing settings (a profile may override them).
+    smoothing: calibrate::SmoothingConfig,
+    /// The profile in use, updated when a neutral is captured.
+    profile: Option<Profile>,
+    link: Option<PanelLink>,
+    /// The newest frame as received.
+    last_raw: Option<FaceFrame>,
+    /// The calibration routine's copy of the raw frames.
+    tap: Option<mpsc::SyncSender<FaceFrame>>,
+    /// Where outcomes are reported.
+    messages: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
+}
+
+/// The newest frame must be at most this old to be captured as a neutral.
+const NEUTRAL_MAX_AGE: Duration = Duration::from_secs(2);
+
+impl ReloadableSink {
+    fn report(&self, topic: facewire::panel::Topic, result: Result<String, String>) {
+        let (error, text) = match result {
+            Ok(text) => (false, text),
+            Err(text) => (true, text),
+        };
+        if let Some(proxy) = &self.messages {
+            let _ = proxy.send_event(AppEvent::Message { topic, error, text });
+        }
+    }
+
+    fn capture_neutral(&mut self) -> Result<String, String> {
+        let raw = self
+            .last_raw
+            .ok_or("no face data has arrived yet: start the phone app, then capture")?;
+        let age = raw.received.elapsed();
+        if age > NEUTRAL_MAX_AGE {
+            return Err(format!(
+                "the newest face data is {:.0} s old: is the phone still sending?",
+                age.as_secs_f64()
+            ));
+        }
+        let capture = self.inner.core_mut().capture_neutral(&raw);
+        let mut text = format!(
+            "neutral captured: {} channels re-zeroed",
+            capture.rezeroed.len()
+        );
+        if !capture.kept.is_empty() {
+            let names: Vec<&str> = capture.kept.iter().take(4).map(|c| c.name()).collect();
+            text.push_str(&format!(
+                "; {} read near full and kept their range ({}{}): relax and capture again",
+                capture.kept.len(),
+                names.join(", "),
+                if capture.kept.len() > 4 { ", ..." } else { "" }
+            ));
+        }
+        if raw.head.is_some() {
+            text.push_str("; head re-centred for this session");
+        }
+        match self.profile.as_mut() {
+            Some(profile) => {
+                for c in capture.rezeroed.iter() {
+                    let range = capture.ranges[c.index()];
+                    let mut p = profile.channel(c);
+                    p.neutral = range.min;
+                    p.min = range.min;
+                    p.max = range.max;
+                    profile.set(c, p);
+                }
+                let dir = self.link.as_ref().map(|l| l.profiles.clone());
+                let dir = dir.unwrap_or_else(Profile::default_dir);
+                match profile.save(&dir) {
+                    Ok(path) => text.push_str(&format!("; saved to {}", path.display())),
+                    Err(e) => return Err(format!("{text}, but the profile was not saved: {e}")),
+                }
+            }
+            None => text.push_str(" (no profile chosen: kept until facewire stops)"),
+        }
+        Ok(text)
+    }
+
+    fn command(&mut self, command: SinkCommand) {
+        match command {
+            SinkCommand::CaptureNeutral => {
+                let result = self.capture_neutral();
+                self.report(facewire::panel::Topic::Calibration, result);
+            }
+            SinkCommand::Profile(profile) => {
+                let core = self.inner.core_mut();
+                match &profile {
+                    Some(p) => p.apply_to(core, &self.smoothing),
+                    None => {
+                        core.set_ranges(
+                            [calibrate::ChannelRange::default(); facewire::arkit::COUNT],
+                        );
+                        core.set_neutral(calibrate::NeutralPose::default());
+                        core.set_smoothing(self.smoothing);
+                    }
+                }
+                self.profile = profile.map(|p| *p);
+            }
+            SinkCommand::Tap(tap) => self.tap = tap,
+        }
+    }
 }
 
 impl FrameSink for ReloadableSink {
     fn frame(&mut self, frame: FaceFrame) {
+        if let Some(link) = &self.link {
+            link.telemetry.record_raw(&frame);
+        }
+        self.last_raw = Some(frame);
+        if let Some(tap) = &self.tap {
+            if let Err(mpsc::TrySendError::Disconnected(_)) = tap.try_send(frame) {
+                self.tap = None;
+            }
+        }
         self.inner.frame(frame);
     }
 
     fn tick(&mut self, now: Instant) {
         let pending = self.slot.try_lock().ok().and_then(|mut slot| slot.take());
         if let Some((smoothing, tracking)) = pending {
+            self.smoothing = smoothing;
             let core = self.inner.core_mut();
             core.set_smoothing(smoothing);
             core.set_tracking(tracking);
+        }
+        while let Some(command) = self.link.as_ref().and_then(|l| l.commands.try_recv().ok()) {
+            self.command(command);
         }
         self.inner.tick(now);
     }
@@ -708,10 +927,20 @@ fn watch_config(
     let mut old = Config::load(path).unwrap_or_else(|_| running.clone());
     let profile_smoothing = profile.and_then(|p| p.smoothing);
     let watcher = facewire::watch::watch_file(path, move |p| {
+        let tell = |error: bool, text: String| {
+            if let StageLink::Window(proxy) = &stage {
+                let _ = proxy.send_event(AppEvent::Message {
+                    topic: facewire::panel::Topic::Config,
+                    error,
+                    text,
+                });
+            }
+        };
         let new = match Config::load(p) {
             Ok(new) => new,
             Err(error) => {
                 tracing::error!(%error, "configuration reload failed; keeping the running settings");
+                tell(true, format!("{error}\n(the running settings stay in use)"));
                 return;
             }
         };
@@ -751,6 +980,18 @@ fn watch_config(
         if !restart.is_empty() {
             tracing::warn!(sections = ?restart, "these changes take effect when facewire restarts");
         }
+        tell(
+            false,
+            if restart.is_empty() {
+                format!("{}: reloaded", p.display())
+            } else {
+                format!(
+                    "{}: reloaded; changes in {} take effect when facewire restarts",
+                    p.display(),
+                    restart.join(", ")
+                )
+            },
+        );
         old = new;
     })?;
     tracing::info!(config = %path.display(), "watching the configuration for changes");
@@ -814,12 +1055,22 @@ fn run_command(config: &mut Config, source: Option<&std::path::Path>, args: RunA
     let (sender, receiver) = bridge::channel(QUEUE);
     let replay = args.replay.as_deref().map(|f| (f, args.speed));
     let profile = performer_profile(&args.profiles, args.performer.as_deref())?;
+    if args.no_panel {
+        config.window.panel = false;
+    }
+    let telemetry = facewire::telemetry::Telemetry::new(Instant::now());
+    let (commands, command_rx) = mpsc::channel();
     let (sink, slot) = frame_sink(
         config,
         profile.as_ref(),
         sender,
         Some(event_loop.create_proxy()),
         TrackingLog::default(),
+        Some(PanelLink {
+            telemetry: Arc::clone(&telemetry),
+            commands: command_rx,
+            profiles: args.profiles.clone(),
+        }),
     )?;
     let input = start_input(config, replay, sink)?;
     let _config_watch = watch_config(
@@ -833,21 +1084,210 @@ fn run_command(config: &mut Config, source: Option<&std::path::Path>, args: RunA
     let _watch = watch_mapping(config, move |parsed| {
         let _ = proxy.send_event(AppEvent::Mapping(parsed.map(Box::new)));
     })?;
+    let controls = LiveControls {
+        input: Some(input),
+        live: replay.is_none(),
+        commands,
+        proxy: event_loop.create_proxy(),
+        profiles: args.profiles.clone(),
+        profile: profile.map(|p| p.performer),
+        routine: None,
+        config_folder: source
+            .and_then(|p| p.parent())
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("config"), std::path::Path::to_path_buf),
+    };
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
             config_path: source.map(std::path::Path::to_path_buf),
             exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
+            mapping_path: mapping_path(config),
+            screenshots: args.screenshots.clone(),
         },
         avatar,
         mapping,
         receiver,
-    );
+    )
+    .with_panel(telemetry, Box::new(controls));
     event_loop.run_app(&mut app)?;
-    input.shutdown();
-    match app.take_error() {
+    let stats = app.draw_stats();
+    if let Some([p50, p99]) = stats.draw_time.percentiles([50.0, 99.0]) {
+        tracing::info!(
+            frames = stats.frames,
+            draw_p50_us = p50.as_micros() as u64,
+            draw_p99_us = p99.as_micros() as u64,
+            "stage closed"
+        );
+    }
+    // Dropping the application ends the input (the controls own it) and a routine waiting for
+    // frames.
+    let error = app.take_error();
+    drop(app);
+    match error {
         Some(e) => Err(e.into()),
         None => Ok(()),
+    }
+}
+
+/// The running calibration routine started from the panel.
+struct PanelRoutine {
+    /// The performer's review decisions.
+    decisions: mpsc::Sender<calibrate::Decision>,
+    /// The routine's thread, which returns the outcome to report.
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// The control panel's side of `run`: the input, the ingest thread's commands, the profiles.
+struct LiveControls {
+    /// The input (dropped with the controls, which stops it).
+    input: Option<Input>,
+    /// Whether the input is live (not a replay), so calibration makes sense.
+    live: bool,
+    commands: mpsc::Sender<SinkCommand>,
+    proxy: winit::event_loop::EventLoopProxy<AppEvent>,
+    profiles: PathBuf,
+    /// The profile in use, by performer name.
+    profile: Option<String>,
+    routine: Option<PanelRoutine>,
+    config_folder: PathBuf,
+}
+
+impl Drop for LiveControls {
+    fn drop(&mut self) {
+        if let Some(input) = self.input.take() {
+            input.shutdown();
+        }
+        // The input's end closes the routine's frames; a review waiting for a decision ends
+        // when its channel closes.
+        if let Some(routine) = self.routine.take() {
+            drop(routine.decisions);
+            let _ = routine.thread.join();
+        }
+    }
+}
+
+impl app::Controls for LiveControls {
+    fn counters(&self) -> facewire::telemetry::InputCounters {
+        self.input
+            .as_ref()
+            .map(Input::panel_counters)
+            .unwrap_or_default()
+    }
+
+    fn input_label(&self) -> String {
+        self.input.as_ref().map(Input::label).unwrap_or_default()
+    }
+
+    fn can_calibrate(&self) -> bool {
+        self.live && self.routine.as_ref().is_none_or(|r| r.thread.is_finished())
+    }
+
+    fn profiles(&self) -> Vec<String> {
+        Profile::list(&self.profiles)
+    }
+
+    fn profile(&self) -> Option<String> {
+        self.profile.clone()
+    }
+
+    fn capture_neutral(&mut self) {
+        let _ = self.commands.send(SinkCommand::CaptureNeutral);
+    }
+
+    fn choose_profile(&mut self, name: Option<&str>) -> Result<String, String> {
+        let profile = match name {
+            Some(name) => {
+                Some(Profile::load_named(&self.profiles, name).map_err(|e| e.to_string())?)
+            }
+            None => None,
+        };
+        let text = match &profile {
+            Some(p) => format!(
+                "profile {} in use ({})",
+                p.performer,
+                Profile::path_in(&self.profiles, &p.performer).display()
+            ),
+            None => "no profile: raw ranges in use".to_string(),
+        };
+        self.profile = profile.as_ref().map(|p| p.performer.clone());
+        let _ = self
+            .commands
+            .send(SinkCommand::Profile(profile.map(Box::new)));
+        Ok(text)
+    }
+
+    fn start_calibration(&mut self) -> Result<(), String> {
+        if !self.can_calibrate() {
+            return Err(
+                "calibration needs live input from the phone (not a replay), and one \
+                        routine at a time"
+                    .into(),
+            );
+        }
+        if let Some(old) = self.routine.take() {
+            let _ = old.thread.join();
+        }
+        let performer = self
+            .profile
+            .clone()
+            .unwrap_or_else(|| "performer".to_string());
+        let old = Profile::load_named(&self.profiles, &performer).ok();
+        let (raw_tx, raw_rx) = mpsc::sync_channel::<FaceFrame>(1024);
+        let (decisions, decision_rx) = mpsc::channel();
+        let _ = self.commands.send(SinkCommand::Tap(Some(raw_tx)));
+        let proxy = self.proxy.clone();
+        let commands = self.commands.clone();
+        let dir = self.profiles.clone();
+        let thread = std::thread::Builder::new()
+            .name("facewire-calibrate".into())
+            .spawn(move || {
+                let notify = proxy.clone();
+                let mut ui = facewire::panel::PanelRoutineUi::new(
+                    Box::new(move |event| {
+                        let _ = notify.send_event(event);
+                    }),
+                    decision_rx,
+                );
+                let outcome = calibrate::run_routine(raw_rx, &mut ui, old.as_ref(), &performer);
+                let _ = commands.send(SinkCommand::Tap(None));
+                let _ = proxy.send_event(AppEvent::Prompt(None));
+                let _ = proxy.send_event(AppEvent::Routine(facewire::panel::RoutineView::Idle));
+                let (error, text) = match outcome {
+                    Ok(Some(calibration)) => match calibration.profile.save(&dir) {
+                        Ok(path) => {
+                            let _ = commands
+                                .send(SinkCommand::Profile(Some(Box::new(calibration.profile))));
+                            (
+                                false,
+                                format!("calibration saved to {} and in use", path.display()),
+                            )
+                        }
+                        Err(e) => (true, format!("calibration not saved: {e}")),
+                    },
+                    Ok(None) => (false, "calibration discarded".to_string()),
+                    Err(e) => (true, format!("calibration stopped: {e}")),
+                };
+                let _ = proxy.send_event(AppEvent::Message {
+                    topic: facewire::panel::Topic::Calibration,
+                    error,
+                    text,
+                });
+            })
+            .map_err(|e| format!("cannot start the calibration routine: {e}"))?;
+        self.profile = Some(self.profile.clone().unwrap_or_else(|| "performer".into()));
+        self.routine = Some(PanelRoutine { decisions, thread });
+        Ok(())
+    }
+
+    fn review(&mut self, decision: calibrate::Decision) {
+        if let Some(routine) = &self.routine {
+            let _ = routine.decisions.send(decision);
+        }
+    }
+
+    fn config_folder(&self) -> PathBuf {
+        self.config_folder.clone()
     }
 }
 
@@ -877,6 +1317,7 @@ fn run_headless(
         sender,
         None,
         Arc::clone(&tracking),
+        None,
     )?;
     let input = start_input(config, replay, sink)?;
     let (camera_tx, cameras) = mpsc::channel();
@@ -907,11 +1348,12 @@ fn run_headless(
             background: clear,
             premultiplied,
             render_on_change: config.window.render_on_change,
+            motion: config.window.motion,
         },
         |scene| {
             let mut changed = false;
             while let Ok(parsed) = reloads.try_recv() {
-                app::reload_mapping(scene, parsed);
+                let _ = app::reload_mapping(scene, parsed);
                 changed = true;
             }
             while let Ok(camera) = cameras.try_recv() {
@@ -1002,19 +1444,7 @@ impl<R: std::io::BufRead, W: Write> RoutineUi for StageUi<R, W> {
             return;
         }
         self.shown = Some(key);
-        let status = match prompt.phase {
-            calibrate::Phase::Prepare => format!("get ready: {}", prompt.remaining.as_secs() + 1),
-            calibrate::Phase::Record => "hold it...".to_string(),
-            calibrate::Phase::Finished => "done: review the summary in the terminal".to_string(),
-        };
-        let card = facewire::hud::PromptCard {
-            title: prompt.title.to_string(),
-            instruction: prompt.instruction.to_string(),
-            status,
-            step: (prompt.step + 1).min(prompt.steps),
-            steps: prompt.steps,
-            progress: prompt.progress,
-        };
+        let card = facewire::panel::prompt_card(prompt, "the terminal");
         let _ = proxy.send_event(AppEvent::Prompt(Some(card)));
     }
 
@@ -1095,7 +1525,7 @@ fn live_calibration(
     let performer = args.performer.clone();
     let old_owned = old.cloned();
     if args.no_window {
-        let (sink, _) = frame_sink(config, old, sender, None, TrackingLog::default())?;
+        let (sink, _) = frame_sink(config, old, sender, None, TrackingLog::default(), None)?;
         let input = start_input(
             config,
             None,
@@ -1123,6 +1553,7 @@ fn live_calibration(
         sender,
         Some(event_loop.create_proxy()),
         TrackingLog::default(),
+        None,
     )?;
     let input = start_input(
         config,
@@ -1150,6 +1581,8 @@ fn live_calibration(
             config: config.clone(),
             config_path: None,
             exit_after: None,
+            mapping_path: None,
+            screenshots: None,
         },
         avatar,
         mapping,

@@ -496,11 +496,22 @@ fn stage_window_shows_the_head_under_xvfb() {
     let listen = format!("127.0.0.1:{}", free_udp_port());
     let (screen, mut child, log) = screenshot_stage(
         &display,
-        &["run", "--exit-after", "8", "--listen", &listen],
+        &[
+            "run",
+            "--exit-after",
+            "8",
+            "--listen",
+            &listen,
+            "--no-panel",
+        ],
         Duration::from_millis(1500),
     );
     let status = child.wait().unwrap();
     assert!(status.success(), "facewire exited with {status}:\n{log}");
+    assert!(
+        !log.contains("control panel open"),
+        "--no-panel opened the panel:\n{log}"
+    );
     screen
         .save_png(&out_dir("window").join("screen.png"))
         .unwrap();
@@ -515,6 +526,85 @@ fn stage_window_shows_the_head_under_xvfb() {
         centre[0] > 100 && centre[1] < 240,
         "centre {centre:?} does not look like the face"
     );
+}
+
+/// A Live Link Face CSV of our own: `seconds` at 60 fps, the jaw opening and closing twice a
+/// second (never quite closed) and the head turning from side to side.
+fn llf_csv(seconds: f64) -> String {
+    let mut text = String::from("Timecode,BlendShapeCount,JawOpen,EyeBlinkLeft,HeadYaw\n");
+    let frames = (seconds * 60.0) as u32;
+    for i in 0..frames {
+        let t = f64::from(i) / 60.0;
+        let jaw = 0.65 - 0.35 * (t * 4.0 * std::f64::consts::PI).cos();
+        let yaw = 0.3 * (t * std::f64::consts::PI).sin();
+        text.push_str(&format!(
+            "00:00:{:02}:{:02}.000,52,{jaw:.4},0.0,{yaw:.4}\n",
+            i / 60,
+            i % 60
+        ));
+    }
+    text
+}
+
+#[test]
+fn stage_and_panel_play_a_replay_and_take_screenshots() {
+    let Some((_xvfb, display)) = start_xvfb() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("take.csv");
+    std::fs::write(&csv, llf_csv(30.0)).unwrap();
+    let shots = dir.path().join("shots");
+    let output = check(
+        facewire()
+            .env("DISPLAY", &display)
+            .args(["run", "--exit-after", "6", "--replay"])
+            .arg(&csv)
+            .arg("--screenshots")
+            .arg(&shots)
+            .output()
+            .unwrap(),
+        "run with the panel",
+    );
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("control panel open"), "{log}");
+    let stage = RgbaImage::load_png(&shots.join("stage.png")).unwrap();
+    let panel = RgbaImage::load_png(&shots.join("panel.png")).unwrap();
+    for (name, image) in [("stage.png", &stage), ("panel.png", &panel)] {
+        image.save_png(&out_dir("window").join(name)).unwrap();
+    }
+    assert_eq!((stage.width, stage.height), (1280, 720));
+    assert_eq!((panel.width, panel.height), (900, 760));
+    // The stage shows only the avatar on the chroma background.
+    let corner = stage.pixel(10, 10);
+    assert!(corner[1] > 150 && corner[0] < 40, "stage corner {corner:?}");
+    let centre = stage.pixel(640, 330);
+    assert!(
+        centre[0] > 100 && centre[1] < 240,
+        "stage centre {centre:?}"
+    );
+    // The panel is drawn: a dark background with light text and coloured meters.
+    let background = panel.pixel(panel.width - 5, panel.height - 5);
+    assert!(
+        background[..3].iter().all(|&c| c < 80),
+        "panel background {background:?}"
+    );
+    let light = (0..panel.height)
+        .flat_map(|y| (0..200).map(move |x| (x, y)))
+        .filter(|&(x, y)| panel.pixel(x, y)[..3].iter().all(|&c| c > 150))
+        .count();
+    assert!(
+        light > 500,
+        "the panel's channel names are missing ({light} light pixels)"
+    );
+    let blue_meter = (0..panel.height)
+        .flat_map(|y| (0..panel.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            let p = panel.pixel(x, y);
+            p[2] > 180 && p[0] < 120
+        })
+        .count();
+    assert!(blue_meter > 50, "no calibrated meter shows the jaw moving");
 }
 
 #[test]
@@ -957,7 +1047,13 @@ fn render_on_change_draws_each_new_frame() {
     let dir = out_dir("render-on-change-frames");
     let port = free_udp_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // Without motion smoothing, which also draws the in-between frames for one sender period
+    // after each frame.
+    let config = dir.join("facewire.toml");
+    std::fs::write(&config, "[window]\nmotion = \"off\"\n").unwrap();
     let mut child = facewire()
+        .arg("--config")
+        .arg(&config)
         .args([
             "run",
             "--headless",

@@ -903,6 +903,7 @@ fn window_renders_under_x11() {
                 height: 160,
                 transparent: self.transparent,
                 vsync: false,
+                position: None,
             };
             match window::create(event_loop, &options) {
                 Ok(w) => {

@@ -52,6 +52,22 @@ impl Default for ChannelRange {
     }
 }
 
+/// How far below its range's end a channel must read for a captured neutral to re-zero it.
+pub const NEUTRAL_HEADROOM: f32 = 0.05;
+
+/// What [`Calibrator::capture_neutral`] changed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NeutralCapture {
+    /// Channels whose range now starts at the captured value.
+    pub rezeroed: ChannelMask,
+    /// Channels the frame carried that kept their range (they read too close to its end).
+    pub kept: ChannelMask,
+    /// The ranges now in use.
+    pub ranges: [ChannelRange; COUNT],
+    /// The head, left eye and right eye rest rotations now in use.
+    pub rest: [Option<Quat>; 3],
+}
+
 /// Ranges closer than this are degenerate and pass the channel through unchanged.
 pub const MIN_RANGE: f32 = 1e-4;
 
@@ -104,6 +120,9 @@ pub struct Calibrator {
     filters: [Filter; COUNT],
     /// Head, left eye and right eye rotation filters.
     rotations: [RotationFilter; 3],
+    /// The inverse of the head, left eye and right eye rest rotations (identity until a
+    /// neutral is captured): incoming rotations are taken relative to the rest.
+    rest_inverse: [Quat; 3],
     /// The masks of the groups to normalise.
     normalize: [ChannelMask; settings::MAX_GROUPS],
     /// How many of `normalize` are used.
@@ -127,6 +146,7 @@ impl Calibrator {
             group_of: [NO_GROUP; COUNT],
             filters: [Filter::new(smoothing.weights); COUNT],
             rotations: [RotationFilter::new(smoothing.rotations); 3],
+            rest_inverse: [Quat::IDENTITY; 3],
             normalize: [ChannelMask::EMPTY; settings::MAX_GROUPS],
             normalize_len: 0,
             state: None,
@@ -141,6 +161,69 @@ impl Calibrator {
     /// Replaces the per-channel input ranges (canonical order).
     pub fn set_ranges(&mut self, ranges: [ChannelRange; COUNT]) {
         self.ranges = ranges;
+    }
+
+    /// The per-channel input ranges (canonical order).
+    pub fn ranges(&self) -> &[ChannelRange; COUNT] {
+        &self.ranges
+    }
+
+    /// Sets the rest rotations of the head, left eye and right eye (`None`: the sender's zero):
+    /// from then on a rotation equal to its rest comes out as identity, so a performer whose
+    /// phone sits off to one side still looks straight ahead. Non-finite or zero rotations
+    /// count as `None`.
+    pub fn set_rest(&mut self, rest: [Option<Quat>; 3]) {
+        for (slot, q) in self.rest_inverse.iter_mut().zip(rest) {
+            *slot = q
+                .and_then(sane_rotation)
+                .map_or(Quat::IDENTITY, |q| q.inverse());
+        }
+        for r in &mut self.rotations {
+            r.reset();
+        }
+    }
+
+    /// Takes `raw` (a frame as received, the performer at rest) as the neutral: each channel it
+    /// carries gets its range's start moved to the value it reads now, so a face at rest shows
+    /// no expression, and the head and eye rotations it carries become the rest rotations
+    /// ([`Calibrator::set_rest`]). A channel already within [`NEUTRAL_HEADROOM`] of its range's
+    /// end (the performer was not at rest there) keeps its range.
+    pub fn capture_neutral(&mut self, raw: &FaceFrame) -> NeutralCapture {
+        let mut capture = NeutralCapture {
+            rezeroed: ChannelMask::EMPTY,
+            kept: ChannelMask::EMPTY,
+            ranges: self.ranges,
+            rest: [None; 3],
+        };
+        for c in raw.present.iter() {
+            let v = raw.weights[c.index()];
+            let range = &mut capture.ranges[c.index()];
+            if v.is_finite() && v < range.max - NEUTRAL_HEADROOM {
+                range.min = v.max(0.0).min(range.max);
+                capture.rezeroed.insert(c);
+            } else {
+                capture.kept.insert(c);
+            }
+        }
+        let current = self.rest();
+        for (i, q) in [raw.head, raw.left_eye, raw.right_eye]
+            .into_iter()
+            .enumerate()
+        {
+            capture.rest[i] = match q.and_then(sane_rotation) {
+                Some(q) => Some(q),
+                // Keep an earlier rest for a rotation this frame does not carry.
+                None => (current[i] != Quat::IDENTITY).then_some(current[i]),
+            };
+        }
+        self.set_ranges(capture.ranges);
+        self.set_rest(capture.rest);
+        capture
+    }
+
+    /// The rest rotations of the head, left eye and right eye (identity: none set).
+    pub fn rest(&self) -> [Quat; 3] {
+        self.rest_inverse.map(|q| q.inverse())
     }
 
     /// Replaces the smoothing settings and restarts the filters.
@@ -257,15 +340,18 @@ impl Calibrator {
             state.weights[i] = self.filters[i].step(target, dt).clamp(0.0, 1.0);
         }
         state.present = state.present.union(raw.present);
-        for (slot, (filter, next)) in [&mut state.head, &mut state.left_eye, &mut state.right_eye]
-            .into_iter()
-            .zip(
-                self.rotations
-                    .iter_mut()
-                    .zip([raw.head, raw.left_eye, raw.right_eye]),
-            )
+        for ((slot, (filter, next)), rest_inverse) in
+            [&mut state.head, &mut state.left_eye, &mut state.right_eye]
+                .into_iter()
+                .zip(
+                    self.rotations
+                        .iter_mut()
+                        .zip([raw.head, raw.left_eye, raw.right_eye]),
+                )
+                .zip(self.rest_inverse)
         {
             if let Some(q) = next {
+                let q = (rest_inverse * q).normalize();
                 if let Some(out) = filter.step(q, dt) {
                     *slot = Some(out);
                 }
@@ -423,5 +509,46 @@ mod tests {
         assert!(angle > 0.0 && angle < 1.0, "{angle}");
         let c = raw(at(t0, 0.032), 0.0);
         assert!(cal.apply(&c).head.is_some());
+    }
+
+    #[test]
+    fn captured_neutral_rezeroes_resting_channels_and_recentres_the_head() {
+        use crate::arkit::{Channel, Protocol};
+        let t0 = Instant::now();
+        let mut cal = Calibrator::new(SmoothingConfig::off());
+        let mut rest = FaceFrame::empty(Protocol::Vmc, "127.0.0.1:1".parse().unwrap(), t0);
+        rest.set(Channel::MouthSmileLeft, 0.2);
+        rest.set(Channel::JawOpen, 0.98);
+        let turned = Quat::from_rotation_y(0.3);
+        rest.head = Some(turned);
+        let capture = cal.capture_neutral(&rest);
+        assert!(capture.rezeroed.contains(Channel::MouthSmileLeft));
+        assert!(
+            capture.kept.contains(Channel::JawOpen),
+            "0.98 is no resting value"
+        );
+        assert_eq!(cal.ranges()[Channel::MouthSmileLeft.index()].min, 0.2);
+        assert_eq!(
+            cal.ranges()[Channel::JawOpen.index()],
+            ChannelRange::default()
+        );
+        // The resting face now reads 0, and the turned head reads straight ahead.
+        let out = cal.apply(&rest);
+        assert_eq!(out.get(Channel::MouthSmileLeft), Some(0.0));
+        assert!(out.head.unwrap().angle_between(Quat::IDENTITY) < 1e-4);
+        // A smile from there still reaches 1, and a turn is taken relative to the rest.
+        let mut moved = rest;
+        moved.received = t0 + Duration::from_millis(16);
+        moved.set(Channel::MouthSmileLeft, 1.0);
+        moved.head = Some(Quat::from_rotation_y(0.5));
+        let out = cal.apply(&moved);
+        assert_eq!(out.get(Channel::MouthSmileLeft), Some(1.0));
+        assert!((out.head.unwrap().angle_between(Quat::IDENTITY) - 0.2).abs() < 1e-4);
+        // A frame without a head keeps the earlier rest; a NaN rotation is not a rest.
+        let mut bare = FaceFrame::empty(Protocol::Vmc, "127.0.0.1:1".parse().unwrap(), t0);
+        bare.left_eye = Some(Quat::from_xyzw(f32::NAN, 0.0, 0.0, 1.0));
+        let capture = cal.capture_neutral(&bare);
+        assert!(capture.rest[0].unwrap().angle_between(turned) < 1e-5);
+        assert_eq!(capture.rest[1], None);
     }
 }

@@ -267,6 +267,16 @@ impl Conditioner {
         self.tracking = tracking;
     }
 
+    /// Takes `raw` as the performer's neutral (see [`Calibrator::capture_neutral`]).
+    pub fn capture_neutral(&mut self, raw: &FaceFrame) -> super::NeutralCapture {
+        self.calibrator.capture_neutral(raw)
+    }
+
+    /// Sets the head and eye rest rotations (see [`Calibrator::set_rest`]).
+    pub fn set_rest(&mut self, rest: [Option<Quat>; 3]) {
+        self.calibrator.set_rest(rest);
+    }
+
     /// Replaces the pose the fade ends at (a performer's neutral).
     pub fn set_neutral(&mut self, neutral: NeutralPose) {
         self.neutral = neutral;

@@ -35,6 +35,7 @@ mod debug;
 pub mod headless;
 mod objects;
 pub mod overlay;
+pub mod panel;
 mod renderer;
 mod shader;
 pub mod window;

@@ -58,6 +58,9 @@ pub struct WindowOptions {
     pub transparent: bool,
     /// Wait for vertical blank on swap.
     pub vsync: bool,
+    /// Where to place the window's top-left corner on the screen, in physical pixels (`None`:
+    /// where the window manager puts it).
+    pub position: Option<(i32, i32)>,
 }
 
 impl Default for WindowOptions {
@@ -68,6 +71,7 @@ impl Default for WindowOptions {
             height: 720,
             transparent: false,
             vsync: true,
+            position: None,
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct GlWindow {
     has_alpha: bool,
     /// Current surface size in physical pixels (0 while minimised).
     size: (u32, u32),
+    /// The GL display, for loading functions into other GL bindings (the panel's egui).
+    display: Display,
 }
 
 impl fmt::Debug for GlWindow {
@@ -108,13 +114,16 @@ pub fn create(
     event_loop: &ActiveEventLoop,
     options: &WindowOptions,
 ) -> Result<GlWindow, RenderError> {
-    let attributes = Window::default_attributes()
+    let mut attributes = Window::default_attributes()
         .with_title(options.title.clone())
         .with_inner_size(PhysicalSize::new(
             options.width.max(1),
             options.height.max(1),
         ))
         .with_transparent(options.transparent);
+    if let Some((x, y)) = options.position {
+        attributes = attributes.with_position(winit::dpi::PhysicalPosition::new(x, y));
+    }
 
     // WGL needs the window before the display; everywhere else the window is made after the
     // config, so that it gets the config's X visual.
@@ -249,6 +258,7 @@ pub fn create(
         window,
         has_alpha,
         size: (size.width, size.height),
+        display,
     };
     gl_window.set_vsync(options.vsync);
     Ok(gl_window)
@@ -263,6 +273,20 @@ impl GlWindow {
     /// The GL functions of this window's context.
     pub fn gl(&self) -> Rc<glow::Context> {
         Rc::clone(&self.gl)
+    }
+
+    /// Loads this context's GL functions into egui's GL bindings (its own `glow` version).
+    ///
+    /// Call it with this window's context current; the functions are valid while the window
+    /// lives.
+    pub(crate) fn load_egui_gl(&self) -> egui_glow::glow::Context {
+        // SAFETY: the caller keeps this window's context current, and the loader is the
+        // display's own, so every pointer belongs to that context.
+        unsafe {
+            egui_glow::glow::Context::from_loader_function_cstr(|s| {
+                self.display.get_proc_address(s)
+            })
+        }
     }
 
     /// Whether the framebuffer keeps alpha (a transparent window was asked for and the platform

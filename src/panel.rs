@@ -1,0 +1,1008 @@
+//! The control panel's contents, drawn with egui and free of GL and winit: what the stream
+//! reads (raw, calibrated and the avatar target weights each of the 52 channels drives), where
+//! it comes from and how healthy it is, the draw timings, the actions (capture a neutral, run
+//! the calibration routine, choose the performer profile, reload the mapping, open the
+//! configuration folder), and every mapping, configuration or profile error verbatim.
+//!
+//! [`PanelModel`] is what one refresh shows; [`show`] lays it out and returns the actions the
+//! user asked for. `render::panel` hosts it in its own window.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use egui::{Color32, RichText};
+
+use crate::arkit::{Channel, FaceFrame};
+use crate::avatar::{Avatar, Pose};
+use crate::calibrate::{Decision, TrackingState};
+use crate::mapping::CompiledMapping;
+use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
+
+/// What the user asked for with one click.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PanelAction {
+    /// Take the face as it is now as the performer's neutral (and re-centre the head).
+    CaptureNeutral,
+    /// Start the guided calibration routine.
+    StartCalibration,
+    /// Answer the routine's review.
+    Review(Decision),
+    /// Use this performer profile (`None`: no profile, identity ranges).
+    ChooseProfile(Option<String>),
+    /// Read the mapping file again.
+    ReloadMapping,
+    /// Open the folder holding the configuration in the file manager.
+    OpenConfigFolder,
+    /// Forget the messages shown.
+    ClearMessages,
+}
+
+/// What a message is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topic {
+    /// The mapping file.
+    Mapping,
+    /// The configuration file.
+    Config,
+    /// A performer profile.
+    Profile,
+    /// The calibration routine or a captured neutral.
+    Calibration,
+    /// Anything else (opening a folder, ...).
+    General,
+}
+
+impl Topic {
+    fn label(self) -> &'static str {
+        match self {
+            Topic::Mapping => "mapping",
+            Topic::Config => "config",
+            Topic::Profile => "profile",
+            Topic::Calibration => "calibration",
+            Topic::General => "facewire",
+        }
+    }
+}
+
+/// One line (or block) in the panel's message list: errors verbatim, with file, line and column
+/// as the parser wrote them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// What it is about.
+    pub topic: Topic,
+    /// Whether it reports a failure.
+    pub error: bool,
+    /// The text, verbatim.
+    pub text: String,
+    /// When it was posted.
+    pub at: Instant,
+}
+
+/// The panel's messages: the newest few, an error of a topic replaced by the next report on it.
+#[derive(Debug, Clone, Default)]
+pub struct Messages {
+    list: VecDeque<Message>,
+}
+
+impl Messages {
+    /// The most messages kept.
+    pub const CAPACITY: usize = 24;
+
+    /// Posts a message. A success on a topic removes that topic's earlier errors (the problem
+    /// is fixed); the list keeps the newest [`Messages::CAPACITY`].
+    pub fn post(&mut self, topic: Topic, error: bool, text: impl Into<String>, at: Instant) {
+        if !error {
+            self.list.retain(|m| m.topic != topic || !m.error);
+        }
+        self.list.retain(|m| m.topic != topic || m.error != error);
+        self.list.push_back(Message {
+            topic,
+            error,
+            text: text.into(),
+            at,
+        });
+        while self.list.len() > Self::CAPACITY {
+            self.list.pop_front();
+        }
+    }
+
+    /// The messages, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Message> {
+        self.list.iter()
+    }
+
+    /// Whether any message is an error.
+    pub fn has_errors(&self) -> bool {
+        self.list.iter().any(|m| m.error)
+    }
+
+    /// Forgets every message.
+    pub fn clear(&mut self) {
+        self.list.clear();
+    }
+}
+
+/// One channel's row of meters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelRow {
+    /// The channel.
+    pub channel: Channel,
+    /// Its value as the phone sent it, when the newest frame carries it.
+    pub raw: Option<f32>,
+    /// Its value after calibration and smoothing.
+    pub calibrated: Option<f32>,
+    /// The avatar targets it drives, with their weights in the pose being drawn.
+    pub targets: Vec<(String, f32)>,
+}
+
+/// The meters of every channel, in canonical order: raw and calibrated values from `telemetry`,
+/// and for each channel the targets of `avatar` that `mapping` drives from it, with their
+/// weights in `pose`.
+pub fn channel_rows(
+    telemetry: &TelemetrySnapshot,
+    mapping: &CompiledMapping,
+    avatar: &Avatar,
+    pose: &Pose,
+) -> Vec<ChannelRow> {
+    let value = |frame: &Option<FaceFrame>, c: Channel| frame.as_ref().and_then(|f| f.get(c));
+    let mut rows: Vec<ChannelRow> = Channel::ALL
+        .iter()
+        .map(|&channel| ChannelRow {
+            channel,
+            raw: value(&telemetry.raw, channel),
+            calibrated: value(&telemetry.calibrated, channel),
+            targets: Vec::new(),
+        })
+        .collect();
+    for binding in &mapping.targets {
+        let Some(driver) = mapping.drivers.get(binding.driver) else {
+            continue;
+        };
+        let name = target_label(avatar, binding.mesh, binding.target);
+        let weight = pose
+            .weights
+            .get(binding.mesh)
+            .and_then(|w| w.get(binding.target))
+            .copied()
+            .unwrap_or(0.0);
+        for (channel, _) in &driver.sources {
+            let row = &mut rows[channel.index()];
+            if !row.targets.iter().any(|(n, _)| *n == name) {
+                row.targets.push((name.clone(), weight));
+            }
+        }
+    }
+    rows
+}
+
+/// `mesh/target` as the panel names a morph target (the target's index where it has no name).
+pub fn target_label(avatar: &Avatar, mesh: usize, target: usize) -> String {
+    let Some(m) = avatar.meshes.get(mesh) else {
+        return format!("mesh {mesh}/{target}");
+    };
+    let mesh_name = m.name.clone().unwrap_or_else(|| format!("mesh {mesh}"));
+    match m.target_names.get(target).filter(|n| !n.is_empty()) {
+        Some(name) if avatar.meshes.len() == 1 => name.clone(),
+        Some(name) => format!("{mesh_name}/{name}"),
+        None => format!("{mesh_name}/#{target}"),
+    }
+}
+
+/// Every target weight of the pose being drawn, as (label, weight), in mesh and target order.
+pub fn target_weights(avatar: &Avatar, pose: &Pose) -> Vec<(String, f32)> {
+    let mut out = Vec::new();
+    for (mesh, weights) in pose.weights.iter().enumerate() {
+        for (target, &w) in weights.iter().enumerate() {
+            out.push((target_label(avatar, mesh, target), w));
+        }
+    }
+    out
+}
+
+/// Timings of the stage as the panel shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    /// Age of the newest sample when drawn: median and 99th percentile.
+    pub sample_age: Option<[Duration; 2]>,
+    /// CPU time of a stage frame: median and 99th percentile.
+    pub draw_time: Option<[Duration; 2]>,
+    /// Frames per second over the recent frames.
+    pub fps: Option<f64>,
+    /// What motion smoothing adds to the sample age (interpolation's delay), if anything.
+    pub motion_latency: Option<Duration>,
+}
+
+/// Where the guided routine stands, as the panel shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RoutineView {
+    /// Not running.
+    Idle,
+    /// A step is shown on the stage.
+    Running {
+        /// 1-based step number.
+        step: usize,
+        /// Steps in all.
+        steps: usize,
+        /// The step's prompt.
+        title: String,
+        /// What it is doing (getting ready, recording).
+        status: String,
+        /// Progress through the step, 0 to 1.
+        progress: f32,
+    },
+    /// Finished: waiting for the performer's decision on this summary.
+    Review {
+        /// The summary table, as the terminal shows it.
+        summary: String,
+        /// The step titles, for "redo step".
+        steps: Vec<String>,
+    },
+}
+
+/// Everything one refresh of the panel shows.
+#[derive(Debug, Clone)]
+pub struct PanelModel {
+    /// The stream as the ingest side last saw it.
+    pub telemetry: TelemetrySnapshot,
+    /// The input's totals.
+    pub counters: InputCounters,
+    /// The input's rates.
+    pub rates: InputRates,
+    /// What the input is (listening addresses, or the recording replayed).
+    pub input: String,
+    /// The avatar drawn and the morph path.
+    pub avatar: String,
+    /// The stage's timings.
+    pub timings: Timings,
+    /// The meters.
+    pub rows: Vec<ChannelRow>,
+    /// Every target weight drawn.
+    pub targets: Vec<(String, f32)>,
+    /// Performer profiles found.
+    pub profiles: Vec<String>,
+    /// The profile in use.
+    pub profile: Option<String>,
+    /// Whether the calibration routine can start (a live input, not a replay).
+    pub can_calibrate: bool,
+    /// The routine.
+    pub routine: RoutineView,
+    /// The stage's hotkeys, one per line.
+    pub hotkeys: &'static [(&'static str, &'static str)],
+    /// When this model was made (ages are shown relative to it).
+    pub now: Instant,
+}
+
+/// Which list the panel shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tab {
+    /// The 52 channels with raw, calibrated and target meters.
+    #[default]
+    Channels,
+    /// Every avatar target weight.
+    Targets,
+    /// The stage's hotkeys.
+    Help,
+}
+
+/// What the panel remembers between refreshes.
+#[derive(Debug, Clone, Default)]
+pub struct PanelState {
+    /// The list shown.
+    pub tab: Tab,
+    /// Show only rows whose name contains this (case-insensitive).
+    pub filter: String,
+    /// Show only channels that read above zero.
+    pub active_only: bool,
+    /// The step chosen for "redo".
+    pub redo_step: usize,
+    /// Messages.
+    pub messages: Messages,
+}
+
+/// The colour of a tracking state's badge.
+fn state_color(state: TrackingState) -> Color32 {
+    match state {
+        TrackingState::Tracking => Color32::from_rgb(60, 170, 90),
+        TrackingState::Reacquire => Color32::from_rgb(90, 160, 200),
+        TrackingState::Stale | TrackingState::Hold => Color32::from_rgb(220, 170, 40),
+        TrackingState::Fade | TrackingState::Neutral => Color32::from_rgb(200, 80, 70),
+    }
+}
+
+/// What a tracking state means to a streamer.
+fn state_hint(state: TrackingState) -> &'static str {
+    match state {
+        TrackingState::Tracking => "the phone sees your face",
+        TrackingState::Reacquire => "face found again, easing in",
+        TrackingState::Stale => "no fresh data from the phone",
+        TrackingState::Hold => "holding the last pose",
+        TrackingState::Fade => "fading to neutral",
+        TrackingState::Neutral => "waiting for the phone",
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// A horizontal meter of `value` (0 to 1) in `color`, `width` points wide, with the value
+/// written beside it ("-" when absent).
+fn meter(ui: &mut egui::Ui, value: Option<f32>, color: Color32, width: f32) {
+    let height = ui.text_style_height(&egui::TextStyle::Body) * 0.7;
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
+    let painter = ui.painter();
+    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+    if let Some(v) = value.filter(|v| v.is_finite()) {
+        let mut fill = rect;
+        fill.set_width(rect.width() * v.clamp(0.0, 1.0));
+        painter.rect_filled(fill, 2.0, color);
+    }
+    let text = value.map_or_else(|| "  -  ".to_string(), |v| format!("{v:.2}"));
+    ui.monospace(text);
+}
+
+/// Lays the panel out in `ui` and returns the actions asked for.
+pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Vec<PanelAction> {
+    let mut actions = Vec::new();
+    egui::Panel::top("status").show(ui, |ui| {
+        status(ui, model);
+        ui.separator();
+        controls(ui, model, state, &mut actions);
+        routine(ui, model, state, &mut actions);
+        messages(ui, model, state, &mut actions);
+    });
+    egui::CentralPanel::default().show(ui, |ui| {
+        ui.horizontal(|ui| {
+            ui.selectable_value(&mut state.tab, Tab::Channels, "Channels");
+            ui.selectable_value(&mut state.tab, Tab::Targets, "Avatar targets");
+            ui.selectable_value(&mut state.tab, Tab::Help, "Hotkeys");
+            ui.separator();
+            ui.label("Filter:");
+            ui.add(egui::TextEdit::singleline(&mut state.filter).desired_width(120.0));
+            ui.checkbox(&mut state.active_only, "moving only");
+        });
+        ui.separator();
+        match state.tab {
+            Tab::Channels => channels(ui, model, state),
+            Tab::Targets => targets(ui, model, state),
+            Tab::Help => help(ui, model),
+        }
+    });
+    actions
+}
+
+fn status(ui: &mut egui::Ui, model: &PanelModel) {
+    let t = &model.telemetry;
+    ui.horizontal_wrapped(|ui| {
+        let state = t.tracking;
+        ui.label(
+            RichText::new(format!(" {} ", state.name()))
+                .strong()
+                .color(Color32::WHITE)
+                .background_color(state_color(state)),
+        );
+        let since = model.now.saturating_duration_since(t.tracking_since);
+        ui.label(format!(
+            "{} (for {:.0} s)",
+            state_hint(state),
+            since.as_secs_f64()
+        ));
+        ui.separator();
+        match t.source() {
+            Some((protocol, from)) => ui.label(format!("{} from {}", protocol.name(), from)),
+            None => ui.label("no sender yet"),
+        };
+    });
+    ui.horizontal_wrapped(|ui| {
+        let c = &model.counters;
+        ui.label(format!(
+            "{:.0} packets/s, {:.0} frames/s",
+            model.rates.datagrams, model.rates.frames
+        ));
+        ui.separator();
+        let normal = ui.visuals().text_color();
+        let warn = |n: u64| {
+            if n > 0 {
+                Color32::from_rgb(220, 150, 40)
+            } else {
+                normal
+            }
+        };
+        ui.label(RichText::new(format!("malformed {}", c.malformed)).color(warn(c.malformed)));
+        ui.label(RichText::new(format!("rejected {}", c.rejected)).color(warn(c.rejected)));
+        ui.label(RichText::new(format!("dropped {}", c.dropped)).color(warn(c.dropped)));
+        ui.label(format!("frames {}", c.frames));
+    });
+    ui.horizontal_wrapped(|ui| {
+        let tm = &model.timings;
+        match tm.sample_age {
+            Some([p50, p99]) => ui.label(format!("sample age p50 {} p99 {}", ms(p50), ms(p99))),
+            None => ui.label("sample age -"),
+        };
+        if let Some(latency) = tm.motion_latency {
+            ui.label(format!("(motion smoothing adds {})", ms(latency)));
+        }
+        ui.separator();
+        match tm.draw_time {
+            Some([p50, p99]) => ui.label(format!("frame time p50 {} p99 {}", ms(p50), ms(p99))),
+            None => ui.label("frame time -"),
+        };
+        if let Some(fps) = tm.fps {
+            ui.label(format!("{fps:.0} fps"));
+        }
+    });
+    ui.label(RichText::new(format!("{}  |  {}", model.input, model.avatar)).weak());
+}
+
+fn controls(
+    ui: &mut egui::Ui,
+    model: &PanelModel,
+    state: &mut PanelState,
+    actions: &mut Vec<PanelAction>,
+) {
+    ui.horizontal_wrapped(|ui| {
+        let has_face = model.telemetry.raw.is_some();
+        if ui
+            .add_enabled(has_face, egui::Button::new("Capture neutral"))
+            .on_hover_text(
+                "Relax your face and look straight ahead, then click (hotkey N on the stage)",
+            )
+            .on_disabled_hover_text("no face data yet")
+            .clicked()
+        {
+            actions.push(PanelAction::CaptureNeutral);
+        }
+        let idle = model.routine == RoutineView::Idle;
+        if ui
+            .add_enabled(
+                idle && model.can_calibrate,
+                egui::Button::new("Run calibration"),
+            )
+            .on_hover_text("The guided routine: follow the prompts on the stage")
+            .clicked()
+        {
+            actions.push(PanelAction::StartCalibration);
+        }
+        ui.separator();
+        ui.label("Profile:");
+        let mut chosen = model.profile.clone();
+        egui::ComboBox::from_id_salt("profile")
+            .selected_text(chosen.clone().unwrap_or_else(|| "(none)".into()))
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut chosen, None, "(none)");
+                for name in &model.profiles {
+                    ui.selectable_value(&mut chosen, Some(name.clone()), name);
+                }
+            });
+        if chosen != model.profile {
+            actions.push(PanelAction::ChooseProfile(chosen));
+        }
+        ui.separator();
+        if ui.button("Reload mapping").clicked() {
+            actions.push(PanelAction::ReloadMapping);
+        }
+        if ui.button("Open config folder").clicked() {
+            actions.push(PanelAction::OpenConfigFolder);
+        }
+    });
+    let _ = state;
+}
+
+fn routine(
+    ui: &mut egui::Ui,
+    model: &PanelModel,
+    state: &mut PanelState,
+    actions: &mut Vec<PanelAction>,
+) {
+    match &model.routine {
+        RoutineView::Idle => {}
+        RoutineView::Running {
+            step,
+            steps,
+            title,
+            status,
+            progress,
+        } => {
+            ui.separator();
+            ui.label(
+                RichText::new(format!("Calibration step {step} of {steps}: {title}")).strong(),
+            );
+            ui.add(egui::ProgressBar::new(*progress).text(status.as_str()));
+        }
+        RoutineView::Review { summary, steps } => {
+            ui.separator();
+            ui.label(RichText::new("Calibration finished: review the ranges").strong());
+            egui::ScrollArea::vertical()
+                .id_salt("summary")
+                .max_height(160.0)
+                .show(ui, |ui| {
+                    ui.monospace(summary.as_str());
+                });
+            ui.horizontal(|ui| {
+                if ui.button("Save profile").clicked() {
+                    actions.push(PanelAction::Review(Decision::Save));
+                }
+                if ui.button("Discard").clicked() {
+                    actions.push(PanelAction::Review(Decision::Cancel));
+                }
+                if !steps.is_empty() {
+                    state.redo_step = state.redo_step.min(steps.len() - 1);
+                    egui::ComboBox::from_id_salt("redo")
+                        .selected_text(format!(
+                            "{}: {}",
+                            state.redo_step + 1,
+                            steps[state.redo_step]
+                        ))
+                        .show_ui(ui, |ui| {
+                            for (i, s) in steps.iter().enumerate() {
+                                ui.selectable_value(
+                                    &mut state.redo_step,
+                                    i,
+                                    format!("{}: {s}", i + 1),
+                                );
+                            }
+                        });
+                    if ui.button("Redo step").clicked() {
+                        actions.push(PanelAction::Review(Decision::Redo(state.redo_step)));
+                    }
+                }
+            });
+        }
+    }
+}
+
+fn messages(
+    ui: &mut egui::Ui,
+    model: &PanelModel,
+    state: &mut PanelState,
+    actions: &mut Vec<PanelAction>,
+) {
+    if state.messages.iter().next().is_none() {
+        return;
+    }
+    ui.separator();
+    for m in state.messages.iter() {
+        let age = model.now.saturating_duration_since(m.at).as_secs();
+        let color = if m.error {
+            Color32::from_rgb(230, 90, 80)
+        } else {
+            ui.visuals().text_color()
+        };
+        ui.horizontal_wrapped(|ui| {
+            ui.label(RichText::new(format!("[{}] {age} s ago", m.topic.label())).weak());
+            ui.label(RichText::new(&m.text).monospace().color(color));
+        });
+    }
+    if ui.small_button("Clear messages").clicked() {
+        actions.push(PanelAction::ClearMessages);
+    }
+}
+
+fn matches(filter: &str, name: &str) -> bool {
+    filter.is_empty()
+        || name
+            .to_ascii_lowercase()
+            .contains(&filter.to_ascii_lowercase())
+}
+
+fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
+    let raw_color = Color32::from_rgb(130, 130, 140);
+    let cal_color = Color32::from_rgb(70, 150, 230);
+    let target_color = Color32::from_rgb(230, 140, 60);
+    egui::ScrollArea::vertical()
+        .id_salt("channels")
+        .show(ui, |ui| {
+            egui::Grid::new("meters")
+                .striped(true)
+                .num_columns(4)
+                .show(ui, |ui| {
+                    ui.label(RichText::new("channel").strong());
+                    ui.label(RichText::new("raw").strong());
+                    ui.label(RichText::new("calibrated").strong());
+                    ui.label(RichText::new("drives").strong());
+                    ui.end_row();
+                    for row in &model.rows {
+                        let name = row.channel.name();
+                        let moving = row.calibrated.is_some_and(|v| v > 0.01)
+                            || row.raw.is_some_and(|v| v > 0.01);
+                        if !matches(&state.filter, name) || (state.active_only && !moving) {
+                            continue;
+                        }
+                        ui.monospace(name);
+                        ui.horizontal(|ui| meter(ui, row.raw, raw_color, 90.0));
+                        ui.horizontal(|ui| meter(ui, row.calibrated, cal_color, 90.0));
+                        ui.horizontal_wrapped(|ui| {
+                            if row.targets.is_empty() {
+                                ui.label(RichText::new("(nothing)").weak());
+                            }
+                            for (target, weight) in &row.targets {
+                                ui.label(RichText::new(target.as_str()).small());
+                                meter(ui, Some(*weight), target_color, 50.0);
+                            }
+                        });
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
+fn targets(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
+    let color = Color32::from_rgb(230, 140, 60);
+    egui::ScrollArea::vertical()
+        .id_salt("targets")
+        .show(ui, |ui| {
+            egui::Grid::new("target-weights")
+                .striped(true)
+                .num_columns(2)
+                .show(ui, |ui| {
+                    for (name, weight) in &model.targets {
+                        if !matches(&state.filter, name) || (state.active_only && *weight <= 0.01) {
+                            continue;
+                        }
+                        ui.monospace(name.as_str());
+                        ui.horizontal(|ui| meter(ui, Some(*weight), color, 160.0));
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
+fn help(ui: &mut egui::Ui, model: &PanelModel) {
+    ui.label("Keys on the stage window:");
+    egui::Grid::new("hotkeys").striped(true).show(ui, |ui| {
+        for (key, what) in model.hotkeys {
+            ui.monospace(*key);
+            ui.label(*what);
+            ui.end_row();
+        }
+    });
+}
+
+/// The stage's prompt card for a routine step; `review_in` says where the summary is reviewed
+/// once the routine finishes ("the terminal", "the panel").
+pub fn prompt_card(prompt: &crate::calibrate::Prompt, review_in: &str) -> crate::hud::PromptCard {
+    use crate::calibrate::Phase;
+    let status = match prompt.phase {
+        Phase::Prepare => format!("get ready: {}", prompt.remaining.as_secs() + 1),
+        Phase::Record => "hold it...".to_string(),
+        Phase::Finished => format!("done: review the summary in {review_in}"),
+    };
+    crate::hud::PromptCard {
+        title: prompt.title.to_string(),
+        instruction: prompt.instruction.to_string(),
+        status,
+        step: (prompt.step + 1).min(prompt.steps),
+        steps: prompt.steps,
+        progress: prompt.progress,
+    }
+}
+
+/// Runs the guided routine's prompts on the stage and in the panel, and takes the review's
+/// decision from the panel. Events go out through `notify` (the stage's event proxy).
+pub struct PanelRoutineUi {
+    notify: Box<dyn Fn(crate::bridge::AppEvent) + Send>,
+    decisions: std::sync::mpsc::Receiver<Decision>,
+    /// What the stage card shows (step, phase, percent, whole seconds), to redraw only changes.
+    shown: Option<(usize, crate::calibrate::Phase, u32, u64)>,
+}
+
+impl PanelRoutineUi {
+    /// A routine UI sending its events through `notify` and waiting for review decisions on
+    /// `decisions` (a closed channel cancels).
+    pub fn new(
+        notify: Box<dyn Fn(crate::bridge::AppEvent) + Send>,
+        decisions: std::sync::mpsc::Receiver<Decision>,
+    ) -> PanelRoutineUi {
+        PanelRoutineUi {
+            notify,
+            decisions,
+            shown: None,
+        }
+    }
+}
+
+impl crate::calibrate::RoutineUi for PanelRoutineUi {
+    fn show(&mut self, prompt: &crate::calibrate::Prompt) {
+        use crate::bridge::AppEvent;
+        let key = (
+            prompt.step,
+            prompt.phase,
+            (prompt.progress * 100.0) as u32,
+            prompt.remaining.as_secs(),
+        );
+        if self.shown == Some(key) {
+            return;
+        }
+        self.shown = Some(key);
+        let card = prompt_card(prompt, "the panel");
+        (self.notify)(AppEvent::Routine(RoutineView::Running {
+            step: card.step,
+            steps: card.steps,
+            title: card.title.clone(),
+            status: card.status.clone(),
+            progress: card.progress,
+        }));
+        (self.notify)(AppEvent::Prompt(Some(card)));
+    }
+
+    fn review(&mut self, summary: &crate::calibrate::Summary) -> Decision {
+        use crate::bridge::AppEvent;
+        self.shown = None;
+        let steps = crate::calibrate::STEPS
+            .iter()
+            .map(|s| s.title.to_string())
+            .collect();
+        (self.notify)(AppEvent::Routine(RoutineView::Review {
+            summary: summary.to_string(),
+            steps,
+        }));
+        self.decisions.recv().unwrap_or(Decision::Cancel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arkit::Protocol;
+    use crate::avatar::Mesh;
+    use crate::mapping::{Driver, TargetBinding};
+    use crate::telemetry::Telemetry;
+    use egui::{Event, Pos2, RawInput, Rect};
+
+    fn avatar() -> Avatar {
+        Avatar {
+            source: "test.glb".into(),
+            meshes: vec![Mesh {
+                name: Some("Face".into()),
+                target_names: vec!["jawOpen".into(), "smile".into()],
+                default_weights: vec![0.0, 0.0],
+                primitives: Vec::new(),
+            }],
+            ..Avatar::default()
+        }
+    }
+
+    fn mapping() -> CompiledMapping {
+        let mut m = CompiledMapping::auto(&Avatar::default());
+        m.drivers = vec![
+            Driver::identity(Channel::JawOpen),
+            Driver {
+                sources: vec![
+                    (Channel::MouthSmileLeft, 0.5),
+                    (Channel::MouthSmileRight, 0.5),
+                ],
+                ..Driver::identity(Channel::MouthSmileLeft)
+            },
+        ];
+        m.targets = vec![
+            TargetBinding {
+                mesh: 0,
+                target: 0,
+                driver: 0,
+            },
+            TargetBinding {
+                mesh: 0,
+                target: 1,
+                driver: 1,
+            },
+        ];
+        m
+    }
+
+    fn model(with_face: bool, routine: RoutineView) -> PanelModel {
+        let now = Instant::now();
+        let telemetry = Telemetry::new(now);
+        if with_face {
+            let mut raw = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:39539".parse().unwrap(), now);
+            raw.set(Channel::JawOpen, 0.5);
+            raw.set(Channel::MouthSmileLeft, 0.25);
+            telemetry.record_raw(&raw);
+            raw.set(Channel::JawOpen, 0.75);
+            telemetry.record_calibrated(&raw);
+            telemetry.record_tracking(TrackingState::Tracking, now);
+        }
+        let snapshot = telemetry.snapshot();
+        let avatar = avatar();
+        let pose = Pose {
+            weights: vec![vec![0.75, 0.125]],
+            rotations: Vec::new(),
+        };
+        PanelModel {
+            rows: channel_rows(&snapshot, &mapping(), &avatar, &pose),
+            targets: target_weights(&avatar, &pose),
+            telemetry: snapshot,
+            counters: InputCounters {
+                malformed: 3,
+                ..InputCounters::default()
+            },
+            rates: InputRates {
+                datagrams: 60.0,
+                frames: 60.0,
+            },
+            input: "listening: VMC and Face Cap 0.0.0.0:39539".into(),
+            avatar: "test.glb".into(),
+            timings: Timings {
+                sample_age: Some([Duration::from_millis(8), Duration::from_millis(21)]),
+                ..Timings::default()
+            },
+            profiles: vec!["alice".into()],
+            profile: None,
+            can_calibrate: true,
+            routine,
+            hotkeys: &[("N", "capture the neutral")],
+            now,
+        }
+    }
+
+    /// Runs the panel for one pass with `events`, returning the texts drawn (with their
+    /// rectangles) and the actions asked for.
+    fn pass(
+        ctx: &egui::Context,
+        model: &PanelModel,
+        state: &mut PanelState,
+        events: Vec<Event>,
+    ) -> (Vec<(String, Rect)>, Vec<PanelAction>) {
+        let input = RawInput {
+            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, egui::vec2(900.0, 760.0))),
+            events,
+            ..RawInput::default()
+        };
+        let mut actions = Vec::new();
+        let mut output = ctx.run_ui(input, |ui| actions.extend(show(ui, model, state)));
+        output.textures_delta.clear();
+        let mut texts = Vec::new();
+        let shapes = std::mem::take(&mut output.shapes);
+        let mut stack: Vec<egui::Shape> = shapes.into_iter().map(|c| c.shape).collect();
+        while let Some(shape) = stack.pop() {
+            match shape {
+                egui::Shape::Vec(inner) => stack.extend(inner),
+                egui::Shape::Text(t) => {
+                    texts.push((
+                        t.galley.text().to_string(),
+                        t.galley.rect.translate(t.pos.to_vec2()),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        (texts, actions)
+    }
+
+    fn click(
+        ctx: &egui::Context,
+        model: &PanelModel,
+        state: &mut PanelState,
+        label: &str,
+    ) -> Vec<PanelAction> {
+        // Panels size themselves from the previous pass: let the layout settle first.
+        pass(ctx, model, state, Vec::new());
+        let (texts, _) = pass(ctx, model, state, Vec::new());
+        let (_, rect) = texts
+            .iter()
+            .find(|(t, _)| t == label)
+            .unwrap_or_else(|| panic!("no `{label}` on the panel: {texts:?}"));
+        let pos = rect.center();
+        let press = |pressed| Event::PointerButton {
+            pos,
+            button: egui::PointerButton::Primary,
+            pressed,
+            modifiers: egui::Modifiers::default(),
+        };
+        let mut actions = pass(
+            ctx,
+            model,
+            state,
+            vec![Event::PointerMoved(pos), press(true)],
+        )
+        .1;
+        actions.extend(pass(ctx, model, state, vec![press(false)]).1);
+        actions
+    }
+
+    #[test]
+    fn meters_join_raw_calibrated_and_the_targets_driven() {
+        let m = model(true, RoutineView::Idle);
+        let jaw = &m.rows[Channel::JawOpen.index()];
+        assert_eq!((jaw.raw, jaw.calibrated), (Some(0.5), Some(0.75)));
+        assert_eq!(jaw.targets, vec![("jawOpen".to_string(), 0.75)]);
+        let right = &m.rows[Channel::MouthSmileRight.index()];
+        assert_eq!(
+            right.raw, None,
+            "a channel the sender did not send reads as absent"
+        );
+        assert_eq!(right.targets, vec![("smile".to_string(), 0.125)]);
+        assert!(m.rows[Channel::EyeBlinkLeft.index()].targets.is_empty());
+        assert_eq!(m.rows.len(), 52);
+    }
+
+    #[test]
+    fn the_panel_shows_state_source_meters_and_messages() {
+        let ctx = egui::Context::default();
+        let mut state = PanelState::default();
+        state.messages.post(
+            Topic::Mapping,
+            true,
+            "mapping.toml:3:9: unknown channel `jawOpn`\n  hint: did you mean `jawOpen`?",
+            Instant::now(),
+        );
+        let m = model(true, RoutineView::Idle);
+        pass(&ctx, &m, &mut state, Vec::new());
+        let (texts, actions) = pass(&ctx, &m, &mut state, Vec::new());
+        assert!(actions.is_empty());
+        let all: Vec<&str> = texts.iter().map(|(t, _)| t.as_str()).collect();
+        for expected in [
+            " tracking ",
+            "vmc from 10.0.0.2:39539",
+            "60 packets/s, 60 frames/s",
+            "malformed 3",
+            "sample age p50 8.0 ms p99 21.0 ms",
+            "jawOpen",
+            "0.50",
+            "0.75",
+            "mapping.toml:3:9: unknown channel `jawOpn`\n  hint: did you mean `jawOpen`?",
+        ] {
+            assert!(
+                all.contains(&expected),
+                "`{expected}` is not on the panel: {all:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn buttons_ask_for_their_actions() {
+        let ctx = egui::Context::default();
+        let mut state = PanelState::default();
+        let m = model(true, RoutineView::Idle);
+        assert_eq!(
+            click(&ctx, &m, &mut state, "Capture neutral"),
+            vec![PanelAction::CaptureNeutral]
+        );
+        assert_eq!(
+            click(&ctx, &m, &mut state, "Run calibration"),
+            vec![PanelAction::StartCalibration]
+        );
+        assert_eq!(
+            click(&ctx, &m, &mut state, "Reload mapping"),
+            vec![PanelAction::ReloadMapping]
+        );
+        // Without face data there is nothing to capture.
+        let still = model(false, RoutineView::Idle);
+        assert!(click(&ctx, &still, &mut state, "Capture neutral").is_empty());
+        // The review answers the routine.
+        let review = model(
+            true,
+            RoutineView::Review {
+                summary: "jawOpen 0.02..0.81".into(),
+                steps: vec!["Neutral".into(), "Jaw open".into()],
+            },
+        );
+        assert_eq!(
+            click(&ctx, &review, &mut state, "Save profile"),
+            vec![PanelAction::Review(Decision::Save)]
+        );
+        assert_eq!(
+            click(&ctx, &review, &mut state, "Redo step"),
+            vec![PanelAction::Review(Decision::Redo(0))]
+        );
+    }
+
+    #[test]
+    fn messages_replace_their_topic_and_stay_bounded() {
+        let now = Instant::now();
+        let mut m = Messages::default();
+        m.post(Topic::Mapping, true, "bad", now);
+        m.post(Topic::Config, true, "also bad", now);
+        assert!(m.has_errors());
+        m.post(Topic::Mapping, false, "reloaded", now);
+        let texts: Vec<&str> = m.iter().map(|x| x.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["also bad", "reloaded"],
+            "the fix clears the mapping error"
+        );
+        for i in 0..100 {
+            m.post(Topic::General, i % 2 == 0, format!("{i}"), now);
+        }
+        assert!(m.iter().count() <= Messages::CAPACITY);
+    }
+}
