@@ -19,9 +19,9 @@ use facewire::ingest::{
     MAX_SENDERS,
 };
 use glam::Quat;
-use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
+use rosc::{OscPacket, OscType};
 
-use crate::support;
+use crate::support::{self, apply, bundle, encode, msg, val, Rng};
 
 /// How long a socket test waits for something that should happen within milliseconds.
 const WAIT: Duration = Duration::from_secs(5);
@@ -74,41 +74,12 @@ fn sender() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").unwrap()
 }
 
-fn msg(addr: &str, args: Vec<OscType>) -> OscPacket {
-    OscPacket::Message(OscMessage {
-        addr: addr.to_string(),
-        args,
-    })
-}
-
-fn val(name: &str, value: f32) -> OscPacket {
-    msg(
-        "/VMC/Ext/Blend/Val",
-        vec![OscType::String(name.to_string()), OscType::Float(value)],
-    )
-}
-
-fn apply() -> OscPacket {
-    msg("/VMC/Ext/Blend/Apply", vec![])
-}
-
 fn w(index: i32, value: f32) -> OscPacket {
     msg("/W", vec![OscType::Int(index), OscType::Float(value)])
 }
 
 fn floats(addr: &str, values: &[f32]) -> OscPacket {
     msg(addr, values.iter().map(|&v| OscType::Float(v)).collect())
-}
-
-fn bundle(content: Vec<OscPacket>) -> OscPacket {
-    OscPacket::Bundle(OscBundle {
-        timetag: OscTime::from((0, 1)),
-        content,
-    })
-}
-
-fn encode(packet: &OscPacket) -> Vec<u8> {
-    rosc::encoder::encode(packet).unwrap()
 }
 
 /// A distinct value per channel, exactly representable in f32 and in short decimal text.
@@ -353,23 +324,6 @@ fn one_thread_listens_on_several_sockets() {
         .unwrap();
     assert_eq!(next_frame(&rx).get(Channel::JawOpen), Some(0.75));
     handle.shutdown();
-}
-
-/// splitmix64: a tiny seeded generator, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 /// Valid datagrams of every shape the fuzz test starts from.

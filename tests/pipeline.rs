@@ -8,9 +8,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use facewire::image::RgbaImage;
-use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
-use crate::support::{facewire_bin, repo};
+use crate::support::{facewire_bin, repo, vmc_frame};
 
 fn facewire() -> Command {
     let mut cmd = Command::new(facewire_bin());
@@ -146,27 +145,6 @@ fn free_udp_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn vmc_frame(weights: &[(&str, f32)]) -> Vec<u8> {
-    let mut content: Vec<OscPacket> = weights
-        .iter()
-        .map(|(name, v)| {
-            OscPacket::Message(OscMessage {
-                addr: "/VMC/Ext/Blend/Val".into(),
-                args: vec![OscType::String((*name).into()), OscType::Float(*v)],
-            })
-        })
-        .collect();
-    content.push(OscPacket::Message(OscMessage {
-        addr: "/VMC/Ext/Blend/Apply".into(),
-        args: vec![],
-    }));
-    rosc::encoder::encode(&OscPacket::Bundle(OscBundle {
-        timetag: OscTime::from((0, 1)),
-        content,
-    }))
-    .unwrap()
 }
 
 /// Sends `datagram` to `to` every 20 ms until `child` exits or `limit` passes.

@@ -14,7 +14,7 @@ use facewire::ingest::livelink::{self, LiveLinkPacket, VALUE_COUNT};
 use facewire::ingest::{Decoded, PhoneDecoder, PhoneProtocol, ProtocolError, MAX_PHONE_DATAGRAM};
 use glam::{Quat, Vec3};
 
-use crate::support;
+use crate::support::{self, Rng};
 
 /// The `protocols/` fixtures folder, or `None` (with a note) when the fixtures are absent.
 fn captures() -> Option<PathBuf> {
@@ -225,23 +225,6 @@ fn vts_samples_decode_alike() {
     for eye in [f.left_eye.unwrap(), f.right_eye.unwrap()] {
         let gaze = eye * Vec3::Z;
         assert!(gaze.x > 0.1 && gaze.y < 0.0, "{gaze}");
-    }
-}
-
-/// A small seeded generator (SplitMix64), so that every run fuzzes the same datagrams.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
     }
 }
 

@@ -14,7 +14,8 @@ use facewire::record::{
     Recording, ReplayOptions, Writer,
 };
 use glam::Quat;
-use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
+
+use crate::support::{apply, bundle, encode, val};
 
 /// A small deterministic PRNG (xorshift64*), so fuzz failures reproduce.
 struct Rng(u64);
@@ -36,32 +37,6 @@ fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
-fn msg(addr: &str, args: Vec<OscType>) -> OscPacket {
-    OscPacket::Message(OscMessage {
-        addr: addr.to_string(),
-        args,
-    })
-}
-
-fn val(name: &str, value: f32) -> OscPacket {
-    msg(
-        "/VMC/Ext/Blend/Val",
-        vec![OscType::String(name.to_string()), OscType::Float(value)],
-    )
-}
-
-fn apply() -> OscPacket {
-    msg("/VMC/Ext/Blend/Apply", vec![])
-}
-
-fn encode(content: Vec<OscPacket>) -> Vec<u8> {
-    rosc::encoder::encode(&OscPacket::Bundle(OscBundle {
-        timetag: OscTime::from((0, 1)),
-        content,
-    }))
-    .unwrap()
-}
-
 /// A VMC stream of `n` frames as datagrams: most frames are one bundle, every fifth one is split
 /// across two datagrams (values, then `Apply`), and one malformed datagram is mixed in.
 fn vmc_stream(n: usize) -> Vec<Vec<u8>> {
@@ -74,12 +49,12 @@ fn vmc_stream(n: usize) -> Vec<Vec<u8>> {
             val("mouthSmile_L", t * 0.5),
         ];
         if i % 5 == 4 {
-            out.push(encode(values));
-            out.push(encode(vec![apply()]));
+            out.push(encode(&bundle(values)));
+            out.push(encode(&bundle(vec![apply()])));
         } else {
             let mut content = values;
             content.push(apply());
-            out.push(encode(content));
+            out.push(encode(&bundle(content)));
         }
         if i == n / 2 {
             out.push(b"not osc at all".to_vec());

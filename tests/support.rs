@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
+
 /// The third-party fixtures folder (`$FACEWIRE_FIXTURES`, else `../shared/fixtures`), or `None`
 /// with a note on stderr saying which tests are skipped.
 pub fn fixtures(what: &str) -> Option<PathBuf> {
@@ -47,4 +49,64 @@ pub fn fuzz_seed(default: u64) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     default ^ extra.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// A seeded generator (SplitMix64), so that every fuzz run mutates the same datagrams.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// An OSC message to `addr` with `args`.
+pub fn msg(addr: &str, args: Vec<OscType>) -> OscPacket {
+    OscPacket::Message(OscMessage {
+        addr: addr.to_string(),
+        args,
+    })
+}
+
+/// VMC's `/VMC/Ext/Blend/Val s f`: one blendshape value, committed by the next [`apply`].
+pub fn val(name: &str, value: f32) -> OscPacket {
+    msg(
+        "/VMC/Ext/Blend/Val",
+        vec![OscType::String(name.to_string()), OscType::Float(value)],
+    )
+}
+
+/// VMC's `/VMC/Ext/Blend/Apply`: commits the values sent since the last one.
+pub fn apply() -> OscPacket {
+    msg("/VMC/Ext/Blend/Apply", vec![])
+}
+
+/// An OSC bundle of `content` with time tag 1 ("immediately").
+pub fn bundle(content: Vec<OscPacket>) -> OscPacket {
+    OscPacket::Bundle(OscBundle {
+        timetag: OscTime::from((0, 1)),
+        content,
+    })
+}
+
+/// The datagram of `packet`.
+pub fn encode(packet: &OscPacket) -> Vec<u8> {
+    rosc::encoder::encode(packet).unwrap()
+}
+
+/// One VMC frame as a datagram: a bundle of a [`val`] per weight, then [`apply`].
+pub fn vmc_frame(weights: &[(&str, f32)]) -> Vec<u8> {
+    let mut content: Vec<OscPacket> = weights.iter().map(|&(name, v)| val(name, v)).collect();
+    content.push(apply());
+    encode(&bundle(content))
 }
