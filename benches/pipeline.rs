@@ -216,5 +216,135 @@ fn bench_render(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_blend, bench_decode, bench_render);
+/// The ICT-FaceKit OBJ shape set, extracted once into `target/bench-ict/FaceXModel`; `None`
+/// with a note when the fixtures (`$FACEWIRE_FIXTURES`, else `../shared/fixtures`) are absent.
+fn ict_face_folder() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let fixtures = std::env::var_os("FACEWIRE_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let archive = fixtures.join("faces/ict-facekit/ICT-FaceKit-FaceXModel.tar.xz");
+    if !archive.is_file() {
+        eprintln!(
+            "note: {} is absent; skipping the ICT-FaceKit benchmarks",
+            archive.display()
+        );
+        return None;
+    }
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-ict");
+    let folder = out.join("FaceXModel");
+    // Written after a complete extraction, so an interrupted one is redone.
+    let done = out.join("extracted");
+    if !done.is_file() {
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).ok()?;
+        let status = std::process::Command::new("tar")
+            .arg("-xJf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&out)
+            .status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!(
+                "note: cannot extract {}; skipping the ICT-FaceKit benchmarks",
+                archive.display()
+            );
+            return None;
+        }
+        std::fs::write(&done, b"").ok()?;
+    }
+    Some(folder)
+}
+
+/// The ICT-FaceKit face (26,719 vertices, 55 targets: 51 ARKit shapes with its halves combined,
+/// and 4 others): importing the whole OBJ set, the CPU blend with every target active, and
+/// 1280x720 frames on both morph paths with all 52 channels active.
+fn bench_ict_face(c: &mut Criterion) {
+    use facewire::app::Scene;
+    use facewire::arkit::{FaceFrame, Protocol};
+    use facewire::objimport::{self, ImportOptions};
+    use facewire::render::headless::HeadlessContext;
+    use facewire::render::{DrawTarget, MorphMode};
+
+    let Some(folder) = ict_face_folder() else {
+        return;
+    };
+    let neutral = folder.join("generic_neutral_mesh.obj");
+    let options = ImportOptions {
+        combine_halves: true,
+        ..ImportOptions::default()
+    };
+    let mut group = c.benchmark_group("ict_face_import");
+    group.sample_size(10);
+    group.bench_function("whole_set_58_obj_files", |b| {
+        b.iter(|| objimport::import(&neutral, &folder, &options).expect("ICT import"))
+    });
+    group.finish();
+    let glb = objimport::import(&neutral, &folder, &options)
+        .expect("ICT import")
+        .glb;
+    let avatar = facewire::avatar::load_slice(&glb, "ict-face").expect("ICT face loads");
+
+    let prim = &avatar.meshes[0].primitives[0];
+    let blender = CpuBlender::new(prim);
+    let n = prim.positions.len();
+    let all: Vec<f32> = (0..avatar.meshes[0].target_count())
+        .map(|i| 0.1 + 0.9 * (i as f32 * 0.37).sin().abs())
+        .collect();
+    let mut positions = vec![Vec3::ZERO; n];
+    let mut normals = vec![Vec3::ZERO; n];
+    let mut interleaved = vec![0.0f32; n * 6];
+    let mut group = c.benchmark_group("cpu_blend_ict_face_26k_verts");
+    group.bench_function("all_55_targets_active", |b| {
+        b.iter(|| blender.blend(black_box(&all), &mut positions, &mut normals))
+    });
+    group.bench_function("all_55_targets_active_interleaved", |b| {
+        b.iter(|| blender.blend_interleaved(black_box(&all), &mut interleaved))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("render_frame_1280x720_ict_face_52_active");
+    group.sample_size(20);
+    for mode in [MorphMode::Cpu, MorphMode::Gpu] {
+        let ctx = match HeadlessContext::with_samples(1280, 720, 0) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                eprintln!("note: no headless GL context ({e}); skipping render benchmarks");
+                return;
+            }
+        };
+        let mut scene = Scene::new(ctx.gl(), avatar.clone(), mode).unwrap();
+        let target = DrawTarget {
+            width: 1280,
+            height: 720,
+            clear_color: [0.0, 0.69, 0.25, 1.0],
+            alpha: false,
+        };
+        let from: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let mut frame = FaceFrame::empty(Protocol::Vmc, from, Instant::now());
+        let mut step = 0u32;
+        group.bench_function(format!("{mode}"), |b| {
+            b.iter(|| {
+                step += 1;
+                for (k, c) in Channel::ALL.iter().enumerate() {
+                    let phase = (step + k as u32) as f32 * 0.1;
+                    frame.set(*c, 0.05 + 0.5 * phase.sin().abs());
+                }
+                scene.set_frame(Some(&frame));
+                ctx.bind();
+                scene.draw(&target);
+                ctx.finish();
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_blend,
+    bench_decode,
+    bench_render,
+    bench_ict_face
+);
 criterion_main!(benches);

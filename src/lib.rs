@@ -18,6 +18,7 @@
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
 //! - [`avatar`]: glTF/GLB loading into CPU structures and the CPU reference blend.
 //! - [`headgen`]: the generator of the default head in `models/`.
+//! - [`objimport`]: `facewire import-obj`: a GLB avatar from an OBJ shape set.
 //! - [`forward`]: sends the calibrated stream on as VMC to other tools.
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
@@ -44,6 +45,7 @@ pub mod image;
 pub mod ingest;
 pub mod mapping;
 pub mod motion;
+pub mod objimport;
 pub mod panel;
 pub mod record;
 pub mod render;

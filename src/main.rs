@@ -71,6 +71,9 @@ enum Command {
     Replay(ReplayArgs),
     /// Regenerate the default head (models/default_head.glb).
     GenHead(GenHeadArgs),
+    /// Build a GLB avatar with morph targets from an OBJ shape set (a neutral mesh and one OBJ
+    /// per shape, same topology).
+    ImportObj(ImportObjArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -276,6 +279,28 @@ struct GenHeadArgs {
     out: PathBuf,
 }
 
+#[derive(Debug, Args)]
+struct ImportObjArgs {
+    /// The neutral (rest) mesh.
+    #[arg(long, value_name = "OBJ")]
+    neutral: PathBuf,
+    /// The folder of target OBJs, one per shape, named after it (eyeBlink_L.obj, jawOpen.obj);
+    /// names that are no ARKit shape are kept as they are.
+    #[arg(long, value_name = "DIR")]
+    targets: PathBuf,
+    /// Where to write the avatar.
+    #[arg(long, value_name = "GLB")]
+    out: PathBuf,
+    /// Sum left and right halves of a shape ARKit has no sides for (browInnerUp_L +
+    /// browInnerUp_R -> browInnerUp) into one target.
+    #[arg(long)]
+    combine_halves: bool,
+    /// How ARKit targets are named: camel (eyeBlinkLeft), pascal (EyeBlinkLeft) or raw
+    /// (eyeBlink_L).
+    #[arg(long, value_name = "DIALECT", default_value = "camel")]
+    name_dialect: facewire::objimport::NameDialect,
+}
+
 /// A head rotation, `YAW,PITCH,ROLL` in degrees.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct HeadAngles(glam::Quat);
@@ -362,7 +387,26 @@ fn run() -> Result<()> {
             println!("wrote {} ({} bytes)", args.out.display(), bytes.len());
             Ok(())
         }
+        Some(Command::ImportObj(args)) => import_obj_command(args),
     }
+}
+
+/// Imports an OBJ shape set and prints what was imported, missing and skipped.
+fn import_obj_command(args: ImportObjArgs) -> Result<()> {
+    use facewire::objimport::{self, ImportOptions};
+    let started = Instant::now();
+    let options = ImportOptions {
+        combine_halves: args.combine_halves,
+        dialect: args.name_dialect,
+    };
+    let report = objimport::import_to_file(&args.neutral, &args.targets, &args.out, &options)?;
+    print!("{report}");
+    println!(
+        "wrote {} in {:.2} s",
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Applies the render flags to the configuration.

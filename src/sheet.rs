@@ -33,10 +33,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Instant;
 
-use glam::Vec3;
+use glam::{Mat4, Vec3};
 
 use crate::arkit::{Channel, FaceFrame, Protocol};
-use crate::avatar::{Aabb, Avatar, Pose};
+use crate::avatar::{Aabb, Avatar, MorphTarget, Pose};
 use crate::image::RgbaImage;
 use crate::mapping::{channel_for_target, CompiledMapping};
 use crate::render::headless::HeadlessContext;
@@ -172,19 +172,65 @@ impl std::fmt::Display for Framing {
     }
 }
 
+/// A vertex counts as moving when its delta is at least this fraction of the largest delta
+/// any target makes. Sculpted and scanned shape sets move most of the head by a hair in every
+/// shape (ICT-FaceKit's `cheekSquint` reaches the neck); motion this small is invisible at
+/// sheet scale and framing it would shrink every face.
+const MOVING_FRACTION: f32 = 0.1;
+/// A target's own strongest motion always counts: the threshold for a target never exceeds
+/// this fraction of its largest delta, so a target that only moves a little (a pupil, an eye
+/// turning) next to one that moves a lot (a jaw, a body shape) is still framed where it moves.
+const OWN_FRACTION: f32 = 0.5;
+
 /// The region [`Framing::Targets`] frames: the rest-pose world bounds of every vertex some morph
-/// target moves (both where it rests and where the full delta takes it), grown by a margin and
-/// to at least a quarter of the whole model's size on each axis, so a model that moves only
-/// its lips still shows the face around them. `None` when no target moves any vertex.
+/// target visibly moves (both where it rests and where the full delta takes it), grown by a
+/// margin and to at least a quarter of the whole model's size on each axis, so a model that
+/// moves only its lips still shows the face around them. `None` when no target moves any
+/// vertex.
+///
+/// A vertex moves visibly when its world-space delta is at least 10% of the largest delta of
+/// any target, or half of its own target's largest delta if that is smaller. Deltas that are
+/// export noise (under 1e-4 of the model's size) never count.
 pub fn moving_bounds(avatar: &Avatar) -> Option<Aabb> {
     let whole = avatar.bounds()?;
     let extent = whole.size().max_element();
     if !extent.is_finite() || extent <= 0.0 {
         return None;
     }
-    // Deltas below this are export noise, not motion.
-    let threshold = extent * 1e-4;
+    let noise = extent * 1e-4;
     let world = avatar.world_transforms(&avatar.rest_pose());
+    // Every target of every drawn mesh, with its node's world transform.
+    let targets: Vec<(&Mat4, &[Vec3], &MorphTarget)> = avatar
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, node)| {
+            let mesh = node.mesh.and_then(|m| avatar.meshes.get(m))?;
+            Some((world.get(index)?, mesh))
+        })
+        .flat_map(|(transform, mesh)| {
+            mesh.primitives.iter().flat_map(move |prim| {
+                prim.targets
+                    .iter()
+                    .map(move |target| (transform, prim.positions.as_slice(), target))
+            })
+        })
+        .collect();
+    let moved = |transform: &Mat4, p: Vec3, d: Vec3| {
+        let from = transform.transform_point3(p);
+        let to = transform.transform_point3(p + d);
+        let length = (to - from).length();
+        (from, to, if length.is_finite() { length } else { 0.0 })
+    };
+    let largest_of = |(transform, positions, target): &(&Mat4, &[Vec3], &MorphTarget)| {
+        positions
+            .iter()
+            .zip(&target.positions)
+            .map(|(p, d)| moved(transform, *p, *d).2)
+            .fold(0.0f32, f32::max)
+    };
+    let largest: Vec<f32> = targets.iter().map(largest_of).collect();
+    let overall = largest.iter().copied().fold(0.0f32, f32::max);
     let mut bounds: Option<Aabb> = None;
     let mut include = |q: Vec3| {
         if !q.is_finite() {
@@ -198,21 +244,15 @@ pub fn moving_bounds(avatar: &Avatar) -> Option<Aabb> {
             },
         });
     };
-    for (index, node) in avatar.nodes.iter().enumerate() {
-        let Some(mesh) = node.mesh.and_then(|m| avatar.meshes.get(m)) else {
-            continue;
-        };
-        let Some(transform) = world.get(index) else {
-            continue;
-        };
-        for prim in &mesh.primitives {
-            for target in &prim.targets {
-                for (p, d) in prim.positions.iter().zip(&target.positions) {
-                    if d.length() > threshold {
-                        include(transform.transform_point3(*p));
-                        include(transform.transform_point3(*p + *d));
-                    }
-                }
+    for ((transform, positions, target), own) in targets.iter().zip(&largest) {
+        let threshold = (overall * MOVING_FRACTION)
+            .min(own * OWN_FRACTION)
+            .max(noise);
+        for (p, d) in positions.iter().zip(&target.positions) {
+            let (from, to, length) = moved(transform, *p, *d);
+            if length > threshold {
+                include(from);
+                include(to);
             }
         }
     }
@@ -1231,7 +1271,7 @@ mod tests {
                 .iter()
                 .map(|_| MorphTarget {
                     positions: moved.clone(),
-                    normals: Vec::new(),
+                    ..MorphTarget::default()
                 })
                 .collect(),
             positions,
@@ -1309,6 +1349,29 @@ mod tests {
         let still = quad_avatar(&["Key"], Vec3::ZERO);
         assert_eq!(moving_bounds(&still), None);
         assert_eq!(moving_bounds(&Avatar::default()), None);
+    }
+
+    #[test]
+    fn tiny_deltas_do_not_widen_the_framing() {
+        // "Key" moves vertex 0 by 0.5 and drags the opposite corner, vertex 2 (at (1, 11, 0) in
+        // the world), by 2% of that, as scanned shape sets move the rest of the head.
+        let mut a = quad_avatar(&["Key"], Vec3::new(0.0, 0.0, 0.5));
+        a.meshes[0].primitives[0].targets[0].positions[2] = Vec3::new(0.0, 0.0, 0.01);
+        let alone = moving_bounds(&quad_avatar(&["Key"], Vec3::new(0.0, 0.0, 0.5))).unwrap();
+        let b = moving_bounds(&a).unwrap();
+        assert_eq!(b, alone, "the drag widens the framing");
+        assert!(b.max.x < 0.0 && b.max.y < 10.0, "{b:?}");
+
+        // The same small motion as a target of its own is all that target does: it counts.
+        let mut a = quad_avatar(&["Key", "Small"], Vec3::new(0.0, 0.0, 0.5));
+        let small = &mut a.meshes[0].primitives[0].targets[1].positions;
+        small[0] = Vec3::ZERO;
+        small[2] = Vec3::new(0.0, 0.0, 0.01);
+        let b = moving_bounds(&a).unwrap();
+        assert!(
+            b.min.x <= -1.0 && b.max.x >= 1.0 && b.min.y <= 9.0 && b.max.y >= 11.0,
+            "{b:?}"
+        );
     }
 
     #[test]

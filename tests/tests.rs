@@ -38,3 +38,6 @@ mod mapping;
 
 /// Motion at the display rate: interpolation against real takes thinned to 30 Hz.
 mod motion;
+
+/// `facewire import-obj`: OBJ shape sets to GLB, small sets and the ICT-FaceKit face.
+mod objimport;

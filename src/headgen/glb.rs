@@ -1,5 +1,8 @@
 //! A small, deterministic GLB (binary glTF 2.0) writer: nodes, meshes with morph targets
-//! (stored as sparse accessors), materials and one embedded PNG texture.
+//! (stored as sparse accessors), materials and at most one embedded PNG texture.
+//!
+//! Besides the default head it writes the avatars `facewire import-obj` builds, which have no
+//! texture and no texture coordinates.
 //!
 //! The JSON is serialised from structs, so its field order is fixed by this file and not by
 //! serde_json's map implementation.
@@ -18,7 +21,7 @@ pub struct Document {
     pub meshes: Vec<MeshDef>,
     /// All materials.
     pub materials: Vec<MaterialDef>,
-    /// The one texture image, PNG encoded.
+    /// The one texture image, PNG encoded; empty for none (then no material may be textured).
     pub image_png: Vec<u8>,
 }
 
@@ -53,7 +56,7 @@ pub struct PrimitiveDef {
     pub positions: Vec<Vec3>,
     /// Unit normals.
     pub normals: Vec<Vec3>,
-    /// Texture coordinates.
+    /// Texture coordinates; empty for none (no `TEXCOORD_0` is written).
     pub uvs: Vec<Vec2>,
     /// Triangle indices.
     pub indices: Vec<u32>,
@@ -101,8 +104,11 @@ struct Root {
     nodes: Vec<Node>,
     meshes: Vec<Mesh>,
     materials: Vec<Material>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     textures: Vec<Texture>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     samplers: Vec<Sampler>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     images: Vec<Image>,
     accessors: Vec<Accessor>,
     #[serde(rename = "bufferViews")]
@@ -113,7 +119,7 @@ struct Root {
 #[derive(Serialize)]
 struct Asset {
     version: &'static str,
-    generator: &'static str,
+    generator: String,
 }
 
 #[derive(Serialize)]
@@ -441,8 +447,13 @@ fn min_max(values: impl Iterator<Item = Vec3>) -> (Vec3, Vec3) {
     }
 }
 
-/// Serialises `doc` as GLB bytes.
+/// Serialises `doc` as GLB bytes, naming "facewire headgen" as the generator.
 pub fn write(doc: &Document) -> Vec<u8> {
+    write_as(doc, "facewire headgen")
+}
+
+/// Serialises `doc` as GLB bytes with `generator` in the asset header.
+pub fn write_as(doc: &Document, generator: &str) -> Vec<u8> {
     let mut bin = Bin::default();
     let mut meshes = Vec::new();
     for mesh in &doc.meshes {
@@ -450,7 +461,7 @@ pub fn write(doc: &Document) -> Vec<u8> {
         for prim in &mesh.primitives {
             let position = bin.vec3(&prim.positions, true);
             let normal = bin.vec3(&prim.normals, false);
-            let texcoord = Some(bin.vec2(&prim.uvs));
+            let texcoord = (!prim.uvs.is_empty()).then(|| bin.vec2(&prim.uvs));
             let indices = bin.indices(&prim.indices, prim.positions.len());
             let targets = prim.targets.iter().map(|t| bin.target(t)).collect();
             primitives.push(Primitive {
@@ -475,15 +486,15 @@ pub fn write(doc: &Document) -> Vec<u8> {
             }),
         });
     }
-    let image_view = bin.view(&doc.image_png, None);
-    while bin.data.len() % 4 != 0 {
+    let image_view = (!doc.image_png.is_empty()).then(|| bin.view(&doc.image_png, None));
+    while !bin.data.len().is_multiple_of(4) {
         bin.data.push(0);
     }
 
     let root = Root {
         asset: Asset {
             version: "2.0",
-            generator: "facewire headgen",
+            generator: generator.to_owned(),
         },
         scene: 0,
         scenes: vec![Scene {
@@ -511,27 +522,37 @@ pub fn write(doc: &Document) -> Vec<u8> {
                 name: m.name.clone(),
                 pbr: Pbr {
                     base_color_factor: m.base_color,
-                    base_color_texture: m.textured.then_some(TextureRef { index: 0 }),
+                    base_color_texture: (m.textured && image_view.is_some())
+                        .then_some(TextureRef { index: 0 }),
                     metallic_factor: 0.0,
                     roughness_factor: m.roughness,
                 },
                 double_sided: m.double_sided,
             })
             .collect(),
-        textures: vec![Texture {
-            sampler: 0,
-            source: 0,
-        }],
-        samplers: vec![Sampler {
-            mag_filter: 9729,
-            min_filter: 9987,
-            wrap_s: 33071,
-            wrap_t: 33071,
-        }],
-        images: vec![Image {
-            buffer_view: image_view,
-            mime_type: "image/png",
-        }],
+        textures: image_view
+            .map(|_| Texture {
+                sampler: 0,
+                source: 0,
+            })
+            .into_iter()
+            .collect(),
+        samplers: image_view
+            .map(|_| Sampler {
+                mag_filter: 9729,
+                min_filter: 9987,
+                wrap_s: 33071,
+                wrap_t: 33071,
+            })
+            .into_iter()
+            .collect(),
+        images: image_view
+            .map(|buffer_view| Image {
+                buffer_view,
+                mime_type: "image/png",
+            })
+            .into_iter()
+            .collect(),
         accessors: std::mem::take(&mut bin.accessors),
         buffer_views: std::mem::take(&mut bin.views),
         buffers: vec![Buffer {
@@ -614,6 +635,25 @@ mod tests {
         let json_len = u32::from_le_bytes(glb[12..16].try_into().unwrap()) as usize;
         assert_eq!(json_len % 4, 0);
         assert_eq!(glb.len() % 4, 0);
+    }
+
+    #[test]
+    fn untextured_documents_have_no_texture_or_uvs() {
+        let mut doc = triangle_doc();
+        doc.image_png.clear();
+        doc.meshes[0].primitives[0].uvs.clear();
+        let glb = write_as(&doc, "test");
+        let gltf = gltf::Gltf::from_slice(&glb).unwrap();
+        assert_eq!(gltf.textures().count(), 0);
+        assert_eq!(gltf.images().count(), 0);
+        let prim = gltf.meshes().next().unwrap().primitives().next().unwrap();
+        assert!(prim.get(&gltf::Semantic::TexCoords(0)).is_none());
+        let material = gltf.materials().next().unwrap();
+        assert!(material
+            .pbr_metallic_roughness()
+            .base_color_texture()
+            .is_none());
+        assert_eq!(gltf.as_json().asset.generator.as_deref(), Some("test"));
     }
 
     #[test]
