@@ -216,6 +216,80 @@ fn bench_render(c: &mut Criterion) {
     group.finish();
 }
 
+/// One offscreen 1280x720 frame of Godette (VRM 0.x: 2 skinned meshes on 68 joints, 15 face
+/// targets, MToon with outlines): animated face weights and a turning head bone, on both morph
+/// paths, and on the cpu path once more with the outlines removed (what the outline pass costs).
+/// Skipped with a note when the fixtures or an EGL device are absent.
+fn bench_render_godette(c: &mut Criterion) {
+    use facewire::app::Scene;
+    use facewire::render::headless::HeadlessContext;
+    use facewire::render::{DrawTarget, MorphMode};
+    use std::path::PathBuf;
+
+    let fixtures = std::env::var_os("FACEWIRE_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let path = fixtures.join("vrm/godot-vrm/Godette_vrm_v4.vrm");
+    let Ok(avatar) = facewire::avatar::load(&path) else {
+        eprintln!(
+            "note: {} is absent or unreadable; skipping the Godette render benchmarks",
+            path.display()
+        );
+        return;
+    };
+    let Some(head) = avatar.find_node("head_Armature") else {
+        eprintln!("note: Godette has no head_Armature node; skipping its render benchmarks");
+        return;
+    };
+    let mut plain = avatar.clone();
+    for material in &mut plain.materials {
+        if let Some(toon) = &mut material.toon {
+            toon.outline = None;
+        }
+    }
+    let mut group = c.benchmark_group("render_frame_1280x720_godette");
+    group.sample_size(30);
+    for (label, mode, avatar) in [
+        ("cpu", MorphMode::Cpu, &avatar),
+        ("gpu", MorphMode::Gpu, &avatar),
+        ("cpu_no_outlines", MorphMode::Cpu, &plain),
+    ] {
+        let ctx = match HeadlessContext::with_samples(1280, 720, 0) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                eprintln!("note: no headless GL context ({e}); skipping render benchmarks");
+                return;
+            }
+        };
+        let mut scene = Scene::new(ctx.gl(), avatar.clone(), mode).unwrap();
+        let target = DrawTarget {
+            width: 1280,
+            height: 720,
+            clear_color: [0.0, 0.69, 0.25, 1.0],
+            alpha: false,
+        };
+        let mut step = 0u32;
+        group.bench_function(label, |b| {
+            b.iter(|| {
+                step += 1;
+                let t = step as f32 * 0.1;
+                scene.set_pose(|pose| {
+                    for weights in &mut pose.weights {
+                        for (k, w) in weights.iter_mut().enumerate().step_by(3) {
+                            *w = (t + k as f32).sin().abs();
+                        }
+                    }
+                    pose.rotations[head] = glam::Quat::from_rotation_y(0.4 * t.sin());
+                });
+                ctx.bind();
+                scene.draw(&target);
+                ctx.finish();
+            })
+        });
+    }
+    group.finish();
+}
+
 /// The ICT-FaceKit OBJ shape set, extracted once into `target/bench-ict/FaceXModel`; `None`
 /// with a note when the fixtures (`$FACEWIRE_FIXTURES`, else `../shared/fixtures`) are absent.
 fn ict_face_folder() -> Option<std::path::PathBuf> {
@@ -345,6 +419,7 @@ criterion_group!(
     bench_blend,
     bench_decode,
     bench_render,
+    bench_render_godette,
     bench_ict_face
 );
 criterion_main!(benches);

@@ -1,15 +1,51 @@
-// Avatar fragment shader: base colour (texture x factor), soft portrait lighting in linear
-// space, sRGB encoding of the result.
+// Avatar fragment shader: base colour (texture x factor x vertex colour), alpha modes, then
+// soft portrait lighting, unlit, or MToon toon shading in linear space, sRGB encoding of the
+// result; the outline pass colours the pushed-out back faces.
 //
-// Prepended at run time: `#version` (no defines are used here).
+// Prepended at run time: `#version`, and the defines (each present only when some primitive or
+// material of the avatar needs it, so an avatar pays for no feature it does not use)
+//   VERTEX_COLORS  (vertex colours)
+//   ALPHA_MODES    (MASK or BLEND materials)
+//   OUTLINE        (MToon outlines; MToon programs only)
+// and at most one of these, choosing the shading (the portrait lighting without either)
+//   SHADING_UNLIT  (KHR_materials_unlit: the base colour as is)
+//   SHADING_TOON   (MToon)
 
 in vec3 v_world_pos;
 in vec3 v_normal;
 in vec2 v_uv;
+#ifdef VERTEX_COLORS
+in vec4 v_color;
+#endif
 
 // Linear RGBA base colour factor and the sRGB base colour texture (sampled as linear).
 uniform vec4 u_base_color;
 uniform sampler2D u_base_color_tex;
+
+#ifdef ALPHA_MODES
+// glTF alpha mode: 0 opaque (alpha ignored), 1 mask (discard below u_alpha_cutoff), 2 blend.
+uniform int u_alpha_mode;
+uniform float u_alpha_cutoff;
+#endif
+
+#ifdef SHADING_TOON
+// MToon: the linear shade colour factor and where its texture comes from (0 none: the factor
+// alone; 1 the base colour texture, already sampled; 2 u_shade_tex), and the ramp's shift and
+// toony factors (VRMC_materials_mtoon meanings).
+uniform vec3 u_shade_color;
+uniform int u_shade_source;
+uniform sampler2D u_shade_tex;
+uniform float u_shading_shift;
+uniform float u_shading_toony;
+#endif
+
+#ifdef OUTLINE
+// Outline pass (u_outline non-zero): the linear outline colour and how much the surface's
+// shading tints it.
+uniform int u_outline;
+uniform vec3 u_outline_color;
+uniform float u_outline_mix;
+#endif
 
 // Directions towards the lights and the camera position, all in world space. The lights are
 // fixed relative to the camera, so the face stays lit the same way from wherever it is seen.
@@ -34,14 +70,74 @@ vec3 encode_srgb(vec3 c) {
     return mix(lo, hi, step(vec3(0.0031308), c));
 }
 
+#ifdef SHADING_TOON
+// MToon's share of the light that is direct (through the lit/shade ramp); the rest is an even
+// ambient that lights with the lit colour, so the shade side keeps the skin's warmth instead of
+// going grey, and the lit side shows the base colour exactly.
+const float TOON_DIRECT = 0.85;
+
+// MToon: mix the shade and lit colours by the ramp over N.L (see VRMC_materials_mtoon); `tex`
+// is the base colour texture's sample.
+vec3 toon(vec3 n, vec3 lit, vec3 tex) {
+    float shading = dot(n, u_key_dir) + u_shading_shift;
+    float lo = -1.0 + u_shading_toony;
+    float hi = 1.0 - u_shading_toony;
+    // linearstep; a toony of 1 makes a hard step.
+    float s = hi > lo ? clamp((shading - lo) / (hi - lo), 0.0, 1.0) : step(lo, shading);
+    vec3 shade = u_shade_color;
+    if (u_shade_source == 1) {
+        shade *= tex;
+    } else if (u_shade_source == 2) {
+        shade *= texture(u_shade_tex, v_uv).rgb;
+    }
+    return mix(shade, lit, s) * TOON_DIRECT + lit * (1.0 - TOON_DIRECT);
+}
+#endif
+
 void main() {
+    vec4 tex = texture(u_base_color_tex, v_uv);
+    vec4 base = tex * u_base_color;
+    // MToon ignores vertex colours.
+#if defined(VERTEX_COLORS) && !defined(SHADING_TOON)
+    base *= v_color;
+#endif
+    // Opaque and masked materials write alpha 1, blended ones premultiplied colour (the pass
+    // blends with ONE, ONE_MINUS_SRC_ALPHA); with a premultiplied background this keeps the
+    // whole frame premultiplied.
+    float alpha = 1.0;
+#ifdef ALPHA_MODES
+    if (u_alpha_mode == 1 && base.a < u_alpha_cutoff) {
+        discard;
+    }
+    if (u_alpha_mode == 2) {
+        alpha = base.a;
+    }
+#endif
+    vec3 albedo = base.rgb;
+
     vec3 n = normalize(v_normal);
     // Double-sided materials show their back faces lit like the front.
     if (!gl_FrontFacing) {
         n = -n;
     }
+#ifdef OUTLINE
+    // The outline's hull is seen from inside: light it as the surface it surrounds.
+    if (u_outline != 0) {
+        n = -n;
+    }
+#endif
+#if defined(SHADING_UNLIT)
+    o_color = vec4(encode_srgb(albedo) * alpha, alpha);
+#elif defined(SHADING_TOON)
+    vec3 color = toon(n, albedo, tex.rgb);
+#ifdef OUTLINE
+    if (u_outline != 0) {
+        color = u_outline_color * mix(vec3(1.0), color, u_outline_mix);
+    }
+#endif
+    o_color = vec4(encode_srgb(color) * alpha, alpha);
+#else
     vec3 v = normalize(u_camera_pos - v_world_pos);
-    vec3 albedo = texture(u_base_color_tex, v_uv).rgb * u_base_color.rgb;
 
     // Sky/ground ambient: a little cooler from above, warmer bounce from below.
     vec3 ambient = mix(vec3(0.11, 0.10, 0.10), vec3(0.16, 0.17, 0.20), 0.5 + 0.5 * n.y);
@@ -59,7 +155,6 @@ void main() {
     float spec = 0.05 * pow(max(dot(n, h), 0.0), 24.0);
 
     vec3 color = albedo * (ambient + key + fill) + vec3(0.30) * rim * albedo + vec3(spec);
-    // Opaque materials write alpha 1; with a premultiplied background this keeps the whole
-    // frame premultiplied.
-    o_color = vec4(encode_srgb(color), 1.0);
+    o_color = vec4(encode_srgb(color) * alpha, alpha);
+#endif
 }

@@ -73,6 +73,8 @@ pub struct Scene {
     pose: Pose,
     /// Rest-pose bounds, computed once: the camera frames them every frame.
     bounds: crate::avatar::Aabb,
+    /// Bounds of every expression the targets can make: the clip planes hold them.
+    reach: crate::avatar::Aabb,
     /// The user's framing on top of the automatic one.
     camera: CameraConfig,
 }
@@ -91,8 +93,10 @@ impl Scene {
             min: glam::Vec3::splat(-0.5),
             max: glam::Vec3::splat(0.5),
         });
+        let reach = avatar.deformation_bounds().unwrap_or(bounds);
         Ok(Scene {
             bounds,
+            reach,
             camera: CameraConfig::default(),
             pose: rest.clone(),
             rest,
@@ -156,7 +160,7 @@ impl Scene {
     /// Draws the current pose into the bound framebuffer.
     pub fn draw(&mut self, target: &DrawTarget) {
         let aspect = target.width as f32 / target.height.max(1) as f32;
-        let camera = Camera::framed(self.bounds, aspect, &self.camera);
+        let camera = Camera::framed(self.bounds, aspect, &self.camera).reaching(self.reach);
         self.renderer.draw(&self.pose, &camera, target);
     }
 }

@@ -493,6 +493,47 @@ pub fn sheet_entries(avatar: &Avatar) -> Vec<SheetEntry> {
     entries
 }
 
+/// [`sheet_entries`], with the captions of targets that `mapping` drives through a VRM
+/// expression saying from which channels (`<- eyeBlinkLeft +1`).
+pub fn sheet_entries_with(avatar: &Avatar, mapping: &CompiledMapping) -> Vec<SheetEntry> {
+    let mut entries = sheet_entries(avatar);
+    for entry in entries.iter_mut() {
+        if let Some(via) = expression_caption(avatar, mapping, entry) {
+            entry.caption = Some(via);
+        }
+    }
+    entries
+}
+
+/// For a panel of targets no channel names but a VRM expression of `mapping` moves (the ARKit
+/// fallback, or a mapping file's `vrm:` entry): `<- <channel> +<more>`, the first channel that
+/// drives the expression and how many others, so the sheet says how the phone reaches it.
+fn expression_caption(
+    avatar: &Avatar,
+    mapping: &CompiledMapping,
+    entry: &SheetEntry,
+) -> Option<String> {
+    if entry.drive != Drive::Weights {
+        return None;
+    }
+    let expressions = &avatar.vrm.as_ref()?.expressions;
+    let binding = mapping.expressions.iter().find(|b| {
+        b.binds.iter().any(|bind| {
+            entry
+                .targets
+                .iter()
+                .any(|t| t.mesh == bind.mesh && t.target == bind.target)
+        })
+    })?;
+    expressions.get(binding.expression)?;
+    let sources = &mapping.drivers.get(binding.driver)?.sources;
+    let (first, _) = sources.first()?;
+    Some(match sources.len() {
+        1 => format!("<- {}", first.name()),
+        n => format!("<- {} +{}", first.name(), n - 1),
+    })
+}
+
 /// The second label line of a target panel.
 fn caption(entry: &SheetEntry) -> Option<String> {
     let mut parts = Vec::new();
@@ -856,7 +897,7 @@ pub fn render_sheet_with(
     mapping: &CompiledMapping,
     options: &SheetOptions,
 ) -> Result<RgbaImage, SheetError> {
-    let entries = sheet_entries(&avatar);
+    let entries = sheet_entries_with(&avatar, mapping);
     let layout = SheetLayout::new(entries.len(), options)?;
     let title = options
         .title
@@ -1276,6 +1317,7 @@ mod tests {
                 .collect(),
             positions,
             material: None,
+            ..Primitive::default()
         };
         let mut m = mesh("Face", names);
         m.primitives.push(prim);

@@ -124,6 +124,7 @@ fn local_target(
     MorphTarget {
         positions: deltas,
         normals,
+        ..MorphTarget::default()
     }
 }
 
@@ -222,15 +223,18 @@ fn synthetic_head() -> Avatar {
                 base_color: [1.0, 0.95, 0.92, 1.0],
                 base_color_texture: Some(0),
                 double_sided: false,
+                ..Material::default()
             },
             Material {
                 name: Some("eye".to_owned()),
                 base_color: [0.03, 0.04, 0.06, 1.0],
                 base_color_texture: None,
                 double_sided: false,
+                ..Material::default()
             },
         ],
         textures: vec![head_texture()],
+        ..Avatar::default()
     }
 }
 
@@ -758,6 +762,7 @@ fn hostile_avatar_data_is_skipped_not_fatal() {
     bad.targets = vec![MorphTarget {
         positions: vec![Vec3::Y * 0.1; 7],
         normals: vec![Vec3::X; 2],
+        ..MorphTarget::default()
     }];
     bad.material = Some(42);
     avatar.meshes[0].primitives.push(bad);

@@ -36,8 +36,22 @@ mod profile;
 /// The mapping language: constructs, errors, checks.
 mod mapping;
 
+/// VRM 0.x and 1.0 avatars: expressions, humanoid bones, facing, the ARKit fallback.
+mod vrm;
+
 /// Motion at the display rate: interpolation against real takes thinned to 30 Hz.
 mod motion;
 
 /// `facewire import-obj`: OBJ shape sets to GLB, small sets and the ICT-FaceKit face.
 mod objimport;
+
+/// glTF 2.0 conformance: every fixture against values read by hand, extensions (required or
+/// only used), mesh quantization, meshopt compression, bounds that hold a full expression.
+mod conformance;
+
+/// Rigged avatars and materials: skinning after morphing, alpha modes, vertex colours, texture
+/// transforms and MToon, on built GLBs, RobotExpressive and Godette.
+mod materials;
+
+/// Every fixture avatar rendered: each target changes the image only where it moves.
+mod fixture_render;

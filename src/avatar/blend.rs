@@ -1,12 +1,13 @@
 //! The CPU blend: `p = p0 + Σ w_i δ_i` per vertex, as a plain reference and as a sparse,
-//! allocation-free per-frame evaluator ([`CpuBlender`]).
+//! allocation-free per-frame evaluator ([`CpuBlender`]); and the reference skinning that follows
+//! it ([`skin_reference`]), which the renderer does on the GPU on both morph paths.
 //!
 //! Blended normals are **not** renormalised here: a sum of normal deltas is only approximately
 //! unit length, and the vertex or fragment shader renormalises anyway, so doing it on the CPU
 //! would be wasted work every frame.
 
 use super::Primitive;
-use glam::Vec3;
+use glam::{Mat4, Vec3, Vec4};
 
 /// Weights with a magnitude below this are treated as zero and their targets skipped.
 pub const WEIGHT_EPSILON: f32 = 1e-6;
@@ -27,6 +28,58 @@ pub fn blend_reference(base: &[Vec3], targets: &[&[Vec3]], weights: &[f32], out:
         }
         *out = p;
     }
+}
+
+/// The skin matrix of one vertex: `Σ weights[i] * matrices[joints[i]]` over its four
+/// influences. Influences with a zero weight or a joint outside `matrices` are skipped; when no
+/// weight remains the vertex follows `fallback` (its mesh node's world transform), as a vertex
+/// with all-zero weights does.
+pub fn skin_matrix(joints: [u16; 4], weights: Vec4, matrices: &[Mat4], fallback: Mat4) -> Mat4 {
+    let mut sum = Mat4::ZERO;
+    let mut total = 0.0;
+    for (&joint, w) in joints.iter().zip(weights.to_array()) {
+        if w == 0.0 {
+            continue;
+        }
+        if let Some(m) = matrices.get(usize::from(joint)) {
+            sum += *m * w;
+            total += w;
+        }
+    }
+    if total > 0.0 {
+        sum
+    } else {
+        fallback
+    }
+}
+
+/// The reference linear blend skinning, applied after morphing as glTF orders it: each of
+/// `positions` (the primitive's positions, usually morphed) is transformed by its
+/// [`skin_matrix`] from `prim`'s joints and weights, and each of `normals` by the matrix's
+/// upper 3x3, then normalised (left as given where that is zero). Vertices without joints or
+/// weights follow `fallback`. Returns the skinned positions and normals, as many as given.
+pub fn skin_reference(
+    prim: &Primitive,
+    positions: &[Vec3],
+    normals: &[Vec3],
+    matrices: &[Mat4],
+    fallback: Mat4,
+) -> (Vec<Vec3>, Vec<Vec3>) {
+    let matrix = |v: usize| match (prim.joints.get(v), prim.joint_weights.get(v)) {
+        (Some(&j), Some(&w)) => skin_matrix(j, w, matrices, fallback),
+        _ => fallback,
+    };
+    let out_positions = positions
+        .iter()
+        .enumerate()
+        .map(|(v, p)| matrix(v).transform_point3(*p))
+        .collect();
+    let out_normals = normals
+        .iter()
+        .enumerate()
+        .map(|(v, n)| matrix(v).transform_vector3(*n).normalize_or(*n))
+        .collect();
+    (out_positions, out_normals)
 }
 
 /// An output buffer handed to [`CpuBlender`] has the wrong length.
@@ -277,7 +330,11 @@ mod tests {
     }
 
     fn target(positions: Vec<Vec3>, normals: Vec<Vec3>) -> MorphTarget {
-        MorphTarget { positions, normals }
+        MorphTarget {
+            positions,
+            normals,
+            ..MorphTarget::default()
+        }
     }
 
     fn bits(v: &[Vec3]) -> Vec<[u32; 3]> {
@@ -486,7 +543,11 @@ mod tests {
                     prop::collection::vec(sparse_v3(), vertices),
                     prop::collection::vec(sparse_v3(), vertices),
                 )
-                    .prop_map(|(positions, normals)| MorphTarget { positions, normals })
+                    .prop_map(|(positions, normals)| MorphTarget {
+                        positions,
+                        normals,
+                        ..MorphTarget::default()
+                    })
             };
             let weight = prop_oneof![Just(0.0f32), Just(1e-7f32), Just(f32::NAN), -1.5f32..1.5,];
             (

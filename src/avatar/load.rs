@@ -6,13 +6,23 @@
 //! sources. On top of that the avatar's own invariants are enforced: every morph target of a
 //! primitive has one delta per vertex, every primitive of a mesh has the mesh's target count,
 //! indices are in range, geometry is finite and the node hierarchy is a forest.
+//!
+//! A file that requires a glTF extension facewire does not support is refused, naming it (see
+//! `extensions`). `KHR_mesh_quantization`'s integer attributes are turned into floats as they are
+//! read, and `EXT_meshopt_compression`'s buffer views are decompressed before any accessor
+//! reads them (see `compression`).
 
 mod accessor;
+mod compression;
+mod extensions;
 mod texture;
 
-use super::{Avatar, Material, Mesh, MorphTarget, Node, Primitive, Texture};
+use super::{
+    mtoon, AlphaMode, Avatar, Material, Mesh, MorphTarget, Node, Primitive, Skin, Texture,
+    TextureTransform,
+};
 use accessor::Kind;
-use glam::{Mat4, Quat, Vec2, Vec3};
+use glam::{Mat4, Quat, Vec2, Vec3, Vec4};
 use gltf::mesh::{Mode, Semantic};
 use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
@@ -25,6 +35,11 @@ use std::time::Instant;
 /// file ask for far more memory than it holds; this bound turns that into an error. It is about
 /// 64 million elements (under a gigabyte of `Vec3`s), far beyond any real avatar.
 const MAX_DECODED_ELEMENTS: usize = 1 << 26;
+
+/// Most bytes `EXT_meshopt_compression` may decompress to in one file: a gigabyte, the size of
+/// [`MAX_DECODED_ELEMENTS`] four-float elements. The codec can shrink runs of equal bytes more
+/// than a thousandfold, so a small file could otherwise ask for any amount of memory.
+const MAX_DECOMPRESSED_BYTES: usize = MAX_DECODED_ELEMENTS * 16;
 
 /// Errors loading an avatar. Every message names the file (or in-memory label) first.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +109,35 @@ pub enum AvatarError {
         file: String,
         /// The node, by name and index.
         node: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A skin is unusable: its inverse bind matrices are too few or not finite.
+    #[error("{file}: {skin}: {detail}")]
+    Skin {
+        /// The file or label.
+        file: String,
+        /// The skin, by name and index.
+        skin: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The file requires (in `extensionsRequired`) a glTF extension facewire does not support.
+    #[error("{file}: requires the glTF extension {extension}, which facewire does not support")]
+    UnsupportedExtension {
+        /// The file or label.
+        file: String,
+        /// The extension's name.
+        extension: String,
+    },
+    /// An `EXT_meshopt_compression` buffer view cannot be decoded: a malformed extension object,
+    /// an impossible layout, or corrupt compressed bytes.
+    #[error("{file}: buffer view {view} (EXT_meshopt_compression): {detail}")]
+    Compression {
+        /// The file or label.
+        file: String,
+        /// The glTF buffer view index.
+        view: usize,
         /// What is wrong.
         detail: String,
     },
@@ -180,30 +224,69 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
     };
     let gltf::Gltf { document, blob } =
         gltf::Gltf::from_slice_without_validation(bytes).map_err(gltf_error)?;
+    let mut root = document.into_json();
+    // First of all, and before validation, which would reject the file for any required
+    // extension outside the `gltf` crate's own list, with a message that names none.
+    let skipped =
+        extensions::check(&mut root).map_err(|extension| AvatarError::UnsupportedExtension {
+            file: file.to_owned(),
+            extension,
+        })?;
+    for extension in &skipped {
+        tracing::warn!(
+            file,
+            extension = extension.as_str(),
+            "ignoring a glTF extension facewire does not support (the file does not require it)"
+        );
+    }
     // The validator indexes the accessor of every POSITION attribute before checking that it
     // exists, so that one reference is checked here first.
-    check_position_references(document.as_json()).map_err(|(mesh, detail)| AvatarError::Mesh {
+    check_position_references(&root).map_err(|(mesh, detail)| AvatarError::Mesh {
         file: file.to_owned(),
         mesh,
         detail,
     })?;
-    let document = gltf::Document::from_json(document.into_json()).map_err(gltf_error)?;
-    let buffers = load_buffers(&document, blob, base, file)?;
+    let placeholders = compression::placeholder_buffers(&root);
+    let document = gltf::Document::from_json(root).map_err(gltf_error)?;
+    let mut buffers = load_buffers(&document, blob, base, file, &placeholders)?;
+    let document = if compression::has_compressed_views(document.as_json()) {
+        let mut root = document.into_json();
+        compression::decode_views(&mut root, &mut buffers, MAX_DECOMPRESSED_BYTES).map_err(
+            |(view, detail)| AvatarError::Compression {
+                file: file.to_owned(),
+                view,
+                detail,
+            },
+        )?;
+        gltf::Document::from_json(root).map_err(gltf_error)?
+    } else {
+        document
+    };
     let mut loader = Loader {
         file,
         base,
         document: &document,
         buffers: &buffers,
         decoded: 0,
+        uv_sets: Vec::new(),
+        joint_accessors: HashMap::new(),
     };
     let textures = loader.textures();
-    let materials = loader.materials();
+    let materials = loader.materials(textures.len());
+    loader.uv_sets = materials.iter().map(|m| m.base_color_tex_coord).collect();
     let meshes = document
         .meshes()
         .map(|mesh| loader.mesh(mesh))
         .collect::<Result<Vec<_>, _>>()?;
-    let nodes = loader.nodes(&meshes)?;
+    let skins = loader.skins()?;
+    let mut nodes = loader.nodes(&meshes)?;
+    let node_skins: Vec<Option<usize>> = document
+        .nodes()
+        .map(|node| node.skin().map(|skin| skin.index()))
+        .collect();
+    loader.check_joints(&meshes, &skins, &nodes, &node_skins)?;
     let roots = loader.roots(&nodes);
+    let vrm = super::vrm::attach(document.extensions(), &mut nodes, &roots, &meshes, file);
     Ok(Avatar {
         source: file.to_owned(),
         nodes,
@@ -211,6 +294,9 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
         meshes,
         materials,
         textures,
+        skins,
+        node_skins,
+        vrm,
     })
 }
 
@@ -313,12 +399,14 @@ fn check_uri(uri: &str, base: Option<&Path>) -> Result<(), String> {
     Ok(())
 }
 
-/// Loads every buffer (the GLB binary chunk, data URIs or files beside the glTF).
+/// Loads every buffer (the GLB binary chunk, data URIs or files beside the glTF), except the
+/// placeholders (by buffer index) that only back compressed views: those stay empty.
 fn load_buffers(
     document: &gltf::Document,
     mut blob: Option<Vec<u8>>,
     base: Option<&Path>,
     file: &str,
+    placeholders: &[bool],
 ) -> Result<Vec<gltf::buffer::Data>, AvatarError> {
     let mut buffers = Vec::new();
     for buffer in document.buffers() {
@@ -327,6 +415,14 @@ fn load_buffers(
             buffer: buffer.index(),
             detail,
         };
+        if placeholders.get(buffer.index()).copied().unwrap_or(false) {
+            // A GLB's binary chunk belongs to buffer 0 alone, even when nothing reads it.
+            if buffer.index() == 0 && matches!(buffer.source(), gltf::buffer::Source::Bin) {
+                blob = None;
+            }
+            buffers.push(gltf::buffer::Data(Vec::new()));
+            continue;
+        }
         if let gltf::buffer::Source::Uri(uri) = buffer.source() {
             check_uri(uri, base).map_err(error)?;
         }
@@ -388,6 +484,11 @@ struct Loader<'a> {
     document: &'a gltf::Document,
     buffers: &'a [gltf::buffer::Data],
     decoded: usize,
+    /// The `TEXCOORD_n` set each material's base colour texture reads, by material index.
+    uv_sets: Vec<u32>,
+    /// The `JOINTS_0` accessor and glTF primitive index of each loaded primitive, by (mesh,
+    /// primitive as loaded).
+    joint_accessors: HashMap<(usize, usize), (usize, usize)>,
 }
 
 impl Loader<'_> {
@@ -430,14 +531,16 @@ impl Loader<'_> {
         Ok(count)
     }
 
-    /// Checks and reads a `Vec3` float accessor (dense or sparse).
+    /// Checks and reads a `VEC3` accessor (dense or sparse) of floats, or of the quantized
+    /// integers `kind` allows.
     fn vec3(
         &mut self,
         accessor: gltf::Accessor<'_>,
+        kind: Kind,
         expected: Option<usize>,
         usage: &dyn Fn() -> String,
     ) -> Result<Vec<Vec3>, AvatarError> {
-        let count = self.prepare(&accessor, Kind::Vec3F32, expected, usage)?;
+        let count = self.prepare(&accessor, kind, expected, usage)?;
         let index = accessor.index();
         accessor::read_vec3(accessor, count, self.buffers)
             .map_err(|detail| self.accessor_error(index, usage, detail))
@@ -540,40 +643,177 @@ impl Loader<'_> {
     }
 
     /// Every material, in glTF order. Textures are per glTF texture, so a base colour texture's
-    /// glTF index is its index into [`Avatar::textures`].
-    fn materials(&self) -> Vec<Material> {
-        self.document
+    /// glTF index is its index into [`Avatar::textures`]. VRM MToon parameters (1.0 on the
+    /// material, 0.x in the root `VRM` extension) are read here too.
+    fn materials(&self, texture_count: usize) -> Vec<Material> {
+        let mut materials: Vec<Material> = self
+            .document
             .materials()
             .map(|material| {
+                let index = material.index().unwrap_or(0);
                 let pbr = material.pbr_metallic_roughness();
                 let mut base_color = pbr.base_color_factor();
                 if base_color.iter().any(|c| !c.is_finite()) {
                     tracing::warn!(
                         file = self.file,
-                        material = material.index(),
+                        material = index,
                         "non-finite base colour factor replaced by white"
                     );
                     base_color = [1.0; 4];
                 }
-                let base_color_texture = pbr.base_color_texture().map(|info| {
-                    if info.tex_coord() != 0 {
-                        tracing::warn!(
-                            file = self.file,
-                            material = material.index(),
-                            set = info.tex_coord(),
-                            "base colour texture uses a UV set other than TEXCOORD_0; drawing it with TEXCOORD_0"
-                        );
-                    }
-                    info.texture().index()
+                let info = pbr.base_color_texture();
+                let transform = info.as_ref().and_then(|info| info.texture_transform());
+                let base_color_tex_coord = info.as_ref().map_or(0, |info| {
+                    transform
+                        .as_ref()
+                        .and_then(|t| t.tex_coord())
+                        .unwrap_or(info.tex_coord())
                 });
+                let base_color_transform = match &transform {
+                    Some(t) => {
+                        let read = TextureTransform {
+                            offset: Vec2::from(t.offset()),
+                            rotation: t.rotation(),
+                            scale: Vec2::from(t.scale()),
+                        };
+                        if read.offset.is_finite()
+                            && read.rotation.is_finite()
+                            && read.scale.is_finite()
+                        {
+                            read
+                        } else {
+                            tracing::warn!(
+                                file = self.file,
+                                material = index,
+                                "non-finite KHR_texture_transform ignored"
+                            );
+                            TextureTransform::IDENTITY
+                        }
+                    }
+                    None => TextureTransform::IDENTITY,
+                };
+                let alpha_cutoff = material.alpha_cutoff().unwrap_or(0.5);
+                let toon = material
+                    .extension_value("VRMC_materials_mtoon")
+                    .map(|ext| mtoon::from_vrmc(ext, texture_count));
                 Material {
                     name: material.name().map(str::to_owned),
                     base_color,
-                    base_color_texture,
+                    base_color_texture: info.map(|info| info.texture().index()),
                     double_sided: material.double_sided(),
+                    alpha_mode: match material.alpha_mode() {
+                        gltf::material::AlphaMode::Opaque => AlphaMode::Opaque,
+                        gltf::material::AlphaMode::Mask => AlphaMode::Mask,
+                        gltf::material::AlphaMode::Blend => AlphaMode::Blend,
+                    },
+                    alpha_cutoff: if alpha_cutoff.is_finite() {
+                        alpha_cutoff
+                    } else {
+                        0.5
+                    },
+                    base_color_tex_coord,
+                    base_color_transform,
+                    unlit: material.unlit(),
+                    toon,
                 }
             })
-            .collect()
+            .collect();
+        if let Some(vrm) = self.document.extension_value("VRM") {
+            let toon = mtoon::apply_vrm0(vrm, &mut materials, texture_count, self.file);
+            tracing::debug!(
+                file = self.file,
+                materials = toon,
+                "VRM 0.x MToon materials read"
+            );
+        }
+        materials
+    }
+
+    /// Every skin, with its joints and inverse bind matrices (identity where the file has none).
+    fn skins(&mut self) -> Result<Vec<Skin>, AvatarError> {
+        let mut skins = Vec::new();
+        for skin in self.document.skins() {
+            let skin_label = label("skin", skin.name(), skin.index());
+            let joints: Vec<usize> = skin.joints().map(|joint| joint.index()).collect();
+            let inverse_bind = match skin.inverse_bind_matrices() {
+                Some(accessor) => {
+                    let index = accessor.index();
+                    let usage = || format!("{skin_label} inverseBindMatrices");
+                    let count = self.prepare(&accessor, Kind::Mat4F32, None, &usage)?;
+                    let skin_error = |detail: String| AvatarError::Skin {
+                        file: self.file.to_owned(),
+                        skin: skin_label.clone(),
+                        detail,
+                    };
+                    if count < joints.len() {
+                        return Err(skin_error(format!(
+                            "has {count} inverse bind matrices for {} joints",
+                            joints.len()
+                        )));
+                    }
+                    let mut matrices = accessor::read_mat4(accessor, count, self.buffers)
+                        .map_err(|detail| self.accessor_error(index, &usage, detail))?;
+                    if let Some(k) = matrices.iter().position(|m| !m.is_finite()) {
+                        return Err(skin_error(format!("inverse bind matrix {k} is not finite")));
+                    }
+                    matrices.truncate(joints.len());
+                    matrices
+                }
+                None => vec![Mat4::IDENTITY; joints.len()],
+            };
+            skins.push(Skin {
+                name: skin.name().map(str::to_owned),
+                joints,
+                inverse_bind,
+            });
+        }
+        Ok(skins)
+    }
+
+    /// Checks that every skinned node's primitives name only joints its skin has (influences
+    /// with a zero weight are not checked: the loader zeroes their joint index).
+    fn check_joints(
+        &self,
+        meshes: &[Mesh],
+        skins: &[Skin],
+        nodes: &[Node],
+        node_skins: &[Option<usize>],
+    ) -> Result<(), AvatarError> {
+        for (n, node) in nodes.iter().enumerate() {
+            let (Some(mesh_index), Some(Some(skin_index))) = (node.mesh, node_skins.get(n)) else {
+                continue;
+            };
+            let (Some(mesh), Some(skin)) = (meshes.get(mesh_index), skins.get(*skin_index)) else {
+                continue;
+            };
+            let count = skin.joints.len();
+            for (p, prim) in mesh.primitives.iter().enumerate() {
+                let bad = prim.joints.iter().enumerate().find_map(|(v, joints)| {
+                    joints
+                        .iter()
+                        .find(|&&j| usize::from(j) >= count)
+                        .map(|&j| (v, j))
+                });
+                if let Some((v, j)) = bad {
+                    let (accessor, gltf_primitive) = self
+                        .joint_accessors
+                        .get(&(mesh_index, p))
+                        .copied()
+                        .unwrap_or((0, p));
+                    let mesh_label = label("mesh", mesh.name.as_deref(), mesh_index);
+                    return Err(AvatarError::Accessor {
+                        file: self.file.to_owned(),
+                        accessor,
+                        usage: format!("{mesh_label} primitive {gltf_primitive} JOINTS_0"),
+                        detail: format!(
+                            "joint index {j} at vertex {v} is out of range for skin {skin_index}, which has {count} joints (used by {})",
+                            label("node", node.name.as_deref(), n)
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One mesh: its triangle primitives, target names and default weights.
@@ -611,7 +851,8 @@ impl Loader<'_> {
                 }
                 Some(_) => {}
             }
-            primitives.push(self.primitive(&mesh_label, &primitive)?);
+            let loaded = (mesh.index(), primitives.len());
+            primitives.push(self.primitive(loaded, &mesh_label, &primitive)?);
         }
         let target_count = target_count.unwrap_or(0);
 
@@ -645,9 +886,11 @@ impl Loader<'_> {
         })
     }
 
-    /// One triangle primitive with dense morph targets.
+    /// One triangle primitive with dense morph targets; `loaded` is its (mesh, position among
+    /// the mesh's loaded primitives).
     fn primitive(
         &mut self,
+        loaded: (usize, usize),
         mesh_label: &str,
         primitive: &gltf::Primitive<'_>,
     ) -> Result<Primitive, AvatarError> {
@@ -666,7 +909,7 @@ impl Loader<'_> {
         let position_accessor = primitive
             .get(&Semantic::Positions)
             .ok_or_else(|| mesh_error("has no POSITION attribute".into()))?;
-        let positions = self.vec3(position_accessor, None, &usage("POSITION"))?;
+        let positions = self.vec3(position_accessor, Kind::Position, None, &usage("POSITION"))?;
         if let Some(v) = positions.iter().position(|p| !p.is_finite()) {
             return Err(mesh_error(format!("non-finite position at vertex {v}")));
         }
@@ -679,7 +922,12 @@ impl Loader<'_> {
 
         let normals = match primitive.get(&Semantic::Normals) {
             Some(accessor) => {
-                let normals = self.vec3(accessor, Some(vertex_count), &usage("NORMAL"))?;
+                let normals = self.vec3(
+                    accessor,
+                    Kind::Direction,
+                    Some(vertex_count),
+                    &usage("NORMAL"),
+                )?;
                 if let Some(v) = normals.iter().position(|n| !n.is_finite()) {
                     return Err(mesh_error(format!("non-finite normal at vertex {v}")));
                 }
@@ -688,19 +936,103 @@ impl Loader<'_> {
             None => None,
         };
 
-        let uvs = match primitive.get(&Semantic::TexCoords(0)) {
-            Some(accessor) => {
-                let use_ = usage("TEXCOORD_0");
+        let uv_set = primitive
+            .material()
+            .index()
+            .and_then(|m| self.uv_sets.get(m).copied())
+            .unwrap_or(0);
+        let uv_accessor = match primitive.get(&Semantic::TexCoords(uv_set)) {
+            Some(accessor) => Some((uv_set, accessor)),
+            None => {
+                if uv_set != 0 {
+                    tracing::warn!(
+                        file = self.file,
+                        mesh = mesh_label,
+                        primitive = p,
+                        set = uv_set,
+                        "the base colour texture's TEXCOORD set is missing; using TEXCOORD_0"
+                    );
+                }
+                primitive
+                    .get(&Semantic::TexCoords(0))
+                    .map(|accessor| (0, accessor))
+            }
+        };
+        let uvs = match uv_accessor {
+            Some((set, accessor)) => {
+                let use_ = usage(&format!("TEXCOORD_{set}"));
                 let count = self.prepare(&accessor, Kind::TexCoord, Some(vertex_count), &use_)?;
                 let index = accessor.index();
                 let uvs = accessor::read_vec2(accessor, count, self.buffers)
                     .map_err(|detail| self.accessor_error(index, &use_, detail))?;
                 if let Some(v) = uvs.iter().position(|uv| !uv.is_finite()) {
-                    return Err(mesh_error(format!("non-finite TEXCOORD_0 at vertex {v}")));
+                    return Err(mesh_error(format!(
+                        "non-finite TEXCOORD_{set} at vertex {v}"
+                    )));
                 }
                 uvs
             }
             None => vec![Vec2::ZERO; vertex_count],
+        };
+
+        let (joints, joint_weights) = match (
+            primitive.get(&Semantic::Joints(0)),
+            primitive.get(&Semantic::Weights(0)),
+        ) {
+            (Some(joint_accessor), Some(weight_accessor)) => {
+                let use_ = usage("JOINTS_0");
+                let count =
+                    self.prepare(&joint_accessor, Kind::Joints, Some(vertex_count), &use_)?;
+                let index = joint_accessor.index();
+                self.joint_accessors.insert(loaded, (index, p));
+                let mut joints = accessor::read_joints(joint_accessor, count, self.buffers)
+                    .map_err(|detail| self.accessor_error(index, &use_, detail))?;
+                let use_ = usage("WEIGHTS_0");
+                let count =
+                    self.prepare(&weight_accessor, Kind::Weights, Some(vertex_count), &use_)?;
+                let index = weight_accessor.index();
+                let mut weights = accessor::read_vec4_unorm(weight_accessor, count, self.buffers)
+                    .map_err(|detail| self.accessor_error(index, &use_, detail))?;
+                if let Some(v) = weights.iter().position(|w| !w.is_finite()) {
+                    return Err(mesh_error(format!("non-finite WEIGHTS_0 at vertex {v}")));
+                }
+                let renormalised = normalize_skin_weights(&mut joints, &mut weights);
+                if renormalised > 0 {
+                    tracing::debug!(
+                        file = self.file,
+                        mesh = mesh_label,
+                        primitive = p,
+                        vertices = renormalised,
+                        "skin weights renormalised to sum to 1"
+                    );
+                }
+                (joints, weights)
+            }
+            (None, None) => (Vec::new(), Vec::new()),
+            _ => {
+                tracing::warn!(
+                    file = self.file,
+                    mesh = mesh_label,
+                    primitive = p,
+                    "JOINTS_0 without WEIGHTS_0 (or the reverse); drawing the primitive unskinned"
+                );
+                (Vec::new(), Vec::new())
+            }
+        };
+
+        let colors = match primitive.get(&Semantic::Colors(0)) {
+            Some(accessor) => {
+                let use_ = usage("COLOR_0");
+                let count = self.prepare(&accessor, Kind::Color, Some(vertex_count), &use_)?;
+                let index = accessor.index();
+                let colors = accessor::read_vec4_unorm(accessor, count, self.buffers)
+                    .map_err(|detail| self.accessor_error(index, &use_, detail))?;
+                if let Some(v) = colors.iter().position(|c| !c.is_finite()) {
+                    return Err(mesh_error(format!("non-finite COLOR_0 at vertex {v}")));
+                }
+                colors
+            }
+            None => Vec::new(),
         };
 
         let mut indices = match primitive.indices() {
@@ -742,7 +1074,8 @@ impl Loader<'_> {
             let target_positions = match target.positions() {
                 Some(accessor) => {
                     let use_ = usage(&format!("target {t} POSITION"));
-                    let deltas = self.vec3(accessor, Some(vertex_count), &use_)?;
+                    let deltas =
+                        self.vec3(accessor, Kind::PositionDelta, Some(vertex_count), &use_)?;
                     if let Some(v) = deltas.iter().position(|d| !d.is_finite()) {
                         return Err(mesh_error(format!(
                             "target {t}: non-finite position delta at vertex {v}"
@@ -760,7 +1093,7 @@ impl Loader<'_> {
             let target_normals = match (target.normals(), &normals) {
                 (Some(accessor), Some(_)) => {
                     let use_ = usage(&format!("target {t} NORMAL"));
-                    let deltas = self.vec3(accessor, Some(vertex_count), &use_)?;
+                    let deltas = self.vec3(accessor, Kind::Direction, Some(vertex_count), &use_)?;
                     if let Some(v) = deltas.iter().position(|d| !d.is_finite()) {
                         return Err(mesh_error(format!(
                             "target {t}: non-finite normal delta at vertex {v}"
@@ -770,9 +1103,23 @@ impl Loader<'_> {
                 }
                 _ => Vec::new(),
             };
+            let target_tangents = match target.tangents() {
+                Some(accessor) => {
+                    let use_ = usage(&format!("target {t} TANGENT"));
+                    let deltas = self.vec3(accessor, Kind::Direction, Some(vertex_count), &use_)?;
+                    if let Some(v) = deltas.iter().position(|d| !d.is_finite()) {
+                        return Err(mesh_error(format!(
+                            "target {t}: non-finite tangent delta at vertex {v}"
+                        )));
+                    }
+                    deltas
+                }
+                None => Vec::new(),
+            };
             targets.push(MorphTarget {
                 positions: target_positions,
                 normals: target_normals,
+                tangents: target_tangents,
             });
         }
 
@@ -783,6 +1130,9 @@ impl Loader<'_> {
             indices,
             material: primitive.material().index(),
             targets,
+            joints,
+            joint_weights,
+            colors,
         };
         if out.normals.is_empty() {
             let expanded = out.indices.len().saturating_mul(3 + 2 * out.targets.len());
@@ -970,6 +1320,28 @@ impl Loader<'_> {
     }
 }
 
+/// Makes skin weights usable: negative weights become 0, each vertex's weights are divided by
+/// their sum (a vertex whose weights sum to zero keeps all-zero weights: it follows its mesh's
+/// node), and the joint of every zero-weight influence becomes 0, so only joints that matter are
+/// range-checked. Returns how many vertices had to be renormalised.
+fn normalize_skin_weights(joints: &mut [[u16; 4]], weights: &mut [Vec4]) -> usize {
+    let mut renormalised = 0;
+    for (joint, weight) in joints.iter_mut().zip(weights.iter_mut()) {
+        let w = weight.max(Vec4::ZERO);
+        let sum = w.element_sum();
+        *weight = if sum > 0.0 { w / sum } else { Vec4::ZERO };
+        if (sum - 1.0).abs() > 1e-3 {
+            renormalised += 1;
+        }
+        for (j, w) in joint.iter_mut().zip(weight.to_array()) {
+            if w == 0.0 {
+                *j = 0;
+            }
+        }
+    }
+    renormalised
+}
+
 /// Gives a primitive without normals the flat normals glTF requires: each triangle gets its own
 /// three vertices (remapping UVs and every target's position deltas with them) and its face
 /// normal, and each target gets normal deltas equal to the change of the face normal at full
@@ -1001,9 +1373,22 @@ fn flat_shade(primitive: &mut Primitive) {
         }
         target.positions = corners.iter().map(|&i| deltas[i]).collect();
         target.normals = normal_deltas;
+        if !target.tangents.is_empty() {
+            target.tangents = corners.iter().map(|&i| target.tangents[i]).collect();
+        }
     }
     primitive.positions = corners.iter().map(|&i| base[i]).collect();
     primitive.uvs = corners.iter().map(|&i| primitive.uvs[i]).collect();
+    if !primitive.joints.is_empty() {
+        primitive.joints = corners.iter().map(|&i| primitive.joints[i]).collect();
+        primitive.joint_weights = corners
+            .iter()
+            .map(|&i| primitive.joint_weights[i])
+            .collect();
+    }
+    if !primitive.colors.is_empty() {
+        primitive.colors = corners.iter().map(|&i| primitive.colors[i]).collect();
+    }
     primitive.normals = normals;
     primitive.indices = (0..corners.len() as u32).collect();
 }

@@ -6,10 +6,14 @@
 
 pub mod blend;
 mod load;
+pub mod mtoon;
+pub mod vrm;
 
 pub use load::{load, load_slice, AvatarError};
+pub use mtoon::{Outline, OutlineMode, Toon};
+pub use vrm::{Expression, MorphBind, Preset, Vrm, VrmVersion};
 
-use glam::{Mat4, Quat, Vec2, Vec3};
+use glam::{Mat3, Mat4, Quat, Vec2, Vec3, Vec4};
 
 /// A loaded avatar: the default scene's nodes with their meshes, materials and textures.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +30,26 @@ pub struct Avatar {
     pub materials: Vec<Material>,
     /// Decoded textures, in glTF texture index order.
     pub textures: Vec<Texture>,
+    /// Every skin, in glTF index order.
+    pub skins: Vec<Skin>,
+    /// The skin each node's mesh is bound with (glTF `node.skin`), indexed like [`Avatar::nodes`];
+    /// nodes past the end of this list have none. Read it through [`Avatar::node_skin`].
+    pub node_skins: Vec<Option<usize>>,
+    /// What the VRM extension says (expressions, humanoid bones, credits), for a VRM avatar.
+    /// A VRM 0.x model is already turned to face +Z like every other avatar.
+    pub vrm: Option<Vrm>,
+}
+
+/// A skin: the joints that deform a mesh and the matrices that bring its vertices into each
+/// joint's space.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Skin {
+    /// The skin's name, if any.
+    pub name: Option<String>,
+    /// Joint nodes; a vertex's joint index `j` means node `joints[j]`.
+    pub joints: Vec<usize>,
+    /// One inverse bind matrix per joint (identity where the file gives none).
+    pub inverse_bind: Vec<Mat4>,
 }
 
 /// One node of the hierarchy, with its rest transform.
@@ -77,7 +101,8 @@ pub struct Primitive {
     pub positions: Vec<Vec3>,
     /// Vertex normals (generated flat-shaded when the file has none).
     pub normals: Vec<Vec3>,
-    /// Texture coordinates (zeros when the file has none).
+    /// Texture coordinates of the set the material's base colour texture reads (`TEXCOORD_0`
+    /// unless the material names another set); zeros when the file has none.
     pub uvs: Vec<Vec2>,
     /// Triangle indices (generated 0..n when the file has none).
     pub indices: Vec<u32>,
@@ -85,6 +110,16 @@ pub struct Primitive {
     pub material: Option<usize>,
     /// Morph targets, one per mesh target, each with one delta per vertex.
     pub targets: Vec<MorphTarget>,
+    /// Skin joints (`JOINTS_0`), four per vertex, as indices into the skin's
+    /// [`Skin::joints`]; empty when the primitive is not skinned.
+    pub joints: Vec<[u16; 4]>,
+    /// Skin weights (`WEIGHTS_0`), four per vertex, parallel to [`Primitive::joints`]. Each
+    /// vertex's weights sum to 1, or are all zero for a vertex that follows the mesh's own node
+    /// instead of the joints.
+    pub joint_weights: Vec<Vec4>,
+    /// Linear RGBA vertex colours (`COLOR_0`), multiplied into the base colour; empty when the
+    /// file has none.
+    pub colors: Vec<Vec4>,
 }
 
 /// One morph target of one primitive: offsets from the base, never absolute positions.
@@ -94,6 +129,8 @@ pub struct MorphTarget {
     pub positions: Vec<Vec3>,
     /// Normal deltas, one per vertex, or empty when the target has none.
     pub normals: Vec<Vec3>,
+    /// Tangent deltas (xyz of `TANGENT`), one per vertex, or empty when the target has none.
+    pub tangents: Vec<Vec3>,
 }
 
 /// The parts of a glTF material facewire draws.
@@ -107,6 +144,20 @@ pub struct Material {
     pub base_color_texture: Option<usize>,
     /// Whether back faces are drawn.
     pub double_sided: bool,
+    /// How the base colour's alpha is used.
+    pub alpha_mode: AlphaMode,
+    /// The alpha below which [`AlphaMode::Mask`] discards a fragment (glTF default 0.5).
+    pub alpha_cutoff: f32,
+    /// The `TEXCOORD_n` set the base colour texture reads (after `KHR_texture_transform`'s
+    /// override); the loader puts that set into [`Primitive::uvs`].
+    pub base_color_tex_coord: u32,
+    /// `KHR_texture_transform` of the base colour texture (identity when absent). The MToon
+    /// shade texture is read through the same transform.
+    pub base_color_transform: TextureTransform,
+    /// `KHR_materials_unlit`: the base colour is shown as is, without lighting.
+    pub unlit: bool,
+    /// MToon toon shading (VRM), which takes precedence over `unlit`.
+    pub toon: Option<Toon>,
 }
 
 impl Default for Material {
@@ -116,7 +167,74 @@ impl Default for Material {
             base_color: [1.0; 4],
             base_color_texture: None,
             double_sided: false,
+            alpha_mode: AlphaMode::Opaque,
+            alpha_cutoff: 0.5,
+            base_color_tex_coord: 0,
+            base_color_transform: TextureTransform::IDENTITY,
+            unlit: false,
+            toon: None,
         }
+    }
+}
+
+/// glTF `alphaMode`: how a material's alpha is used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AlphaMode {
+    /// Alpha is ignored; the surface is fully opaque.
+    #[default]
+    Opaque,
+    /// Fragments with alpha below [`Material::alpha_cutoff`] are discarded, the rest are opaque.
+    Mask,
+    /// Alpha-blended over what is behind, drawn after the opaque surfaces, far to near.
+    Blend,
+}
+
+/// `KHR_texture_transform`: `uv' = T(offset) * R(rotation) * S(scale) * uv`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TextureTransform {
+    /// Offset of the UV origin, in UV units.
+    pub offset: Vec2,
+    /// Counter-clockwise rotation of the UVs around the origin, in radians.
+    pub rotation: f32,
+    /// Scale of the UVs.
+    pub scale: Vec2,
+}
+
+impl Default for TextureTransform {
+    fn default() -> Self {
+        TextureTransform::IDENTITY
+    }
+}
+
+impl TextureTransform {
+    /// No change.
+    pub const IDENTITY: TextureTransform = TextureTransform {
+        offset: Vec2::ZERO,
+        rotation: 0.0,
+        scale: Vec2::ONE,
+    };
+
+    /// The transform as a 3x3 matrix on `(u, v, 1)`, exactly as the extension defines it.
+    pub fn matrix(&self) -> Mat3 {
+        let (s, c) = self.rotation.sin_cos();
+        let translation = Mat3::from_cols(
+            Vec3::X,
+            Vec3::Y,
+            Vec3::new(self.offset.x, self.offset.y, 1.0),
+        );
+        let rotation = Mat3::from_cols(Vec3::new(c, -s, 0.0), Vec3::new(s, c, 0.0), Vec3::Z);
+        let scale = Mat3::from_diagonal(Vec3::new(self.scale.x, self.scale.y, 1.0));
+        translation * rotation * scale
+    }
+
+    /// Transforms one texture coordinate.
+    pub fn apply(&self, uv: Vec2) -> Vec2 {
+        (self.matrix() * uv.extend(1.0)).truncate()
+    }
+
+    /// Whether this is the identity.
+    pub fn is_identity(&self) -> bool {
+        *self == TextureTransform::IDENTITY
     }
 }
 
@@ -149,6 +267,19 @@ impl Aabb {
     /// The box's size along each axis.
     pub fn size(&self) -> Vec3 {
         self.max - self.min
+    }
+
+    /// Whether `p` lies inside the box or on its surface.
+    pub fn contains(&self, p: Vec3) -> bool {
+        p.cmpge(self.min).all() && p.cmple(self.max).all()
+    }
+
+    /// The smallest box holding `self` and `p`.
+    fn grown(self, p: Vec3) -> Aabb {
+        Aabb {
+            min: self.min.min(p),
+            max: self.max.max(p),
+        }
     }
 }
 
@@ -216,22 +347,105 @@ impl Avatar {
         world
     }
 
-    /// Bounds of every drawn primitive in the rest pose, in world space.
+    /// The skin node `node`'s mesh is bound with, if any (and if it exists).
+    pub fn node_skin(&self, node: usize) -> Option<usize> {
+        self.node_skins
+            .get(node)
+            .copied()
+            .flatten()
+            .filter(|&s| s < self.skins.len())
+    }
+
+    /// The joint matrices of skin `skin` given every node's world transform (from
+    /// [`Avatar::world_transforms`]): `world[joint] * inverse_bind` per joint, mapping bind-space
+    /// vertices to world space. Joints outside `world` count as identity; an unknown skin gives
+    /// an empty list.
+    pub fn joint_matrices(&self, skin: usize, world: &[Mat4]) -> Vec<Mat4> {
+        let Some(skin) = self.skins.get(skin) else {
+            return Vec::new();
+        };
+        skin.joints
+            .iter()
+            .enumerate()
+            .map(|(k, &joint)| {
+                let w = world.get(joint).copied().unwrap_or(Mat4::IDENTITY);
+                w * skin.inverse_bind.get(k).copied().unwrap_or(Mat4::IDENTITY)
+            })
+            .collect()
+    }
+
+    /// Bounds of every drawn primitive in the rest pose, in world space. Skinned primitives are
+    /// skinned first (their node's own transform only places vertices without joint weights).
+    /// Frame the avatar with these: an expression does not change them.
     pub fn bounds(&self) -> Option<Aabb> {
+        self.reach(false)
+    }
+
+    /// Bounds that hold every drawn primitive under any morph weights in `[0, 1]`, with the nodes
+    /// and skins at rest, in world space: each vertex is grown by the sum of its targets'
+    /// negative deltas and by the sum of their positive ones (per axis), a box that holds the
+    /// vertex whatever the weights. Use them where the whole expression must fit (the clip
+    /// planes), and [`Avatar::bounds`] to frame: a full `jawOpen` must not shrink the head.
+    pub fn deformation_bounds(&self) -> Option<Aabb> {
+        self.reach(true)
+    }
+
+    /// [`Avatar::bounds`], or with `morphs` [`Avatar::deformation_bounds`].
+    fn reach(&self, morphs: bool) -> Option<Aabb> {
         let world = self.world_transforms(&self.rest_pose());
         let mut bounds: Option<Aabb> = None;
         for (index, node) in self.nodes.iter().enumerate() {
             let Some(mesh) = node.mesh else { continue };
+            let joints = self
+                .node_skin(index)
+                .map(|skin| self.joint_matrices(skin, &world));
             for prim in &self.meshes[mesh].primitives {
-                for p in &prim.positions {
-                    let q = world[index].transform_point3(*p);
-                    bounds = Some(match bounds {
-                        None => Aabb { min: q, max: q },
-                        Some(b) => Aabb {
-                            min: b.min.min(q),
-                            max: b.max.max(q),
-                        },
-                    });
+                let skinned = joints.as_deref().filter(|_| {
+                    prim.joints.len() == prim.positions.len()
+                        && prim.joint_weights.len() == prim.positions.len()
+                });
+                // Per vertex, the sums of the targets' negative and positive deltas.
+                let mut reach = (Vec::new(), Vec::new());
+                if morphs {
+                    let n = prim.positions.len();
+                    let (low, high) = (&mut reach.0, &mut reach.1);
+                    low.resize(n, Vec3::ZERO);
+                    high.resize(n, Vec3::ZERO);
+                    for target in prim.targets.iter().filter(|t| t.positions.len() == n) {
+                        for (v, d) in target.positions.iter().enumerate() {
+                            low[v] += d.min(Vec3::ZERO);
+                            high[v] += d.max(Vec3::ZERO);
+                        }
+                    }
+                }
+                for (v, p) in prim.positions.iter().enumerate() {
+                    let model = match skinned {
+                        Some(matrices) => blend::skin_matrix(
+                            prim.joints[v],
+                            prim.joint_weights[v],
+                            matrices,
+                            world[index],
+                        ),
+                        None => world[index],
+                    };
+                    let (low, high) = match (reach.0.get(v), reach.1.get(v)) {
+                        (Some(&low), Some(&high)) => (*p + low, *p + high),
+                        _ => (*p, *p),
+                    };
+                    // An affine map takes a box into the hull of its corners' images.
+                    let corners = if low == high { 1 } else { 8 };
+                    for corner in 0..corners {
+                        let c = Vec3::select(
+                            glam::BVec3::new(corner & 1 != 0, corner & 2 != 0, corner & 4 != 0),
+                            high,
+                            low,
+                        );
+                        let q = model.transform_point3(c);
+                        bounds = Some(match bounds {
+                            None => Aabb { min: q, max: q },
+                            Some(b) => b.grown(q),
+                        });
+                    }
                 }
             }
         }

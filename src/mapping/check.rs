@@ -1,5 +1,5 @@
 //! `facewire check`'s report: a mapping file's errors against an avatar, the channels that drive
-//! nothing, the targets nothing drives and the groups that can sum above 1.
+//! nothing, the targets and VRM expressions nothing drives and the groups that can sum above 1.
 
 use std::fmt;
 
@@ -43,6 +43,13 @@ pub enum Finding {
         /// The mesh's name, or its index.
         mesh: String,
     },
+    /// A VRM expression no channel drives (`name` as a mapping file writes it, `vrm:...`).
+    UndrivenExpression {
+        /// The expression, with the `vrm:` prefix.
+        name: String,
+        /// Its preset, if it implements one and its name differs from it.
+        preset: Option<&'static str>,
+    },
     /// A group without normalisation or exclusivity whose members can sum above 1.
     GroupCanExceedOne {
         /// The group's name.
@@ -58,7 +65,9 @@ impl Finding {
         match self {
             Finding::Error(_) => Severity::Error,
             Finding::GroupCanExceedOne { .. } => Severity::Warning,
-            Finding::UnusedChannel(_) | Finding::UndrivenTarget { .. } => Severity::Note,
+            Finding::UnusedChannel(_)
+            | Finding::UndrivenTarget { .. }
+            | Finding::UndrivenExpression { .. } => Severity::Note,
         }
     }
 }
@@ -72,6 +81,10 @@ impl fmt::Display for Finding {
             Finding::UndrivenTarget { target, mesh } => {
                 write!(f, "target `{target}` (mesh {mesh}) is driven by nothing")
             }
+            Finding::UndrivenExpression { name, preset } => match preset {
+                Some(p) => write!(f, "expression `{name}` (preset {p}) is driven by nothing"),
+                None => write!(f, "expression `{name}` is driven by nothing"),
+            },
             Finding::GroupCanExceedOne { group, max_sum } => write!(
                 f,
                 "group `{group}` can sum to {max_sum} (above 1); set mode = \"normalise\" if its \
@@ -163,10 +176,15 @@ pub fn check(file: &MappingFile, avatar: &Avatar) -> CheckReport {
     }
     for (mesh, m) in avatar.meshes.iter().enumerate() {
         for (target, name) in m.target_names.iter().enumerate() {
-            if !compiled
+            let by_target = compiled
                 .targets
                 .iter()
-                .any(|b| b.mesh == mesh && b.target == target)
+                .any(|b| b.mesh == mesh && b.target == target);
+            if !by_target
+                && compiled
+                    .expression_slots
+                    .binary_search(&(mesh, target))
+                    .is_err()
             {
                 findings.push(Finding::UndrivenTarget {
                     target: if name.is_empty() {
@@ -178,6 +196,16 @@ pub fn check(file: &MappingFile, avatar: &Avatar) -> CheckReport {
                         .name
                         .as_deref()
                         .map_or_else(|| format!("#{mesh}"), |n| format!("`{n}`")),
+                });
+            }
+        }
+    }
+    if let Some(vrm) = &avatar.vrm {
+        for (i, e) in vrm.expressions.iter().enumerate() {
+            if !compiled.expressions.iter().any(|b| b.expression == i) {
+                findings.push(Finding::UndrivenExpression {
+                    name: format!("{}{}", super::EXPRESSION_PREFIX, e.name),
+                    preset: e.preset.map(|p| p.name()).filter(|&p| p != e.name),
                 });
             }
         }

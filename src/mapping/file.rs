@@ -444,8 +444,9 @@ impl<'de> Deserialize<'de> for Axis {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BoneSection {
-    /// The node's name; absent: the conventional name where the avatar has it (`Head` for the
-    /// head, none for the neck); `""`: no node.
+    /// The node's name (on a VRM avatar, also a humanoid bone name such as `neck`); absent:
+    /// the conventional node where the avatar has it (the head: a VRM avatar's humanoid `head`,
+    /// else a node named `Head`; the neck: none); `""`: no node.
     pub node: Option<Spanned<String>>,
     /// Multiplier of pitch, yaw and roll.
     pub gain: [Finite; 3],
@@ -470,7 +471,8 @@ impl Default for BoneSection {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct JawSection {
-    /// The jaw node; absent or `""`: no jaw bone.
+    /// The jaw node (on a VRM avatar, also a humanoid bone name such as `jaw`); absent or
+    /// `""`: no jaw bone.
     pub node: Option<Spanned<String>>,
     /// The channel that opens it.
     pub channel: ChannelName,
@@ -496,13 +498,21 @@ impl Default for JawSection {
 #[serde(deny_unknown_fields, default)]
 pub struct TargetsSection {
     /// Every target named after an ARKit channel (any spelling, behind any `Prefix.`) follows
-    /// that channel, unless `[map]` has an entry for it.
+    /// that channel, unless `[map]` has an entry for it; on a VRM avatar, so does every custom
+    /// expression named after a channel.
     pub auto: bool,
+    /// On a VRM avatar, the preset expressions follow the built-in fallback from the ARKit
+    /// channels ([`super::fallback`]) unless `[map]` has a `vrm:` entry for them or their
+    /// channels already drive shapes named after them.
+    pub expressions: bool,
 }
 
 impl Default for TargetsSection {
     fn default() -> Self {
-        TargetsSection { auto: true }
+        TargetsSection {
+            auto: true,
+            expressions: true,
+        }
     }
 }
 
@@ -510,10 +520,12 @@ impl Default for TargetsSection {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EyesSection {
-    /// The avatar's left eye node (the performer's left); absent: `LeftEye` where the avatar
-    /// has it; `""`: none.
+    /// The avatar's left eye node (the performer's left; on a VRM avatar, also a humanoid bone
+    /// name); absent: a VRM avatar's humanoid `leftEye`, else `LeftEye` where the avatar has it;
+    /// `""`: none.
     pub left: Option<Spanned<String>>,
-    /// The avatar's right eye node; absent: `RightEye` where the avatar has it; `""`: none.
+    /// The avatar's right eye node; absent: a VRM avatar's humanoid `rightEye`, else `RightEye`
+    /// where the avatar has it; `""`: none.
     pub right: Option<Spanned<String>>,
     /// Degrees an eye turns sideways at eyeLookIn or eyeLookOut = 1.
     pub horizontal_degrees: f32,

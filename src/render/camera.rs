@@ -78,6 +78,35 @@ impl Camera {
         }
     }
 
+    /// This camera with its clip planes widened (never narrowed) so that `reach` lies between
+    /// them, with the room to turn [`Camera::framing`] gives the framed box: the box's bounding
+    /// sphere, enlarged 1.5 times, around the box's centre. Pass
+    /// [`Avatar::deformation_bounds`](crate::avatar::Avatar::deformation_bounds), so a full
+    /// expression is not clipped, while the framing (eye, target, lens) stays on the rest head.
+    /// Bounds that are not finite change nothing.
+    pub fn reaching(self, reach: Aabb) -> Camera {
+        if !(reach.min.is_finite() && reach.max.is_finite()) {
+            return self;
+        }
+        let (_, _, forward) = self.basis();
+        let depth = forward.dot(reach.center() - self.eye);
+        let radius = (reach.size().abs() * 0.5).length() * 1.5;
+        // As in the framing: the near plane never comes closer than 1 % of the distance to the
+        // target, which keeps the depth buffer's precision.
+        let floor = (self.target - self.eye).length() * 0.01;
+        let near = if self.near.is_finite() && self.near > 0.0 {
+            self.near.min((depth - radius).max(floor))
+        } else {
+            self.near
+        };
+        let far = if self.far.is_finite() {
+            self.far.max(depth + radius)
+        } else {
+            self.far
+        };
+        Camera { near, far, ..self }
+    }
+
     /// [`Camera::framing`] with another vertical field of view (radians), with the radius of
     /// the framed box's bounding sphere and the box's height.
     fn framing_with_fov(bounds: Aabb, aspect: f32, fov_y: f32) -> (Camera, f32, f32) {
@@ -407,5 +436,49 @@ mod tests {
         assert_eq!(clamped.zoom, 1.0);
         assert!((clamped.orbit_yaw - 5.0).abs() < 1e-3);
         assert_eq!(clamped.orbit_pitch, -CameraConfig::PITCH_LIMIT);
+    }
+
+    #[test]
+    fn reaching_widens_the_clip_planes_and_keeps_the_framing() {
+        // A head whose expression pushes the face far towards the camera and the back far away.
+        let reach = Aabb {
+            min: head().min - Vec3::new(0.0, 0.0, 0.5),
+            max: head().max + Vec3::new(0.0, 0.0, 0.3),
+        };
+        let framed = Camera::framing(head(), 1.0);
+        let corner_depths = |c: &Camera| {
+            let vp = c.view_proj();
+            (0..8)
+                .map(|i| {
+                    let p = Vec3::select(
+                        glam::BVec3::new(i & 1 != 0, i & 2 != 0, i & 4 != 0),
+                        reach.max,
+                        reach.min,
+                    );
+                    vp.project_point3(p).z
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            corner_depths(&framed).iter().any(|z| z.abs() > 1.0),
+            "the example must be clipped by the rest framing"
+        );
+        let reaching = framed.reaching(reach);
+        for z in corner_depths(&reaching) {
+            assert!(z > -1.0 && z < 1.0, "corner clipped: {z}");
+        }
+        assert_eq!(
+            (reaching.eye, reaching.target, reaching.fov_y),
+            (framed.eye, framed.target, framed.fov_y)
+        );
+        assert!(reaching.near <= framed.near && reaching.far >= framed.far);
+        assert!(reaching.near >= (framed.eye - framed.target).length() * 0.01 * 0.999);
+        // A box inside the framed one changes nothing, and neither do non-finite bounds.
+        assert_eq!(framed.reaching(head()), framed);
+        let nan = Aabb {
+            min: Vec3::NAN,
+            max: Vec3::NAN,
+        };
+        assert_eq!(framed.reaching(nan), framed);
     }
 }

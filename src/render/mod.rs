@@ -18,8 +18,9 @@
 //! uploads the interleaved positions and normals with `glBufferSubData`, only when a mesh's
 //! weights changed; the GPU path keeps every delta in an RGBA32F buffer texture and uploads only
 //! the list of non-zero weights as uniforms, and the vertex shader sums them. Both sum the same
-//! targets in the same order, so their images agree (on llvmpipe they are bit-identical). Node
-//! transforms apply after morphing; normals are morphed, then renormalised in the shader.
+//! targets in the same order, so their images agree (on llvmpipe they are bit-identical). Skinning
+//! (in the vertex shader on both paths) and node transforms apply after morphing; normals are
+//! morphed, then renormalised in the shader.
 //!
 //! # Ownership and drop order
 //!

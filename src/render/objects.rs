@@ -84,6 +84,7 @@ pub(crate) fn bytes_of<T: Pod>(data: &[T]) -> &[u8] {
 pub(crate) trait Pod: Copy {}
 impl Pod for f32 {}
 impl Pod for u32 {}
+impl Pod for u16 {}
 
 #[cfg(test)]
 mod tests {

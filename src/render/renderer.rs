@@ -1,12 +1,20 @@
 //! The avatar renderer: uploads an [`Avatar`] once, then draws it each frame with new weights and
 //! node rotations through the CPU or the GPU morph path.
+//!
+//! Skinned primitives are skinned in the vertex shader on both paths, after morphing (glTF's
+//! order): each frame the joint matrices `world(joint) * inverseBind` of every skinned node go
+//! into one RGBA32F buffer texture, four texels per joint, so skeletons of any size fit.
+//!
+//! Opaque and masked primitives are drawn first, in node order; blended ones after them, far to
+//! near by their centroid's depth, without depth writes. MToon materials with an outline draw a
+//! second, inverted-hull pass right after their surface.
 
 #![allow(unsafe_code)]
 
 use std::fmt;
 use std::rc::Rc;
 
-use glam::{Mat3, Mat4, Quat, Vec3};
+use glam::{Mat3, Mat4, Quat, Vec3, Vec4};
 use glow::HasContext;
 
 use super::debug::gl_string;
@@ -14,7 +22,7 @@ use super::objects::{bytes_of, Buffer, Program, Texture, VertexArray};
 use super::RenderError;
 use super::{check_gl, sanitize_weight, shader, Camera, DrawTarget, MorphMode, MorphPath};
 use crate::avatar::blend::{CpuBlender, WEIGHT_EPSILON};
-use crate::avatar::{Avatar, Pose, Primitive};
+use crate::avatar::{AlphaMode, Avatar, OutlineMode, Pose, Primitive};
 
 /// Floats per vertex in the interleaved position + normal buffer (the layout
 /// [`CpuBlender::blend_interleaved`] writes).
@@ -27,10 +35,11 @@ pub const MAX_ACTIVE_TARGETS: usize = 128;
 /// Draws one avatar. Holds every GL object the avatar needs; drop it before the context (see
 /// the module docs of [`crate::render`]).
 pub struct Renderer {
-    /// The linked avatar program.
-    program: Program,
-    /// Its uniform locations, looked up once.
-    uniforms: Uniforms,
+    /// The linked avatar programs, one per shading the avatar's materials use; the first is
+    /// the standard one.
+    programs: Vec<ShaderVariant>,
+    /// For each `SHADING_*`, its index in `programs` (the standard one where not compiled).
+    program_for: [usize; 3],
     /// A 1x1 white texture for materials without one.
     white: Texture,
     /// One entry per avatar texture; `None` where the texture could not be uploaded.
@@ -41,6 +50,16 @@ pub struct Renderer {
     meshes: Vec<GpuMesh>,
     /// The node hierarchy (rest transforms and meshes).
     nodes: Vec<NodeInfo>,
+    /// One entry per avatar skin.
+    skins: Vec<GpuSkin>,
+    /// Per node: where its joint matrices go, when its mesh is drawn skinned.
+    node_skins: Vec<Option<NodeSkin>>,
+    /// The joint matrices of every skinned node, 16 floats per joint (reused each frame).
+    joint_data: Vec<f32>,
+    /// The buffer texture that holds `joint_data` (absent when nothing is skinned).
+    joint_texture: Option<(Buffer, Texture)>,
+    /// This frame's blended primitives, sorted for drawing (reused).
+    blended: Vec<BlendedDraw>,
     /// Scene roots.
     roots: Vec<usize>,
     /// Per-frame world matrices, one per node (reused).
@@ -57,7 +76,23 @@ pub struct Renderer {
     gl: Rc<glow::Context>,
 }
 
-/// Uniform locations of the avatar program (`None` where the driver optimised one away).
+/// One linked avatar program and its uniform locations.
+struct ShaderVariant {
+    /// The program.
+    program: Program,
+    /// Its uniform locations, looked up once.
+    uniforms: Uniforms,
+}
+
+/// Which program is in use while drawing, and which node's uniforms each holds.
+struct Bound {
+    /// The index in `Renderer::programs` of the program in use.
+    program: usize,
+    /// Per program, the node whose uniforms it holds this frame (`usize::MAX`: none yet).
+    node: [usize; 3],
+}
+
+/// Uniform locations of an avatar program (`None` where the driver optimised one away).
 struct Uniforms {
     model: Option<glow::UniformLocation>,
     normal_matrix: Option<glow::UniformLocation>,
@@ -71,7 +106,35 @@ struct Uniforms {
     active_count: Option<glow::UniformLocation>,
     active_index: Option<glow::UniformLocation>,
     active_weight: Option<glow::UniformLocation>,
+    uv_transform: Option<glow::UniformLocation>,
+    skinned: Option<glow::UniformLocation>,
+    joint_base: Option<glow::UniformLocation>,
+    alpha_mode: Option<glow::UniformLocation>,
+    alpha_cutoff: Option<glow::UniformLocation>,
+    shade_color: Option<glow::UniformLocation>,
+    shade_source: Option<glow::UniformLocation>,
+    shading_shift: Option<glow::UniformLocation>,
+    shading_toony: Option<glow::UniformLocation>,
+    outline: Option<glow::UniformLocation>,
+    outline_width: Option<glow::UniformLocation>,
+    outline_mode: Option<glow::UniformLocation>,
+    outline_color: Option<glow::UniformLocation>,
+    outline_mix: Option<glow::UniformLocation>,
+    aspect: Option<glow::UniformLocation>,
 }
+
+/// Texture units: base colour, morph deltas, MToon shade texture, joint matrices.
+const UNIT_BASE: u32 = 0;
+const UNIT_DELTAS: u32 = 1;
+const UNIT_SHADE: u32 = 2;
+const UNIT_JOINTS: u32 = 3;
+
+/// The program variants: the portrait lighting, unlit (`KHR_materials_unlit`) and MToon. Each is
+/// its own program rather than a branch in one: on llvmpipe the branching program made a frame of
+/// a MToon avatar about a third slower (see BENCHMARKS.md).
+const SHADING_STANDARD: usize = 0;
+const SHADING_UNLIT: usize = 1;
+const SHADING_TOON: usize = 2;
 
 /// What a material needs at draw time.
 struct GpuMaterial {
@@ -81,6 +144,64 @@ struct GpuMaterial {
     texture: Option<usize>,
     /// Whether back faces are drawn.
     double_sided: bool,
+    /// glTF alpha mode.
+    alpha_mode: AlphaMode,
+    /// Mask cutoff.
+    alpha_cutoff: f32,
+    /// The base colour texture transform, column-major.
+    uv_transform: [f32; 9],
+    /// The program variant, `SHADING_*`.
+    shading: usize,
+    /// MToon parameters, when `shading` is `SHADING_TOON`.
+    toon: Option<GpuToon>,
+}
+
+/// MToon parameters, sanitised.
+struct GpuToon {
+    /// Linear shade colour factor.
+    shade_color: [f32; 3],
+    /// Index into `Renderer::textures` of the shade texture.
+    shade_texture: Option<usize>,
+    /// Ramp shift.
+    shift: f32,
+    /// Ramp toony factor.
+    toony: f32,
+    /// Outline: mode (1 world, 2 screen), width, colour, lighting mix.
+    outline: Option<(i32, f32, [f32; 3], f32)>,
+    /// Blend materials: depth writes stay on.
+    z_write: bool,
+    /// Blend order offset.
+    queue: i32,
+}
+
+/// A skin's joints and inverse bind matrices.
+struct GpuSkin {
+    /// Joint node indices.
+    joints: Vec<usize>,
+    /// One inverse bind matrix per joint.
+    inverse_bind: Vec<Mat4>,
+}
+
+/// Where a skinned node's joint matrices live in the joint texture.
+#[derive(Clone, Copy)]
+struct NodeSkin {
+    /// Index into `Renderer::skins`.
+    skin: usize,
+    /// The node's first joint in the joint texture.
+    base: usize,
+}
+
+/// One blended primitive of this frame.
+#[derive(Clone, Copy)]
+struct BlendedDraw {
+    /// The material's render queue offset (earlier when lower).
+    queue: i32,
+    /// Distance of the centroid along the view direction (farther first).
+    depth: f32,
+    /// The node drawing it.
+    node: usize,
+    /// The primitive's index in its mesh.
+    primitive: usize,
 }
 
 /// One mesh: its primitives and the per-frame weight state.
@@ -111,8 +232,18 @@ struct GpuPrimitive {
     vertex_buffer: Buffer,
     /// Texture coordinates.
     _uv_buffer: Buffer,
+    /// Joints and weights, when the primitive has both.
+    _skin_buffers: Option<(Buffer, Buffer)>,
+    /// Vertex colours, when the primitive has them.
+    _color_buffer: Option<Buffer>,
     /// Triangle indices.
     _index_buffer: Buffer,
+    /// The largest joint index with a non-zero weight; `None` when the primitive is unskinned.
+    max_joint: Option<u16>,
+    /// Rest-pose centroid of the vertices, in the mesh's (bind) space.
+    centroid: Vec3,
+    /// The joint with the most total weight, whose matrix places the centroid when skinned.
+    dominant_joint: u16,
     /// Number of indices drawn.
     index_count: i32,
     /// Number of vertices.
@@ -200,38 +331,48 @@ impl Renderer {
         if path == MorphPath::Gpu {
             defines.push(("MORPH_GPU", "1".to_owned()));
         }
-        let program =
-            shader::build_program(&gl, shader::AVATAR_VERT, shader::AVATAR_FRAG, &defines)?;
-        let uniforms = Uniforms::lookup(&gl, &program);
-        // SAFETY: the program was just linked on this context; sampler units are set once.
-        unsafe {
-            gl.use_program(Some(program.raw()));
-            let tex = gl.get_uniform_location(program.raw(), "u_base_color_tex");
-            gl.uniform_1_i32(tex.as_ref(), 0);
-            let deltas = gl.get_uniform_location(program.raw(), "u_deltas");
-            gl.uniform_1_i32(deltas.as_ref(), 1);
-            gl.use_program(None);
+        defines.extend(
+            feature_defines(avatar)
+                .into_iter()
+                .map(|name| (name, "1".to_owned())),
+        );
+        let used = |shading: usize| {
+            shading == SHADING_STANDARD
+                || avatar
+                    .materials
+                    .iter()
+                    .any(|m| material_shading(m) == shading)
+        };
+        let outlines = avatar
+            .materials
+            .iter()
+            .filter_map(|m| m.toon.as_ref())
+            .any(|t| t.outline.is_some());
+        let mut programs = Vec::with_capacity(3);
+        let mut program_for = [0; 3];
+        for (shading, extra) in [
+            (SHADING_STANDARD, None),
+            (SHADING_UNLIT, Some("SHADING_UNLIT")),
+            (SHADING_TOON, Some("SHADING_TOON")),
+        ] {
+            if !used(shading) {
+                continue;
+            }
+            let mut defines = defines.clone();
+            defines.extend(extra.map(|name| (name, "1".to_owned())));
+            if shading == SHADING_TOON && outlines {
+                defines.push(("OUTLINE", "1".to_owned()));
+            }
+            program_for[shading] = programs.len();
+            programs.push(build_variant(&gl, &defines)?);
         }
-        check_gl!(&gl, "setting up the avatar program");
 
         let white = upload_texture(&gl, 1, 1, &[255; 4])?;
         let textures = upload_textures(&gl, avatar)?;
-        let materials = avatar
+        let materials: Vec<GpuMaterial> = avatar
             .materials
             .iter()
-            .map(|m| GpuMaterial {
-                base_color: m.base_color.map(|c| {
-                    if c.is_finite() {
-                        c.clamp(0.0, 1.0)
-                    } else {
-                        1.0
-                    }
-                }),
-                texture: m
-                    .base_color_texture
-                    .filter(|&t| textures.get(t).is_some_and(Option::is_some)),
-                double_sided: m.double_sided,
-            })
+            .map(|m| gpu_material(m, &textures))
             .collect();
 
         let mut meshes = Vec::with_capacity(avatar.meshes.len());
@@ -281,22 +422,73 @@ impl Renderer {
             })
             .collect();
         let count = nodes.len();
+
+        let skins: Vec<GpuSkin> = avatar
+            .skins
+            .iter()
+            .map(|skin| GpuSkin {
+                joints: skin.joints.clone(),
+                inverse_bind: (0..skin.joints.len())
+                    .map(|k| {
+                        skin.inverse_bind
+                            .get(k)
+                            .copied()
+                            .filter(Mat4::is_finite)
+                            .unwrap_or(Mat4::IDENTITY)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let node_skins = assign_skins(avatar, &nodes, &meshes, &skins);
+        let joint_count = node_skins
+            .iter()
+            .flatten()
+            .map(|s| s.base + skins[s.skin].joints.len())
+            .max()
+            .unwrap_or(0);
+        let joint_data = vec![0.0f32; joint_count * 16];
+        let joint_texture = if joint_count > 0 {
+            Some(upload_joint_texture(&gl, &joint_data)?)
+        } else {
+            None
+        };
+        // Room for every blended primitive any node draws, so sorting them never allocates.
+        let blended_capacity: usize = nodes
+            .iter()
+            .filter_map(|n| n.mesh.and_then(|m| meshes.get(m)))
+            .map(|m| {
+                m.primitives
+                    .iter()
+                    .filter(|p| {
+                        p.material
+                            .and_then(|i| materials.get(i))
+                            .is_some_and(|m| m.alpha_mode == AlphaMode::Blend)
+                    })
+                    .count()
+            })
+            .sum();
         tracing::debug!(
             meshes = meshes.len(),
             primitives = meshes.iter().map(|m| m.primitives.len()).sum::<usize>(),
             textures = textures.len(),
             nodes = count,
             max_active,
+            skinned_joints = joint_count,
             "avatar uploaded"
         );
         Ok(Renderer {
-            program,
-            uniforms,
+            programs,
+            program_for,
             white,
             textures,
             materials,
             meshes,
             nodes,
+            skins,
+            node_skins,
+            joint_data,
+            joint_texture,
+            blended: Vec::with_capacity(blended_capacity),
             roots: avatar.roots.clone(),
             world: vec![Mat4::IDENTITY; count],
             visited: vec![false; count],
@@ -322,13 +514,16 @@ impl Renderer {
     /// Weights come from `pose.weights[mesh][target]`: each is passed through
     /// [`sanitize_weight`], missing entries count as 0 and extra ones are ignored. Node
     /// rotations from `pose.rotations` are applied after each node's rest rotation (non-finite
-    /// or zero quaternions count as identity); morphing happens before the node transforms.
+    /// or zero quaternions count as identity); morphing happens before skinning and the node
+    /// transforms.
     ///
     /// GL state changed and left behind: viewport, clear colour, depth test (on, `LESS`, depth
-    /// writes on), colour mask (all on), blending, scissor test and `GL_FRAMEBUFFER_SRGB` (off),
-    /// face culling and front face, the active texture unit (unit 0) and the textures bound on
-    /// units 0 and 1, the array buffer binding (CPU path). The program and vertex array are
-    /// unbound at the end. Nothing is allocated after the first frame.
+    /// writes on), colour mask (all on), blending (off; its function `ONE, ONE_MINUS_SRC_ALPHA`
+    /// when the avatar has blended materials), scissor test and `GL_FRAMEBUFFER_SRGB` (off),
+    /// face culling, cull face and front face, the active texture unit (unit 0) and the textures
+    /// bound on units 0 to 3, the array and texture buffer bindings, and the current value of
+    /// vertex attribute 5. The program and vertex array are unbound at the end. Nothing is
+    /// allocated after the first frame.
     pub fn draw(&mut self, pose: &Pose, camera: &Camera, target: &DrawTarget) {
         self.update_weights(pose);
         match self.path {
@@ -336,6 +531,7 @@ impl Renderer {
             MorphPath::Gpu => self.build_active_lists(),
         }
         self.update_world(pose);
+        self.upload_joint_matrices();
 
         let gl = &*self.gl;
         let clear = target.effective_clear();
@@ -363,32 +559,36 @@ impl Renderer {
             return;
         }
 
-        let u = &self.uniforms;
         let (right, up, forward) = camera.basis();
         let back = -forward;
-        let key = (-0.55 * right + 0.55 * up + 0.62 * back).normalize();
-        let fill = (0.75 * right - 0.10 * up + 0.65 * back).normalize();
-        let rim = (0.30 * right + 0.50 * up - 0.80 * back).normalize();
+        let lights = [
+            (-0.55 * right + 0.55 * up + 0.62 * back).normalize(),
+            (0.75 * right - 0.10 * up + 0.65 * back).normalize(),
+            (0.30 * right + 0.50 * up - 0.80 * back).normalize(),
+        ];
+        let aspect = target.width as f32 / target.height as f32;
+        for program in &self.programs {
+            set_globals(gl, program, camera, lights, aspect);
+        }
         // SAFETY: as above.
         unsafe {
-            gl.use_program(Some(self.program.raw()));
-            gl.uniform_matrix_4_f32_slice(
-                u.view_proj.as_ref(),
-                false,
-                &camera.view_proj().to_cols_array(),
-            );
-            gl.uniform_3_f32(u.key_dir.as_ref(), key.x, key.y, key.z);
-            gl.uniform_3_f32(u.fill_dir.as_ref(), fill.x, fill.y, fill.z);
-            gl.uniform_3_f32(u.rim_dir.as_ref(), rim.x, rim.y, rim.z);
-            gl.uniform_3_f32(
-                u.camera_pos.as_ref(),
-                camera.eye.x,
-                camera.eye.y,
-                camera.eye.z,
-            );
+            // Primitives without vertex colours read this constant instead.
+            gl.vertex_attrib_4_f32(5, 1.0, 1.0, 1.0, 1.0);
+            if let Some((_, texture)) = &self.joint_texture {
+                gl.active_texture(glow::TEXTURE0 + UNIT_JOINTS);
+                gl.bind_texture(glow::TEXTURE_BUFFER, Some(texture.raw()));
+            }
             gl.active_texture(glow::TEXTURE0);
+            gl.use_program(self.programs.first().map(|p| p.program.raw()));
         }
+        let mut bound = Bound {
+            program: 0,
+            node: [usize::MAX; 3],
+        };
 
+        // Opaque and masked primitives, in node order; blended ones are listed for later.
+        let mut blended = std::mem::take(&mut self.blended);
+        blended.clear();
         for (index, node) in self.nodes.iter().enumerate() {
             let Some(mesh_index) = node.mesh else {
                 continue;
@@ -399,67 +599,67 @@ impl Renderer {
             let Some(mesh) = self.meshes.get(mesh_index) else {
                 continue;
             };
-            let model = self.world[index];
-            let normal = normal_matrix(&model);
-            // SAFETY: as above.
-            unsafe {
-                gl.uniform_matrix_4_f32_slice(u.model.as_ref(), false, &model.to_cols_array());
-                gl.uniform_matrix_3_f32_slice(
-                    u.normal_matrix.as_ref(),
-                    false,
-                    &normal.to_cols_array(),
-                );
-                // A mirroring transform flips the winding of every triangle.
-                gl.front_face(if model.determinant() < 0.0 {
-                    glow::CW
-                } else {
-                    glow::CCW
-                });
-                if self.path == MorphPath::Gpu {
-                    gl.uniform_1_i32(u.active_count.as_ref(), mesh.active_count);
-                    gl.uniform_4_i32_slice(u.active_index.as_ref(), &mesh.active_index);
-                    gl.uniform_4_f32_slice(u.active_weight.as_ref(), &mesh.active_weight);
-                }
-            }
-            for prim in &mesh.primitives {
+            for (p, prim) in mesh.primitives.iter().enumerate() {
                 let material = prim.material.and_then(|m| self.materials.get(m));
-                let base = material.map_or([1.0; 4], |m| m.base_color);
-                let texture = material
-                    .and_then(|m| m.texture)
-                    .and_then(|t| self.textures.get(t))
-                    .and_then(Option::as_ref)
-                    .unwrap_or(&self.white);
-                let double_sided = material.is_some_and(|m| m.double_sided);
-                // SAFETY: as above.
-                unsafe {
-                    gl.uniform_4_f32(u.base_color.as_ref(), base[0], base[1], base[2], base[3]);
-                    gl.bind_texture(glow::TEXTURE_2D, Some(texture.raw()));
-                    if double_sided {
-                        gl.disable(glow::CULL_FACE);
-                    } else {
-                        gl.enable(glow::CULL_FACE);
-                        gl.cull_face(glow::BACK);
-                    }
-                    match &prim.morph {
-                        PrimitiveMorph::Gpu { texture, .. } => {
-                            gl.active_texture(glow::TEXTURE1);
-                            gl.bind_texture(glow::TEXTURE_BUFFER, Some(texture.raw()));
-                            gl.active_texture(glow::TEXTURE0);
-                            gl.uniform_1_i32(u.vertex_count.as_ref(), prim.vertex_count);
-                        }
-                        PrimitiveMorph::Cpu { .. } | PrimitiveMorph::None => {
-                            // A primitive without deltas must not read another's.
-                            gl.uniform_1_i32(u.active_count.as_ref(), 0);
-                        }
-                    }
-                    gl.bind_vertex_array(Some(prim.vao.raw()));
-                    gl.draw_elements(glow::TRIANGLES, prim.index_count, glow::UNSIGNED_INT, 0);
-                    if self.path == MorphPath::Gpu && matches!(prim.morph, PrimitiveMorph::None) {
-                        gl.uniform_1_i32(u.active_count.as_ref(), mesh.active_count);
-                    }
+                if material.is_some_and(|m| m.alpha_mode == AlphaMode::Blend) {
+                    blended.push(BlendedDraw {
+                        queue: material
+                            .and_then(|m| m.toon.as_ref())
+                            .map_or(0, |t| t.queue),
+                        depth: (self.centroid(index, prim) - camera.eye).dot(forward),
+                        node: index,
+                        primitive: p,
+                    });
+                    continue;
+                }
+                let u = self.bind(&mut bound, material, index, mesh);
+                self.draw_primitive(u, index, prim, material, false);
+                if material
+                    .and_then(|m| m.toon.as_ref())
+                    .is_some_and(|t| t.outline.is_some())
+                {
+                    self.draw_primitive(u, index, prim, material, true);
                 }
             }
         }
+
+        // Blended primitives: lower queues first, then far to near, without depth writes
+        // (unless an MToon material asks for them), over what is already drawn.
+        if !blended.is_empty() {
+            blended.sort_unstable_by(|a, b| {
+                a.queue
+                    .cmp(&b.queue)
+                    .then_with(|| b.depth.total_cmp(&a.depth))
+            });
+            // SAFETY: plain state changes on the current context.
+            unsafe {
+                gl.enable(glow::BLEND);
+                gl.blend_func(glow::ONE, glow::ONE_MINUS_SRC_ALPHA);
+            }
+            for draw in &blended {
+                let Some(mesh) = self.nodes[draw.node].mesh.and_then(|m| self.meshes.get(m)) else {
+                    continue;
+                };
+                let Some(prim) = mesh.primitives.get(draw.primitive) else {
+                    continue;
+                };
+                let material = prim.material.and_then(|m| self.materials.get(m));
+                let z_write = material
+                    .and_then(|m| m.toon.as_ref())
+                    .is_some_and(|t| t.z_write);
+                let u = self.bind(&mut bound, material, draw.node, mesh);
+                // SAFETY: as above.
+                unsafe { gl.depth_mask(z_write) };
+                self.draw_primitive(u, draw.node, prim, material, false);
+            }
+            // SAFETY: as above.
+            unsafe {
+                gl.disable(glow::BLEND);
+                gl.depth_mask(true);
+            }
+        }
+        self.blended = blended;
+
         // SAFETY: unbinding is always valid.
         unsafe {
             gl.bind_vertex_array(None);
@@ -467,6 +667,232 @@ impl Renderer {
         }
         check_gl!(gl, "drawing the avatar");
         tracing::trace!(path = ?self.path, width = target.width, height = target.height, "avatar drawn");
+    }
+
+    /// Makes the program variant `material` needs current, with node `node`'s uniforms, and
+    /// returns its uniform locations.
+    fn bind(
+        &self,
+        bound: &mut Bound,
+        material: Option<&GpuMaterial>,
+        node: usize,
+        mesh: &GpuMesh,
+    ) -> &Uniforms {
+        let shading = material.map_or(SHADING_STANDARD, |m| m.shading);
+        let index = self.program_for.get(shading).copied().unwrap_or(0);
+        let shader = &self.programs[index];
+        if bound.program != index {
+            // SAFETY: the program was linked on this context and is owned by self.
+            unsafe { self.gl.use_program(Some(shader.program.raw())) };
+            bound.program = index;
+        }
+        if bound.node[index] != node {
+            self.set_node_uniforms(&shader.uniforms, node, mesh);
+            bound.node[index] = node;
+        }
+        &shader.uniforms
+    }
+
+    /// Sets the per-node uniforms of the program in use: model and normal matrices, the GPU
+    /// path's active list, and where the node's joint matrices start.
+    fn set_node_uniforms(&self, u: &Uniforms, index: usize, mesh: &GpuMesh) {
+        let gl = &*self.gl;
+        let model = self.world[index];
+        let normal = normal_matrix(&model);
+        let joint_base = self.node_skins[index].map_or(0, |s| s.base);
+        // SAFETY: the program is in use and every location belongs to it.
+        unsafe {
+            gl.uniform_matrix_4_f32_slice(u.model.as_ref(), false, &model.to_cols_array());
+            gl.uniform_matrix_3_f32_slice(u.normal_matrix.as_ref(), false, &normal.to_cols_array());
+            gl.uniform_1_i32(u.joint_base.as_ref(), joint_base as i32);
+            if self.path == MorphPath::Gpu {
+                gl.uniform_1_i32(u.active_count.as_ref(), mesh.active_count);
+                gl.uniform_4_i32_slice(u.active_index.as_ref(), &mesh.active_index);
+                gl.uniform_4_f32_slice(u.active_weight.as_ref(), &mesh.active_weight);
+            }
+        }
+    }
+
+    /// Whether `prim`, drawn by node `node`, is skinned.
+    fn is_skinned(&self, node: usize, prim: &GpuPrimitive) -> bool {
+        match (self.node_skins[node], prim.max_joint) {
+            (Some(s), Some(max)) => usize::from(max) < self.skins[s.skin].joints.len(),
+            _ => false,
+        }
+    }
+
+    /// The transform that places `prim` drawn by node `node` this frame: the node's world
+    /// matrix, or the dominant joint's matrix when skinned.
+    fn placement(&self, node: usize, prim: &GpuPrimitive) -> Mat4 {
+        match self.node_skins[node] {
+            Some(s) if self.is_skinned(node, prim) => {
+                let at = (s.base + usize::from(prim.dominant_joint)) * 16;
+                self.joint_data
+                    .get(at..at + 16)
+                    .map_or(self.world[node], Mat4::from_cols_slice)
+            }
+            _ => self.world[node],
+        }
+    }
+
+    /// This frame's world-space centroid of `prim` drawn by node `node`.
+    fn centroid(&self, node: usize, prim: &GpuPrimitive) -> Vec3 {
+        self.placement(node, prim).transform_point3(prim.centroid)
+    }
+
+    /// Draws one primitive with its material: the surface, or (`outline`) its MToon outline's
+    /// inverted hull: front faces culled, pushed out along the normals, in the outline colour.
+    fn draw_primitive(
+        &self,
+        u: &Uniforms,
+        node: usize,
+        prim: &GpuPrimitive,
+        material: Option<&GpuMaterial>,
+        outline: bool,
+    ) {
+        const IDENTITY_UV: [f32; 9] = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+        let gl = &*self.gl;
+        let base = material.map_or([1.0; 4], |m| m.base_color);
+        let texture = self.texture_or_white(material.and_then(|m| m.texture));
+        let double_sided = material.is_some_and(|m| m.double_sided);
+        let toon = material.and_then(|m| m.toon.as_ref());
+        let skinned = self.is_skinned(node, prim);
+        // A mirroring transform flips the winding of every triangle (for a skinned primitive,
+        // the transform of its dominant joint decides).
+        let mirrored = self.placement(node, prim).determinant() < 0.0;
+        // SAFETY: the program is in use; every object bound was created on this context and is
+        // owned by self.
+        unsafe {
+            gl.uniform_4_f32(u.base_color.as_ref(), base[0], base[1], base[2], base[3]);
+            gl.uniform_matrix_3_f32_slice(
+                u.uv_transform.as_ref(),
+                false,
+                material.map_or(&IDENTITY_UV, |m| &m.uv_transform),
+            );
+            gl.uniform_1_i32(
+                u.alpha_mode.as_ref(),
+                match material.map_or(AlphaMode::Opaque, |m| m.alpha_mode) {
+                    AlphaMode::Opaque => 0,
+                    AlphaMode::Mask => 1,
+                    AlphaMode::Blend => 2,
+                },
+            );
+            gl.uniform_1_f32(
+                u.alpha_cutoff.as_ref(),
+                material.map_or(0.5, |m| m.alpha_cutoff),
+            );
+            gl.uniform_1_i32(u.skinned.as_ref(), i32::from(skinned));
+            gl.bind_texture(glow::TEXTURE_2D, Some(texture.raw()));
+            if let Some(toon) = toon {
+                gl.uniform_3_f32_slice(u.shade_color.as_ref(), &toon.shade_color);
+                gl.uniform_1_f32(u.shading_shift.as_ref(), toon.shift);
+                gl.uniform_1_f32(u.shading_toony.as_ref(), toon.toony);
+                // The shade texture is often the base colour texture itself: reuse its sample.
+                let source = match toon.shade_texture {
+                    None => 0,
+                    Some(t) if Some(t) == material.and_then(|m| m.texture) => 1,
+                    Some(t) => {
+                        gl.active_texture(glow::TEXTURE0 + UNIT_SHADE);
+                        gl.bind_texture(
+                            glow::TEXTURE_2D,
+                            Some(self.texture_or_white(Some(t)).raw()),
+                        );
+                        gl.active_texture(glow::TEXTURE0);
+                        2
+                    }
+                };
+                gl.uniform_1_i32(u.shade_source.as_ref(), source);
+            }
+            match (outline, toon.and_then(|t| t.outline)) {
+                (true, Some((mode, width, color, mix))) => {
+                    gl.uniform_1_i32(u.outline.as_ref(), 1);
+                    gl.uniform_1_f32(u.outline_width.as_ref(), width);
+                    gl.uniform_1_i32(u.outline_mode.as_ref(), mode);
+                    gl.uniform_3_f32_slice(u.outline_color.as_ref(), &color);
+                    gl.uniform_1_f32(u.outline_mix.as_ref(), mix);
+                    gl.enable(glow::CULL_FACE);
+                    gl.cull_face(glow::FRONT);
+                }
+                _ => {
+                    if double_sided {
+                        gl.disable(glow::CULL_FACE);
+                    } else {
+                        gl.enable(glow::CULL_FACE);
+                        gl.cull_face(glow::BACK);
+                    }
+                }
+            }
+            gl.front_face(if mirrored { glow::CW } else { glow::CCW });
+            match &prim.morph {
+                PrimitiveMorph::Gpu { texture, .. } => {
+                    gl.active_texture(glow::TEXTURE0 + UNIT_DELTAS);
+                    gl.bind_texture(glow::TEXTURE_BUFFER, Some(texture.raw()));
+                    gl.active_texture(glow::TEXTURE0);
+                    gl.uniform_1_i32(u.vertex_count.as_ref(), prim.vertex_count);
+                }
+                PrimitiveMorph::Cpu { .. } | PrimitiveMorph::None => {
+                    // A primitive without deltas must not read another's.
+                    gl.uniform_1_i32(u.active_count.as_ref(), 0);
+                }
+            }
+            gl.bind_vertex_array(Some(prim.vao.raw()));
+            gl.draw_elements(glow::TRIANGLES, prim.index_count, glow::UNSIGNED_INT, 0);
+            if self.path == MorphPath::Gpu && matches!(prim.morph, PrimitiveMorph::None) {
+                let mesh_active = self.nodes[node]
+                    .mesh
+                    .and_then(|m| self.meshes.get(m))
+                    .map_or(0, |m| m.active_count);
+                gl.uniform_1_i32(u.active_count.as_ref(), mesh_active);
+            }
+            if outline {
+                gl.uniform_1_i32(u.outline.as_ref(), 0);
+                gl.uniform_1_f32(u.outline_width.as_ref(), 0.0);
+            }
+        }
+    }
+
+    /// The uploaded texture `index`, or the white placeholder.
+    fn texture_or_white(&self, index: Option<usize>) -> &Texture {
+        index
+            .and_then(|t| self.textures.get(t))
+            .and_then(Option::as_ref)
+            .unwrap_or(&self.white)
+    }
+
+    /// Computes every skinned node's joint matrices (`world(joint) * inverseBind`) and uploads
+    /// them. Non-finite results (from extreme poses) become the identity.
+    fn upload_joint_matrices(&mut self) {
+        let Some((buffer, _)) = &self.joint_texture else {
+            return;
+        };
+        for (node, slot) in self.node_skins.iter().enumerate() {
+            let Some(slot) = slot else { continue };
+            if !self.visited[node] {
+                continue;
+            }
+            let skin = &self.skins[slot.skin];
+            for (k, (&joint, inverse_bind)) in
+                skin.joints.iter().zip(&skin.inverse_bind).enumerate()
+            {
+                let world = self.world.get(joint).copied().unwrap_or(Mat4::IDENTITY);
+                let mut m = world * *inverse_bind;
+                if !m.is_finite() {
+                    m = Mat4::IDENTITY;
+                }
+                let at = (slot.base + k) * 16;
+                if let Some(out) = self.joint_data.get_mut(at..at + 16) {
+                    m.write_cols_to_slice(out);
+                }
+            }
+        }
+        let gl = &*self.gl;
+        // SAFETY: the buffer holds exactly `joint_data.len()` floats (allocated from it).
+        unsafe {
+            gl.bind_buffer(glow::TEXTURE_BUFFER, Some(buffer.raw()));
+            gl.buffer_sub_data_u8_slice(glow::TEXTURE_BUFFER, 0, bytes_of(&self.joint_data));
+            gl.bind_buffer(glow::TEXTURE_BUFFER, None);
+        }
+        check_gl!(gl, "uploading joint matrices");
     }
 
     /// Copies the pose's weights into each mesh's sanitised weight array.
@@ -649,8 +1075,252 @@ impl Uniforms {
             active_count: find("u_active_count"),
             active_index: find("u_active_index"),
             active_weight: find("u_active_weight"),
+            uv_transform: find("u_uv_transform"),
+            skinned: find("u_skinned"),
+            joint_base: find("u_joint_base"),
+            alpha_mode: find("u_alpha_mode"),
+            alpha_cutoff: find("u_alpha_cutoff"),
+            shade_color: find("u_shade_color"),
+            shade_source: find("u_shade_source"),
+            shading_shift: find("u_shading_shift"),
+            shading_toony: find("u_shading_toony"),
+            outline: find("u_outline"),
+            outline_width: find("u_outline_width"),
+            outline_mode: find("u_outline_mode"),
+            outline_color: find("u_outline_color"),
+            outline_mix: find("u_outline_mix"),
+            aspect: find("u_aspect"),
         }
     }
+}
+
+/// A colour channel made safe for the GPU: finite and within 0..=1 (non-finite becomes `fallback`).
+fn unit(c: f32, fallback: f32) -> f32 {
+    if c.is_finite() {
+        c.clamp(0.0, 1.0)
+    } else {
+        fallback
+    }
+}
+
+/// What a material needs at draw time, sanitised: colours clamped to 0..=1, dangling textures
+/// dropped (white is used), a non-finite cutoff or texture transform replaced by the default.
+fn gpu_material(m: &crate::avatar::Material, textures: &[Option<Texture>]) -> GpuMaterial {
+    let usable = |t: Option<usize>| t.filter(|&t| textures.get(t).is_some_and(Option::is_some));
+    let uv = m.base_color_transform.matrix();
+    let toon = m.toon.as_ref().map(|t| GpuToon {
+        shade_color: t.shade_color.map(|c| unit(c, 0.0)),
+        shade_texture: usable(t.shade_texture),
+        shift: if t.shading_shift.is_finite() {
+            t.shading_shift.clamp(-2.0, 2.0)
+        } else {
+            0.0
+        },
+        toony: unit(t.shading_toony, 0.9),
+        outline: t
+            .outline
+            .filter(|o| o.width.is_finite() && o.width > 0.0)
+            .map(|o| {
+                let mode = match o.mode {
+                    OutlineMode::World => 1,
+                    OutlineMode::Screen => 2,
+                };
+                // Beyond a tenth of the screen (or ten centimetres) an outline is a mistake.
+                let width = o.width.min(0.1);
+                (
+                    mode,
+                    width,
+                    o.color.map(|c| unit(c, 0.0)),
+                    unit(o.lighting_mix, 1.0),
+                )
+            }),
+        z_write: t.transparent_with_z_write,
+        queue: t.render_queue_offset.clamp(-9, 9),
+    });
+    GpuMaterial {
+        base_color: m.base_color.map(|c| unit(c, 1.0)),
+        texture: usable(m.base_color_texture),
+        double_sided: m.double_sided,
+        alpha_mode: m.alpha_mode,
+        alpha_cutoff: if m.alpha_cutoff.is_finite() {
+            m.alpha_cutoff
+        } else {
+            0.5
+        },
+        uv_transform: if uv.is_finite() {
+            uv.to_cols_array()
+        } else {
+            Mat3::IDENTITY.to_cols_array()
+        },
+        shading: material_shading(m),
+        toon,
+    }
+}
+
+/// The program variant a material is drawn with: MToon takes precedence over unlit.
+fn material_shading(m: &crate::avatar::Material) -> usize {
+    if m.toon.is_some() {
+        SHADING_TOON
+    } else if m.unlit {
+        SHADING_UNLIT
+    } else {
+        SHADING_STANDARD
+    }
+}
+
+/// Compiles and links one avatar program with `defines`, looks its uniforms up and assigns its
+/// texture units.
+fn build_variant(
+    gl: &Rc<glow::Context>,
+    defines: &[(&str, String)],
+) -> Result<ShaderVariant, RenderError> {
+    let program = shader::build_program(gl, shader::AVATAR_VERT, shader::AVATAR_FRAG, defines)?;
+    let uniforms = Uniforms::lookup(gl, &program);
+    // SAFETY: the program was just linked on this context; sampler units are set once.
+    unsafe {
+        gl.use_program(Some(program.raw()));
+        for (name, unit) in [
+            ("u_base_color_tex", UNIT_BASE),
+            ("u_deltas", UNIT_DELTAS),
+            ("u_shade_tex", UNIT_SHADE),
+            ("u_joint_matrices", UNIT_JOINTS),
+        ] {
+            let location = gl.get_uniform_location(program.raw(), name);
+            gl.uniform_1_i32(location.as_ref(), unit as i32);
+        }
+        gl.use_program(None);
+    }
+    check_gl!(gl, "setting up an avatar program");
+    Ok(ShaderVariant { program, uniforms })
+}
+
+/// Sets the per-frame uniforms of one program: the camera, the lights (key, fill, rim) and the
+/// viewport's aspect; outlines start switched off. Leaves the program in use.
+fn set_globals(
+    gl: &glow::Context,
+    shader: &ShaderVariant,
+    camera: &Camera,
+    lights: [Vec3; 3],
+    aspect: f32,
+) {
+    let u = &shader.uniforms;
+    let [key, fill, rim] = lights;
+    // SAFETY: the program was linked on this context; every location belongs to it.
+    unsafe {
+        gl.use_program(Some(shader.program.raw()));
+        gl.uniform_matrix_4_f32_slice(
+            u.view_proj.as_ref(),
+            false,
+            &camera.view_proj().to_cols_array(),
+        );
+        gl.uniform_3_f32(u.key_dir.as_ref(), key.x, key.y, key.z);
+        gl.uniform_3_f32(u.fill_dir.as_ref(), fill.x, fill.y, fill.z);
+        gl.uniform_3_f32(u.rim_dir.as_ref(), rim.x, rim.y, rim.z);
+        gl.uniform_3_f32(
+            u.camera_pos.as_ref(),
+            camera.eye.x,
+            camera.eye.y,
+            camera.eye.z,
+        );
+        gl.uniform_1_f32(u.aspect.as_ref(), aspect);
+        gl.uniform_1_f32(u.outline_width.as_ref(), 0.0);
+        gl.uniform_1_i32(u.outline.as_ref(), 0);
+    }
+}
+
+/// The shader features `avatar` uses, shared by all its programs, as the defines that switch
+/// them on: an avatar that needs none of them (the default head) gets exactly the plain shader,
+/// at its cost.
+fn feature_defines(avatar: &Avatar) -> Vec<&'static str> {
+    let primitives = || avatar.meshes.iter().flat_map(|m| &m.primitives);
+    let skinning = avatar.nodes.iter().enumerate().any(|(index, node)| {
+        avatar.node_skin(index).is_some()
+            && node
+                .mesh
+                .and_then(|m| avatar.meshes.get(m))
+                .is_some_and(|m| m.primitives.iter().any(|p| !p.joints.is_empty()))
+    });
+    let colors = primitives().any(|p| !p.colors.is_empty() && p.colors.len() == p.positions.len());
+    let materials = &avatar.materials;
+    let uv_transform = materials
+        .iter()
+        .any(|m| !m.base_color_transform.is_identity());
+    let alpha = materials.iter().any(|m| m.alpha_mode != AlphaMode::Opaque);
+    [
+        (skinning, "SKINNING"),
+        (colors, "VERTEX_COLORS"),
+        (uv_transform, "UV_TRANSFORM"),
+        (alpha, "ALPHA_MODES"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect()
+}
+
+/// Decides which nodes draw skinned and where their joint matrices go: a node with a mesh and a
+/// skin whose primitives' joints all exist in that skin gets the next free run of joints. A node
+/// whose primitives name joints its skin lacks is drawn unskinned, with a warning.
+fn assign_skins(
+    avatar: &Avatar,
+    nodes: &[NodeInfo],
+    meshes: &[GpuMesh],
+    skins: &[GpuSkin],
+) -> Vec<Option<NodeSkin>> {
+    let mut next = 0;
+    let mut out = vec![None; nodes.len()];
+    for (index, node) in nodes.iter().enumerate() {
+        let (Some(mesh), Some(skin)) = (node.mesh, avatar.node_skin(index)) else {
+            continue;
+        };
+        let Some(gpu_skin) = skins.get(skin) else {
+            continue;
+        };
+        let joints = gpu_skin.joints.len();
+        let max = meshes
+            .get(mesh)
+            .into_iter()
+            .flat_map(|m| &m.primitives)
+            .filter_map(|p| p.max_joint)
+            .max();
+        match max {
+            None => continue,
+            Some(max) if usize::from(max) >= joints => {
+                tracing::warn!(
+                    node = index,
+                    skin,
+                    joint = max,
+                    joints,
+                    "skinned mesh names a joint its skin lacks; drawing it unskinned"
+                );
+            }
+            Some(_) => {
+                out[index] = Some(NodeSkin { skin, base: next });
+                next += joints;
+            }
+        }
+    }
+    out
+}
+
+/// Creates the buffer texture of joint matrices (RGBA32F, four texels per joint) with room for
+/// `data`.
+fn upload_joint_texture(
+    gl: &Rc<glow::Context>,
+    data: &[f32],
+) -> Result<(Buffer, Texture), RenderError> {
+    let buffer = Buffer::new(gl)?;
+    let texture = Texture::new(gl)?;
+    // SAFETY: fresh objects owned here; the buffer texture views the whole buffer.
+    unsafe {
+        gl.bind_buffer(glow::TEXTURE_BUFFER, Some(buffer.raw()));
+        gl.buffer_data_u8_slice(glow::TEXTURE_BUFFER, bytes_of(data), glow::DYNAMIC_DRAW);
+        gl.bind_buffer(glow::TEXTURE_BUFFER, None);
+        gl.bind_texture(glow::TEXTURE_BUFFER, Some(texture.raw()));
+        gl.tex_buffer(glow::TEXTURE_BUFFER, glow::RGBA32F, Some(buffer.raw()));
+        gl.bind_texture(glow::TEXTURE_BUFFER, None);
+    }
+    check_gl!(gl, "creating the joint matrix texture");
+    Ok((buffer, texture))
 }
 
 /// A node's extra rotation: identity when absent, non-finite or zero, otherwise normalised.
@@ -831,10 +1501,75 @@ fn upload_primitive(
         vec![0.0; count * 2]
     };
 
+    // Joints and weights only when both cover every vertex; a joint past u16 is impossible.
+    let skinned = prim.joints.len() == count && prim.joint_weights.len() == count;
+    let partly_skinned = !(prim.joints.is_empty() && prim.joint_weights.is_empty());
+    if partly_skinned && !skinned {
+        tracing::warn!(
+            mesh,
+            primitive,
+            "joint or weight count does not match the vertices; drawing unskinned"
+        );
+    }
+    let weights: Vec<f32> = if skinned {
+        prim.joint_weights
+            .iter()
+            .flat_map(|w| {
+                let w = if w.is_finite() {
+                    w.max(Vec4::ZERO)
+                } else {
+                    Vec4::ZERO
+                };
+                w.to_array()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let joints: Vec<u16> = if skinned {
+        prim.joints.iter().flatten().copied().collect()
+    } else {
+        Vec::new()
+    };
+    let (max_joint, dominant_joint) = if skinned {
+        joint_stats(&prim.joints, &weights)
+    } else {
+        (None, 0)
+    };
+    let colors: Vec<f32> = if prim.colors.len() == count {
+        prim.colors
+            .iter()
+            .flat_map(|c| {
+                c.to_array()
+                    .map(|v| if v.is_finite() { v.max(0.0) } else { 1.0 })
+            })
+            .collect()
+    } else {
+        if !prim.colors.is_empty() {
+            tracing::warn!(
+                mesh,
+                primitive,
+                "vertex colour count does not match the vertices; ignoring them"
+            );
+        }
+        Vec::new()
+    };
+    let centroid = prim.positions.iter().copied().sum::<Vec3>() / count as f32;
+
     let vao = VertexArray::new(gl)?;
     let vertex_buffer = Buffer::new(gl)?;
     let uv_buffer = Buffer::new(gl)?;
     let index_buffer = Buffer::new(gl)?;
+    let skin_buffers = if skinned {
+        Some((Buffer::new(gl)?, Buffer::new(gl)?))
+    } else {
+        None
+    };
+    let color_buffer = if colors.is_empty() {
+        None
+    } else {
+        Some(Buffer::new(gl)?)
+    };
     let has_targets = !prim.targets.is_empty();
     let usage = if path == MorphPath::Cpu && has_targets {
         glow::DYNAMIC_DRAW
@@ -843,7 +1578,8 @@ fn upload_primitive(
     };
     let stride = (STRIDE * 4) as i32;
     // SAFETY: all objects are fresh and owned here; the attribute layout matches the buffers
-    // (6 floats per vertex interleaved, 2 floats per uv) and the shader's locations 0, 1, 2.
+    // (6 floats per vertex interleaved, 2 floats per uv, 4 u16 joints, 4 float weights, 4 float
+    // colours) and the shader's locations 0 to 5.
     unsafe {
         gl.bind_vertex_array(Some(vao.raw()));
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(vertex_buffer.raw()));
@@ -856,6 +1592,22 @@ fn upload_primitive(
         gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of(&uvs), glow::STATIC_DRAW);
         gl.enable_vertex_attrib_array(2);
         gl.vertex_attrib_pointer_f32(2, 2, glow::FLOAT, false, 8, 0);
+        if let Some((joint_buffer, weight_buffer)) = &skin_buffers {
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(joint_buffer.raw()));
+            gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of(&joints), glow::STATIC_DRAW);
+            gl.enable_vertex_attrib_array(3);
+            gl.vertex_attrib_pointer_i32(3, 4, glow::UNSIGNED_SHORT, 8, 0);
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(weight_buffer.raw()));
+            gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of(&weights), glow::STATIC_DRAW);
+            gl.enable_vertex_attrib_array(4);
+            gl.vertex_attrib_pointer_f32(4, 4, glow::FLOAT, false, 16, 0);
+        }
+        if let Some(color_buffer) = &color_buffer {
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(color_buffer.raw()));
+            gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of(&colors), glow::STATIC_DRAW);
+            gl.enable_vertex_attrib_array(5);
+            gl.vertex_attrib_pointer_f32(5, 4, glow::FLOAT, false, 16, 0);
+        }
         gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, Some(index_buffer.raw()));
         gl.buffer_data_u8_slice(
             glow::ELEMENT_ARRAY_BUFFER,
@@ -891,12 +1643,42 @@ fn upload_primitive(
         vao,
         vertex_buffer,
         _uv_buffer: uv_buffer,
+        _skin_buffers: skin_buffers,
+        _color_buffer: color_buffer,
         _index_buffer: index_buffer,
+        max_joint,
+        centroid,
+        dominant_joint,
         index_count,
         vertex_count,
         material,
         morph,
     }))
+}
+
+/// The largest joint index with a non-zero weight (`None` when every weight is zero), and the
+/// joint with the most total weight. `weights` holds four floats per vertex.
+fn joint_stats(joints: &[[u16; 4]], weights: &[f32]) -> (Option<u16>, u16) {
+    let mut max: Option<u16> = None;
+    let mut totals: Vec<f32> = Vec::new();
+    for (joint, w) in joints.iter().zip(weights.chunks_exact(4)) {
+        for (&j, &w) in joint.iter().zip(w) {
+            if w > 0.0 {
+                max = Some(max.map_or(j, |m| m.max(j)));
+                let slot = usize::from(j);
+                if totals.len() <= slot {
+                    totals.resize(slot + 1, 0.0);
+                }
+                totals[slot] += w;
+            }
+        }
+    }
+    let dominant = totals
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(j, _)| j as u16);
+    (max, dominant)
 }
 
 /// GPU path: puts every target's position and normal deltas into one RGBA32F buffer texture,
@@ -991,6 +1773,14 @@ mod tests {
         );
         assert_eq!(index, [1, 2, 5, 6]);
         assert_eq!(weight, [-0.9, 0.3, 0.8, -0.4]);
+    }
+
+    #[test]
+    fn joint_stats_find_the_largest_and_the_dominant_joint() {
+        let joints = [[0, 3, 9, 0], [2, 0, 0, 0]];
+        let weights = [0.5, 0.5, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+        assert_eq!(joint_stats(&joints, &weights), (Some(3), 2));
+        assert_eq!(joint_stats(&joints, &[0.0; 8]), (None, 0));
     }
 
     #[test]
@@ -1120,11 +1910,13 @@ mod tests {
     #[global_allocator]
     static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-    /// A two-node avatar: a textured, morphable quad under a parent node.
+    /// A two-node avatar: a textured, morphable quad under a parent node, skinned to both
+    /// nodes, with a second, blended MToon quad with an outline.
     fn quad_avatar() -> Avatar {
         let target = |d: Vec3| crate::avatar::MorphTarget {
             positions: vec![d, Vec3::ZERO, d, Vec3::ZERO],
             normals: vec![Vec3::X * 0.1; 4],
+            ..Default::default()
         };
         Avatar {
             nodes: vec![
@@ -1136,24 +1928,61 @@ mod tests {
                 name: None,
                 target_names: vec!["a".into(), "b".into()],
                 default_weights: vec![0.0; 2],
-                primitives: vec![Primitive {
-                    positions: vec![
-                        Vec3::new(-1.0, -1.0, 0.0),
-                        Vec3::new(1.0, -1.0, 0.0),
-                        Vec3::new(1.0, 1.0, 0.0),
-                        Vec3::new(-1.0, 1.0, 0.0),
-                    ],
-                    normals: vec![Vec3::Z; 4],
-                    uvs: vec![glam::Vec2::ZERO; 4],
-                    indices: vec![0, 1, 2, 0, 2, 3],
-                    material: Some(0),
-                    targets: vec![target(Vec3::Y * 0.2), target(Vec3::Z * 0.3)],
-                }],
+                primitives: vec![
+                    Primitive {
+                        positions: vec![
+                            Vec3::new(-1.0, -1.0, 0.0),
+                            Vec3::new(1.0, -1.0, 0.0),
+                            Vec3::new(1.0, 1.0, 0.0),
+                            Vec3::new(-1.0, 1.0, 0.0),
+                        ],
+                        normals: vec![Vec3::Z; 4],
+                        uvs: vec![glam::Vec2::ZERO; 4],
+                        indices: vec![0, 1, 2, 0, 2, 3],
+                        material: Some(0),
+                        targets: vec![target(Vec3::Y * 0.2), target(Vec3::Z * 0.3)],
+                        joints: vec![[0, 1, 0, 0]; 4],
+                        joint_weights: vec![Vec4::new(0.5, 0.5, 0.0, 0.0); 4],
+                        ..Default::default()
+                    },
+                    Primitive {
+                        positions: vec![
+                            Vec3::new(-1.0, -1.0, 0.5),
+                            Vec3::new(1.0, -1.0, 0.5),
+                            Vec3::new(1.0, 1.0, 0.5),
+                        ],
+                        normals: vec![Vec3::Z; 3],
+                        indices: vec![0, 1, 2],
+                        material: Some(1),
+                        ..Default::default()
+                    },
+                ],
             }],
-            materials: vec![crate::avatar::Material {
-                base_color_texture: Some(0),
-                ..Default::default()
+            materials: vec![
+                crate::avatar::Material {
+                    base_color_texture: Some(0),
+                    toon: Some(crate::avatar::Toon {
+                        outline: Some(crate::avatar::Outline {
+                            mode: OutlineMode::Screen,
+                            width: 0.01,
+                            color: [1.0, 0.0, 0.0],
+                            lighting_mix: 0.5,
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                crate::avatar::Material {
+                    alpha_mode: AlphaMode::Blend,
+                    ..Default::default()
+                },
+            ],
+            skins: vec![crate::avatar::Skin {
+                name: None,
+                joints: vec![0, 1],
+                inverse_bind: vec![Mat4::IDENTITY; 2],
             }],
+            node_skins: vec![None, Some(0)],
             textures: vec![crate::avatar::Texture {
                 width: 2,
                 height: 2,

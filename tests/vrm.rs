@@ -1,0 +1,736 @@
+//! VRM avatars: every fixture's expressions, binds and humanoid bones checked against its own
+//! JSON (read here independently of the loader), Godette turned to face the camera, the ARKit →
+//! VRM fallback, mapping files naming expressions and humanoid bones, and Godette rendered by
+//! `facewire snapshot`.
+//!
+//! Fixtures: Godette by SirRichard94 (VRM adaptation by Lyuma), CC-BY-3.0; cryptovoxels.vrm from
+//! madjin/vrm-samples; the VRM 1.0 samples by pixiv Inc. (VRM Public License 1.0); the
+//! VRM-Addon-for-Blender exporter outputs by saturday06 (MIT). See the fixtures' PROVENANCE.md.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use facewire::arkit::{Channel, FaceFrame, Protocol};
+use facewire::avatar::{self, Avatar, MorphBind, Preset, VrmVersion};
+use facewire::image::RgbaImage;
+use facewire::mapping::{self, CompiledMapping, MappingFile};
+use glam::{EulerRot, Quat, Vec3};
+use serde_json::Value;
+
+use crate::support::{facewire_bin, fixtures, repo};
+
+const GODETTE: &str = "vrm/godot-vrm/Godette_vrm_v4.vrm";
+
+/// Godette's face mesh targets, from `meshes[0].primitives[0].extras.targetNames`.
+const BLINK_LEFT: usize = 3;
+const BLINK_RIGHT: usize = 4;
+const AH: usize = 5;
+const OH: usize = 9;
+const LOOK_UP: usize = 10;
+const LOOK_LEFT: usize = 12;
+
+/// `fixtures/<rel>`, or `None` (with a note) when the fixtures are absent.
+fn fixture(rel: &str) -> Option<PathBuf> {
+    fixtures("VRM tests").map(|dir| dir.join(rel))
+}
+
+/// Every `.vrm` file under `dir`, sorted.
+fn vrm_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "vrm") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The JSON chunk of a GLB file.
+fn glb_json(path: &Path) -> Value {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..4], b"glTF", "{}", path.display());
+    let len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    assert_eq!(&bytes[16..20], b"JSON");
+    serde_json::from_slice(&bytes[20..20 + len]).unwrap()
+}
+
+/// Godette, loaded once for every test that needs her.
+fn godette() -> Option<&'static Avatar> {
+    static AVATAR: OnceLock<Option<Avatar>> = OnceLock::new();
+    AVATAR
+        .get_or_init(|| fixture(GODETTE).map(|p| avatar::load(&p).unwrap()))
+        .as_ref()
+}
+
+fn frame(values: &[(Channel, f32)]) -> FaceFrame {
+    let mut f = FaceFrame::empty(
+        Protocol::Vmc,
+        "127.0.0.1:1".parse().unwrap(),
+        std::time::Instant::now(),
+    );
+    for &(c, v) in values {
+        f.set(c, v);
+    }
+    f
+}
+
+/// Mesh `mesh`'s weights after `mapping` applies `values` to the rest pose.
+fn weights_of(
+    avatar: &Avatar,
+    mapping: &CompiledMapping,
+    values: &[(Channel, f32)],
+    mesh: usize,
+) -> Vec<f32> {
+    let mut pose = avatar.rest_pose();
+    mapping.apply(&frame(values), &mut pose);
+    pose.weights[mesh].clone()
+}
+
+/// The face mesh's weights with only the named targets set (the rest 0).
+fn only(pairs: &[(usize, f32)]) -> Vec<f32> {
+    let mut w = vec![0.0; 15];
+    for &(t, v) in pairs {
+        w[t] = v;
+    }
+    w
+}
+
+fn compile(text: &str, avatar: &Avatar) -> CompiledMapping {
+    CompiledMapping::compile(&MappingFile::parse(text, "vrm.toml").unwrap(), avatar).unwrap()
+}
+
+/// The VRM 1.0 preset name a VRM 0.x `presetName` stands for, written out by hand from the two
+/// specifications' tables.
+fn v1_name_of_v0(preset: &str) -> Option<&'static str> {
+    Some(match preset {
+        "neutral" => "neutral",
+        "a" => "aa",
+        "i" => "ih",
+        "u" => "ou",
+        "e" => "ee",
+        "o" => "oh",
+        "blink" => "blink",
+        "blink_l" => "blinkLeft",
+        "blink_r" => "blinkRight",
+        "joy" => "happy",
+        "angry" => "angry",
+        "sorrow" => "sad",
+        "fun" => "relaxed",
+        "lookup" => "lookUp",
+        "lookdown" => "lookDown",
+        "lookleft" => "lookLeft",
+        "lookright" => "lookRight",
+        _ => return None,
+    })
+}
+
+/// What a test expects of one expression: name, preset (1.0 name), binary, binds, material
+/// bind count, overrides (`none`/`block`/`blend` for blink, look-at, mouth).
+type Expected = (
+    String,
+    Option<String>,
+    bool,
+    Vec<MorphBind>,
+    usize,
+    [String; 3],
+);
+
+fn n(v: &Value) -> usize {
+    v.as_u64().unwrap() as usize
+}
+
+/// The expressions of a VRM 0.x extension, read straight from the JSON.
+fn expected_v0(vrm: &Value) -> Vec<Expected> {
+    let groups = vrm["blendShapeMaster"]["blendShapeGroups"]
+        .as_array()
+        .unwrap();
+    groups
+        .iter()
+        .map(|g| {
+            let binds = g["binds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| MorphBind {
+                    mesh: n(&b["mesh"]),
+                    target: n(&b["index"]),
+                    weight: b["weight"].as_f64().unwrap() as f32 / 100.0,
+                })
+                .collect();
+            let none = || "none".to_owned();
+            (
+                g["name"].as_str().unwrap().to_owned(),
+                v1_name_of_v0(g["presetName"].as_str().unwrap()).map(str::to_owned),
+                g["isBinary"].as_bool().unwrap(),
+                binds,
+                g["materialValues"].as_array().unwrap().len(),
+                [none(), none(), none()],
+            )
+        })
+        .collect()
+}
+
+/// The expressions of a VRM 1.0 extension, read straight from the JSON (binds name a node; the
+/// node's mesh is looked up in `nodes`), sorted by name.
+fn expected_v1(vrm: &Value, nodes: &[Value]) -> Vec<Expected> {
+    let mut out = Vec::new();
+    for kind in ["preset", "custom"] {
+        let Some(table) = vrm["expressions"][kind].as_object() else {
+            continue;
+        };
+        for (name, e) in table {
+            let binds = e["morphTargetBinds"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|b| MorphBind {
+                            mesh: n(&nodes[n(&b["node"])]["mesh"]),
+                            target: n(&b["index"]),
+                            weight: b["weight"].as_f64().unwrap() as f32,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let count = |key: &str| e[key].as_array().map_or(0, Vec::len);
+            let mode = |key: &str| e[key].as_str().unwrap_or("none").to_owned();
+            out.push((
+                name.clone(),
+                (kind == "preset").then(|| name.clone()),
+                e["isBinary"].as_bool().unwrap_or(false),
+                binds,
+                count("materialColorBinds") + count("textureTransformBinds"),
+                [
+                    mode("overrideBlink"),
+                    mode("overrideLookAt"),
+                    mode("overrideMouth"),
+                ],
+            ));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The loaded avatar's expressions in the same shape.
+fn actual(avatar: &Avatar, sort: bool) -> Vec<Expected> {
+    let mode = |o: avatar::vrm::Override| {
+        match o {
+            avatar::vrm::Override::None => "none",
+            avatar::vrm::Override::Block => "block",
+            avatar::vrm::Override::Blend => "blend",
+        }
+        .to_owned()
+    };
+    let mut out: Vec<Expected> = avatar
+        .vrm
+        .as_ref()
+        .unwrap()
+        .expressions
+        .iter()
+        .map(|e| {
+            (
+                e.name.clone(),
+                e.preset.map(|p| p.name().to_owned()),
+                e.is_binary,
+                e.binds.clone(),
+                e.material_binds.len(),
+                e.overrides.map(mode),
+            )
+        })
+        .collect();
+    if sort {
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    out
+}
+
+#[test]
+fn every_fixture_matches_its_own_json() {
+    let Some(dir) = fixture("vrm") else { return };
+    let files = vrm_files(&dir);
+    assert_eq!(files.len(), 10, "{files:?}");
+    for path in files {
+        let label = path.display().to_string();
+        let json = glb_json(&path);
+        let avatar = avatar::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let vrm = avatar
+            .vrm
+            .as_ref()
+            .unwrap_or_else(|| panic!("{label}: no VRM"));
+        assert_eq!(vrm.skipped, 0, "{label}: a valid file skips nothing");
+        let ext = &json["extensions"];
+        let (expected, humanoid, title) = if let Some(v1) = ext.get("VRMC_vrm") {
+            assert_eq!(vrm.version, VrmVersion::V1, "{label}");
+            let nodes = json["nodes"].as_array().unwrap();
+            let bones: Vec<(String, usize)> = v1["humanoid"]["humanBones"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, b)| (name.clone(), n(&b["node"])))
+                .collect();
+            (expected_v1(v1, nodes), bones, v1["meta"]["name"].as_str())
+        } else {
+            let v0 = &ext["VRM"];
+            assert_eq!(vrm.version, VrmVersion::V0, "{label}");
+            let bones: Vec<(String, usize)> = v0["humanoid"]["humanBones"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| (b["bone"].as_str().unwrap().to_owned(), n(&b["node"])))
+                .collect();
+            (expected_v0(v0), bones, v0["meta"]["title"].as_str())
+        };
+        let sort = vrm.version == VrmVersion::V1;
+        assert_eq!(actual(&avatar, sort), expected, "{label}");
+        let mut bones = vrm.humanoid.clone();
+        let mut humanoid = humanoid;
+        bones.sort();
+        humanoid.sort();
+        assert_eq!(bones, humanoid, "{label}");
+        assert_eq!(vrm.title.as_deref(), title, "{label}");
+        // Every fixture compiles its automatic mapping and survives a full frame.
+        let mapping = CompiledMapping::auto(&avatar);
+        let mut pose = avatar.rest_pose();
+        let all: Vec<(Channel, f32)> = Channel::ALL.iter().map(|&c| (c, 1.0)).collect();
+        mapping.apply(&frame(&all), &mut pose);
+        assert!(
+            pose.weights
+                .iter()
+                .flatten()
+                .all(|w| (0.0..=1.0).contains(w)),
+            "{label}"
+        );
+    }
+}
+
+#[test]
+fn godette_reads_as_written_by_hand() {
+    let Some(g) = godette() else { return };
+    let vrm = g.vrm.as_ref().unwrap();
+    assert_eq!(vrm.version, VrmVersion::V0);
+    assert_eq!(vrm.title.as_deref(), Some("Low-Poly Godette"));
+    assert_eq!(vrm.author.as_deref(), Some("SirRichard94"));
+    assert_eq!(vrm.expressions.len(), 17);
+    let names: Vec<&str> = vrm.expressions.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Neutral",
+            "A",
+            "I",
+            "U",
+            "E",
+            "O",
+            "Blink",
+            "Joy",
+            "Angry",
+            "Sorrow",
+            "Fun",
+            "LookUp",
+            "LookDown",
+            "LookLeft",
+            "LookRight",
+            "Blink_L",
+            "Blink_R"
+        ]
+    );
+    let joy = &vrm.expressions[vrm.preset(Preset::Happy).unwrap()];
+    assert_eq!(joy.name, "Joy");
+    let bind = |target, weight| MorphBind {
+        mesh: 0,
+        target,
+        weight,
+    };
+    assert_eq!(joy.binds, [bind(OH, 0.5), bind(LOOK_UP, 0.25)]);
+    let blink_l = &vrm.expressions[vrm.expression("Blink_L").unwrap()];
+    assert_eq!(blink_l.preset, Some(Preset::BlinkLeft));
+    assert!(blink_l.is_binary);
+    assert_eq!(blink_l.binds, [bind(BLINK_LEFT, 1.0)]);
+    let angry = &vrm.expressions[vrm.expression("Angry").unwrap()];
+    assert_eq!(angry.binds.len(), 4);
+    assert_eq!(vrm.humanoid_bone("head"), Some(5));
+    assert_eq!(vrm.humanoid_bone("neck"), Some(4));
+    assert_eq!(vrm.humanoid_bone("hips"), Some(1));
+    assert_eq!(vrm.humanoid_bone("leftEye"), None);
+    assert_eq!(vrm.humanoid.len(), 45);
+    assert_eq!(g.meshes[0].target_names[AH], "ah");
+}
+
+#[test]
+fn cryptovoxels_has_no_expressions_and_still_maps() {
+    let Some(path) = fixture("vrm/vrm-samples/cryptovoxels.vrm") else {
+        return;
+    };
+    let avatar = avatar::load(&path).unwrap();
+    let vrm = avatar.vrm.as_ref().unwrap();
+    assert_eq!(vrm.version, VrmVersion::V0);
+    assert!(vrm.expressions.is_empty());
+    assert_eq!(vrm.humanoid_bone("head"), Some(42));
+    assert!(avatar.meshes.iter().all(|m| m.target_count() == 0));
+    let m = CompiledMapping::auto(&avatar);
+    assert!(m.expressions.is_empty() && m.targets.is_empty());
+    assert_eq!(m.head, Some(42), "the humanoid head turns");
+    let report = mapping::check(&MappingFile::default(), &avatar);
+    assert!(!report.has_errors(), "{report}");
+}
+
+#[test]
+fn vrm1_binds_name_nodes_and_sum_per_target() {
+    let Some(path) = fixture("vrm/vrm-addon-for-blender/expression_migration.vrm") else {
+        return;
+    };
+    let avatar = avatar::load(&path).unwrap();
+    let vrm = avatar.vrm.as_ref().unwrap();
+    // Read by hand from the file: node 1 ("Mesh2") holds mesh 1 ("mesh_2", targets Key10, Key11).
+    let e = |name: &str| &vrm.expressions[vrm.expression(name).unwrap()];
+    let bind = |target, weight| MorphBind {
+        mesh: 1,
+        target,
+        weight,
+    };
+    assert_eq!(e("happy").binds, [bind(0, 0.5)]);
+    assert_eq!(e("custom_e").binds, [bind(1, 1.0), bind(1, 1.0)]);
+    assert!(e("relaxed").is_binary && e("custom_d").is_binary);
+    use avatar::vrm::Override::*;
+    assert_eq!(e("sad").overrides, [None, Blend, Block]);
+    assert_eq!(e("custom_d").overrides, [Block, None, None]);
+    assert_eq!(e("custom_a").overrides, [None, Block, Blend]);
+    assert_eq!(vrm.expressions.len(), 24);
+    assert_eq!(vrm.humanoid_bone("head"), Some(2));
+
+    // custom_e binds Key11 twice: its binds add up before the clamp.
+    let m = compile(
+        "version = 1\n[map]\n\"vrm:custom_e\" = \"jawOpen\"\n",
+        &avatar,
+    );
+    let w = weights_of(&avatar, &m, &[(Channel::JawOpen, 0.3)], 1);
+    assert!((w[1] - 0.6).abs() < 1e-6, "{w:?}");
+    let w = weights_of(&avatar, &m, &[(Channel::JawOpen, 0.8)], 1);
+    assert_eq!(w[1], 1.0, "clamped");
+}
+
+#[test]
+fn vrm1_is_binary_and_override_samples_behave_as_their_readmes_say() {
+    let dir = "vrm/vrm-specification";
+    let Some(overrides) = fixture(&format!(
+        "{dir}/VRMC_vrm_expressions_isBinary_Overrides/VRMC_vrm_expressions_isBinary_Overrides.vrm"
+    )) else {
+        return;
+    };
+    let overridden = overrides.parent().unwrap().parent().unwrap().join(
+        "VRMC_vrm_expressions_isBinary_Overridden/VRMC_vrm_expressions_isBinary_Overridden.vrm",
+    );
+    let text = "version = 1\n[map]\n\"vrm:happy\" = \"mouthSmileLeft\"\n\"vrm:blink\" = \"eyeBlinkLeft\"\n";
+    let weights = |avatar: &Avatar, m: &CompiledMapping, smile: f32| {
+        let vrm = avatar.vrm.as_ref().unwrap();
+        let w = m.expression_weights(&frame(&[
+            (Channel::MouthSmileLeft, smile),
+            (Channel::EyeBlinkLeft, 1.0),
+        ]));
+        let of = |p| w.iter().find(|(e, _)| Some(*e) == vrm.preset(p)).unwrap().1;
+        (of(Preset::Happy), of(Preset::Blink))
+    };
+
+    // "Overrides": happy is binary and blends blink away; its binary value is what counts.
+    let avatar = avatar::load(&overrides).unwrap();
+    let vrm = avatar.vrm.as_ref().unwrap();
+    let happy = &vrm.expressions[vrm.preset(Preset::Happy).unwrap()];
+    let blink = &vrm.expressions[vrm.preset(Preset::Blink).unwrap()];
+    assert!(happy.is_binary && !blink.is_binary);
+    assert_eq!(happy.overrides[0], avatar::vrm::Override::Blend);
+    assert_eq!(happy.material_binds.len(), 2);
+    let m = compile(text, &avatar);
+    assert_eq!(weights(&avatar, &m, 0.3), (0.0, 1.0));
+    assert_eq!(weights(&avatar, &m, 0.6), (1.0, 0.0));
+
+    // "Overridden": blink is binary; any effect from happy suppresses it entirely.
+    let avatar = avatar::load(&overridden).unwrap();
+    let vrm = avatar.vrm.as_ref().unwrap();
+    let happy = &vrm.expressions[vrm.preset(Preset::Happy).unwrap()];
+    let blink = &vrm.expressions[vrm.preset(Preset::Blink).unwrap()];
+    assert!(!happy.is_binary && blink.is_binary);
+    let m = compile(text, &avatar);
+    assert_eq!(weights(&avatar, &m, 0.0), (0.0, 1.0));
+    assert_eq!(weights(&avatar, &m, 0.1), (0.1, 0.0));
+}
+
+#[test]
+fn godette_faces_plus_z_after_load() {
+    let Some(g) = godette() else { return };
+    let world = g.world_transforms(&g.rest_pose());
+    let face = g.nodes.iter().position(|n| n.mesh == Some(0)).unwrap();
+    let prim = &g.meshes[0].primitives[0];
+    let points: Vec<Vec3> = prim
+        .positions
+        .iter()
+        .map(|&p| world[face].transform_point3(p))
+        .collect();
+    let mean = |pred: &dyn Fn(usize) -> bool| {
+        let picked: Vec<Vec3> = (0..points.len())
+            .filter(|&v| pred(v))
+            .map(|v| points[v])
+            .collect();
+        picked.iter().copied().sum::<Vec3>() / picked.len() as f32
+    };
+    let centre = mean(&|_| true);
+    let moves = |t: usize| move |v: usize| prim.targets[t].positions[v].length() > 1e-5;
+    let left_lid = mean(&moves(BLINK_LEFT));
+    let right_lid = mean(&moves(BLINK_RIGHT));
+    let mouth = mean(&moves(AH));
+    // The eyelids and mouth are in front of the head's centre (+Z, towards the camera).
+    for (what, p) in [
+        ("left lid", left_lid),
+        ("right lid", right_lid),
+        ("mouth", mouth),
+    ] {
+        assert!(p.z > centre.z + 0.1, "{what} at {p}, head centre {centre}");
+    }
+    // The avatar's left eye (blink_left, Blink_L) is on the avatar's left, +X when facing +Z.
+    assert!(
+        left_lid.x > 0.03 && right_lid.x < -0.03,
+        "{left_lid} {right_lid}"
+    );
+    // The head bone looks the same way: its frame carries the half turn.
+    let head = g.vrm.as_ref().unwrap().humanoid_bone("head").unwrap();
+    let forward = world[head].transform_vector3(Vec3::NEG_Z);
+    assert!(
+        forward.z > 0.9,
+        "the file's -Z forward now points {forward}"
+    );
+}
+
+#[test]
+fn godette_head_turns_the_way_the_stream_says() {
+    let Some(g) = godette() else { return };
+    let m = CompiledMapping::auto(g);
+    let head = g.vrm.as_ref().unwrap().humanoid_bone("head").unwrap();
+    assert_eq!(m.head, Some(head));
+    let rest = g.world_transforms(&g.rest_pose())[head]
+        .to_scale_rotation_translation()
+        .1;
+    for q in [
+        Quat::from_rotation_x(0.35),
+        Quat::from_rotation_y(-0.5),
+        Quat::from_rotation_z(0.25),
+        Quat::from_euler(EulerRot::YXZ, 0.4, 0.2, -0.1),
+    ] {
+        let mut f = frame(&[]);
+        f.head = Some(q);
+        let mut pose = g.rest_pose();
+        m.apply(&f, &mut pose);
+        let now = g.world_transforms(&pose)[head]
+            .to_scale_rotation_translation()
+            .1;
+        // In avatar space the head turned by exactly the stream's rotation, as the default
+        // head does: pitching about +X tips the face (+Z) down.
+        let delta = now * rest.inverse();
+        assert!(
+            delta.abs_diff_eq(q, 1e-4) || delta.abs_diff_eq(-q, 1e-4),
+            "{q} became {delta}"
+        );
+    }
+    let mut f = frame(&[]);
+    f.head = Some(Quat::from_rotation_x(0.35));
+    let mut pose = g.rest_pose();
+    m.apply(&f, &mut pose);
+    let face = g.world_transforms(&pose)[head].transform_vector3(Vec3::NEG_Z);
+    assert!(
+        face.y < -0.2 && face.z > 0.8,
+        "pitch down: the face points {face}"
+    );
+}
+
+#[test]
+fn the_fallback_drives_godettes_presets() {
+    use Channel::*;
+    let Some(g) = godette() else { return };
+    let m = CompiledMapping::auto(g);
+    // Godette has no eye bones, so the look-at presets are driven too; Neutral and Fun
+    // (relaxed) have no fallback.
+    assert_eq!(m.expressions.len(), 15);
+    assert_eq!(m.left_eye, None);
+    let w = |values: &[(Channel, f32)]| weights_of(g, &m, values, 0);
+    assert_eq!(w(&[(JawOpen, 1.0)]), only(&[(AH, 1.0)]));
+    assert_eq!(
+        w(&[(EyeBlinkLeft, 1.0), (EyeBlinkRight, 1.0)]),
+        only(&[(BLINK_LEFT, 1.0), (BLINK_RIGHT, 1.0)])
+    );
+    // The performer's left eye closes the avatar's left eye (Blink_L).
+    assert_eq!(w(&[(EyeBlinkLeft, 1.0)]), only(&[(BLINK_LEFT, 1.0)]));
+    assert_eq!(
+        w(&[(MouthSmileLeft, 1.0), (MouthSmileRight, 1.0)]),
+        only(&[(OH, 0.5), (LOOK_UP, 0.25)]),
+        "Joy"
+    );
+    assert_eq!(
+        w(&[(EyeLookOutLeft, 1.0), (EyeLookInRight, 1.0)]),
+        only(&[(LOOK_LEFT, 1.0)])
+    );
+    // A rounded mouth is O and U rather than A.
+    let rounded = w(&[(JawOpen, 0.6), (MouthFunnel, 0.8)]);
+    assert!((rounded[AH] - 0.2).abs() < 1e-6, "{rounded:?}");
+    assert!((rounded[OH] - 0.8).abs() < 1e-6, "{rounded:?}");
+}
+
+#[test]
+fn godettes_sheet_says_which_channels_reach_each_target() {
+    let Some(g) = godette() else { return };
+    let m = CompiledMapping::auto(g);
+    let entries = facewire::sheet::sheet_entries_with(g, &m);
+    let caption = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.caption.clone())
+    };
+    // The fallback drives Blink_L from both eyes, A from the jaw and two rounding channels,
+    // U from the pucker alone; the hair-ball toggle is no expression's.
+    assert_eq!(caption("blink_left").as_deref(), Some("<- eyeBlinkLeft +1"));
+    assert_eq!(caption("ah").as_deref(), Some("<- jawOpen +2"));
+    assert_eq!(caption("uu").as_deref(), Some("<- mouthPucker"));
+    assert_eq!(caption("HideHairBalls").as_deref(), Some("not ARKit"));
+}
+
+#[test]
+fn a_mapping_file_overrides_one_preset_and_names_humanoid_bones() {
+    use Channel::*;
+    let Some(g) = godette() else { return };
+    let text = "version = 1\n[map.\"vrm:aa\"]\nsources = \"mouthClose\"\n[neck]\nnode = \"neck\"\ngain = [0.4, 0.4, 0.4]\n[head]\ngain = [0.6, 0.6, 0.6]\n";
+    let m = compile(text, g);
+    let w = |values: &[(Channel, f32)]| weights_of(g, &m, values, 0);
+    assert_eq!(w(&[(JawOpen, 1.0)]), only(&[]), "jawOpen no longer opens A");
+    assert_eq!(w(&[(MouthClose, 1.0)]), only(&[(AH, 1.0)]));
+    assert_eq!(
+        w(&[(EyeBlinkLeft, 1.0), (EyeBlinkRight, 1.0)]),
+        only(&[(BLINK_LEFT, 1.0), (BLINK_RIGHT, 1.0)]),
+        "the other presets keep the fallback"
+    );
+    assert_eq!((m.neck, m.head), (Some(4), Some(5)));
+
+    let error = CompiledMapping::compile(
+        &MappingFile::parse(
+            "version = 1\n[map]\n\"vrm:hapy\" = \"mouthSmileLeft\"\n",
+            "vrm.toml",
+        )
+        .unwrap(),
+        g,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.starts_with("vrm.toml:3:1:"), "{error}");
+    assert!(error.contains("did you mean `vrm:happy`?"), "{error}");
+}
+
+#[test]
+fn the_readme_mapping_compiles_against_godette() {
+    use Channel::*;
+    let Some(g) = godette() else { return };
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = &readme[readme.find("### VRM avatars").unwrap()..];
+    let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+    let text = &section[start..start + section[start..].find("```").unwrap()];
+    let m = compile(text, g);
+    assert_eq!(m.neck, Some(4));
+    let fun = g.vrm.as_ref().unwrap().expression("Fun").unwrap();
+    assert!(m.expressions.iter().any(|e| e.expression == fun));
+    // Fun binds U at 50% and look_up at 25%.
+    assert_eq!(
+        weights_of(g, &m, &[(CheekSquintLeft, 1.0)], 0),
+        only(&[(7, 0.5), (LOOK_UP, 0.25)])
+    );
+}
+
+#[test]
+fn check_reports_what_drives_godette() {
+    let Some(model) = fixture(GODETTE) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("facewire.toml");
+    std::fs::write(&config, "").unwrap();
+    let output = Command::new(facewire_bin())
+        .current_dir(repo())
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("expression `vrm:Fun` (preset relaxed) is driven by nothing"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("target `ah`"),
+        "ah is driven through A: {stdout}"
+    );
+    assert!(stdout.contains("target `HideHairBalls`"), "{stdout}");
+}
+
+#[test]
+fn godette_snapshot_closes_her_eyes_and_opens_her_mouth() {
+    let Some(model) = fixture(GODETTE) else {
+        return;
+    };
+    let dir = repo().join("target/vrm-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("facewire.toml");
+    std::fs::write(&config, "").unwrap();
+    let snapshot = |weights: &str, name: &str| {
+        let out = dir.join(name);
+        let output = Command::new(facewire_bin())
+            .current_dir(repo())
+            .arg("snapshot")
+            .arg("--config")
+            .arg(&config)
+            .arg("--model")
+            .arg(&model)
+            .args(["--size", "240x240", "--morph", "cpu", "--weights", weights])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        RgbaImage::load_png(&out).unwrap()
+    };
+    let neutral = snapshot("", "godette_neutral.png");
+    let moved = snapshot(
+        "jawOpen=1,eyeBlinkLeft=1,eyeBlinkRight=1",
+        "godette_blink_jaw.png",
+    );
+    let mut changed = Vec::new();
+    for y in 0..neutral.height {
+        for x in 0..neutral.width {
+            let (a, b) = (neutral.pixel(x, y), moved.pixel(x, y));
+            if a.iter().zip(b).any(|(u, v)| u.abs_diff(v) > 8) {
+                changed.push((x, y));
+            }
+        }
+    }
+    // The whole body is framed: the face is a small area in the upper middle. Had the loader
+    // left her facing away, the eyes and mouth would be hidden and nothing would change.
+    assert!(changed.len() > 40, "only {} pixels changed", changed.len());
+    let (w, h) = (neutral.width as f32, neutral.height as f32);
+    for &(x, y) in &changed {
+        let (fx, fy) = (x as f32 / w, y as f32 / h);
+        assert!(
+            (0.35..0.65).contains(&fx) && (0.1..0.45).contains(&fy),
+            "a change at ({x}, {y}) is outside the face"
+        );
+    }
+}
