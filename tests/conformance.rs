@@ -425,6 +425,447 @@ const FIXTURES: [&Expected; 7] = [
     &ROBOT_EXPRESSIVE,
 ];
 
+/// The VRM fixtures (GLB with the VRM extensions), read by the same script:
+/// `python3 tests/gltf_reference.py ../shared/fixtures vrm/... NAME`.
+const VRM_GODETTE_VRM_V4: Expected = Expected {
+    path: "vrm/godot-vrm/Godette_vrm_v4.vrm",
+    meshes: 2,
+    mesh_rows: &[
+        (
+            0,
+            1,
+            &[
+                "HideHairBalls",
+                "HdieEarRings",
+                "HideBlush",
+                "blink_left",
+                "blink_right",
+                "ah",
+                "ih",
+                "uu",
+                "ee",
+                "oh",
+                "look_up",
+                "look_down",
+                "look_left",
+                "look_right",
+                "angled_eyebrows",
+            ],
+        ),
+        (1, 3, &[]),
+    ],
+    prim_rows: &[
+        (0, 0, 630, 15),
+        (1, 0, 2479, 0),
+        (1, 1, 2479, 0),
+        (1, 2, 2479, 0),
+    ],
+    samples: &[
+        (
+            0,
+            0,
+            0,
+            Position,
+            178,
+            [0.10300193, -0.08741379, -0.15552509],
+        ),
+        (0, 0, 0, Position, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            0,
+            Normal,
+            116,
+            [-0.0043932498, 0.00013148785, -0.00086438656],
+        ),
+        (0, 0, 0, Normal, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            1,
+            Position,
+            303,
+            [0.17628108, -0.0056586266, -0.005106217],
+        ),
+        (
+            0,
+            0,
+            1,
+            Position,
+            315,
+            [-0.16713835, 7.1525574e-07, 8.2328916e-07],
+        ),
+        (
+            0,
+            0,
+            1,
+            Normal,
+            314,
+            [-0.008575201, 0.002596736, -0.00323987],
+        ),
+        (
+            0,
+            0,
+            1,
+            Normal,
+            315,
+            [-0.0030826628, 0.0015783906, -0.00070518255],
+        ),
+        (0, 0, 2, Position, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            2,
+            Position,
+            323,
+            [0.13985777, 0.020548463, 0.101272166],
+        ),
+        (0, 0, 2, Normal, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            2,
+            Normal,
+            319,
+            [-0.0035878122, -1.2467912e-05, 0.001922965],
+        ),
+        (0, 0, 3, Position, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            3,
+            Position,
+            541,
+            [0.023366421, -0.0623945, 0.013439938],
+        ),
+        (0, 0, 3, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 3, Normal, 539, [0.76118016, 0.839201, 1.581958]),
+        (0, 0, 4, Position, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            4,
+            Position,
+            574,
+            [-0.018857434, -0.062402844, 0.013348624],
+        ),
+        (0, 0, 4, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 4, Normal, 572, [-0.821646, 0.9807435, 1.459311]),
+        (
+            0,
+            0,
+            5,
+            Position,
+            111,
+            [-0.0076421257, -0.010670245, 0.009665981],
+        ),
+        (0, 0, 5, Position, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 5, Normal, 112, [-0.2509449, 0.091047764, 0.065199375]),
+        (0, 0, 5, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 6, Position, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            6,
+            Position,
+            599,
+            [-0.0104875695, 0.006044507, -0.0072855502],
+        ),
+        (0, 0, 6, Normal, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            6,
+            Normal,
+            614,
+            [-0.25850534, 0.15892965, -0.013655126],
+        ),
+        (
+            0,
+            0,
+            7,
+            Position,
+            114,
+            [0.0049119536, -0.006346345, 0.00525634],
+        ),
+        (0, 0, 7, Position, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 7, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 7, Normal, 626, [0.3039698, 0.12038571, 0.08507165]),
+        (
+            0,
+            0,
+            8,
+            Position,
+            112,
+            [-0.004525125, -0.002733469, 0.0033644885],
+        ),
+        (0, 0, 8, Position, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 8, Normal, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            8,
+            Normal,
+            610,
+            [-0.0028384775, 0.02259159, -0.030138671],
+        ),
+        (
+            0,
+            0,
+            9,
+            Position,
+            111,
+            [0.00016055256, -0.012251198, 0.016475067],
+        ),
+        (0, 0, 9, Position, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 9, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 9, Normal, 615, [-0.36211383, 0.15806311, 0.10944304]),
+        (0, 0, 10, Position, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 10, Position, 332, [0.0, 0.01577735, 0.0]),
+        (0, 0, 10, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 10, Normal, 371, [0.22958098, 0.80570513, 0.3289619]),
+        (0, 0, 11, Position, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            11,
+            Position,
+            541,
+            [0.009346567, -0.034838557, 0.0053759813],
+        ),
+        (0, 0, 11, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 11, Normal, 572, [-1.0427724, 0.6529213, 1.5693029]),
+        (0, 0, 12, Position, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 12, Position, 433, [-0.014970519, 0.0, 0.011313006]),
+        (0, 0, 12, Normal, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            12,
+            Normal,
+            347,
+            [-0.102784425, -5.2154064e-08, 0.04710418],
+        ),
+        (0, 0, 13, Position, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 13, Position, 476, [0.014970526, 0.0, 0.011313409]),
+        (0, 0, 13, Normal, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            13,
+            Normal,
+            394,
+            [0.10278964, -2.130866e-06, 0.04708934],
+        ),
+        (0, 0, 14, Position, 315, [0.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            14,
+            Position,
+            596,
+            [-0.0029626861, 0.020587087, -0.01881504],
+        ),
+        (0, 0, 14, Normal, 315, [0.0, 0.0, 0.0]),
+        (0, 0, 14, Normal, 588, [0.20965195, 0.41311687, -0.14000839]),
+    ],
+    sums: &[
+        (0, 0, 0, Position, 38.375424983845015),
+        (0, 0, 0, Normal, 0.23571507334338548),
+        (0, 0, 1, Position, 3.548343466798542),
+        (0, 0, 1, Normal, 0.08774170326171316),
+        (0, 0, 2, Position, 3.4239482807170134),
+        (0, 0, 2, Normal, 0.05801967130457797),
+        (0, 0, 3, Position, 3.767170589620946),
+        (0, 0, 3, Normal, 73.65728144673733),
+        (0, 0, 4, Position, 3.7046197841118556),
+        (0, 0, 4, Normal, 75.27853556675939),
+        (0, 0, 5, Position, 0.6372807474981528),
+        (0, 0, 5, Normal, 6.532064546641777),
+        (0, 0, 6, Position, 0.5505381464899983),
+        (0, 0, 6, Normal, 8.486747041989148),
+        (0, 0, 7, Position, 0.3073196540644858),
+        (0, 0, 7, Normal, 7.941961553663063),
+        (0, 0, 8, Position, 0.23716580343898386),
+        (0, 0, 8, Normal, 1.9132099790622874),
+        (0, 0, 9, Position, 0.4834195719740819),
+        (0, 0, 9, Normal, 10.36909375816569),
+        (0, 0, 10, Position, 2.662113398517249),
+        (0, 0, 10, Normal, 5.644508613740186),
+        (0, 0, 11, Position, 4.007011976296781),
+        (0, 0, 11, Normal, 64.81738327117739),
+        (0, 0, 12, Position, 4.399105631018756),
+        (0, 0, 12, Normal, 26.00645156996427),
+        (0, 0, 13, Position, 4.399105290154694),
+        (0, 0, 13, Normal, 26.00698374072192),
+        (0, 0, 14, Position, 0.5575241707265377),
+        (0, 0, 14, Normal, 8.9770268201828),
+        (1, 0, 0, Base, 2313.212223168447),
+        (1, 1, 0, Base, 2313.212223168447),
+        (1, 2, 0, Base, 2313.212223168447),
+    ],
+};
+
+const VRM_EXPRESSION_MIGRATION: Expected = Expected {
+    path: "vrm/vrm-addon-for-blender/expression_migration.vrm",
+    meshes: 2,
+    mesh_rows: &[(0, 1, &["Key1"]), (1, 1, &["Key10", "Key11"])],
+    prim_rows: &[(0, 0, 3, 1), (1, 0, 3, 2)],
+    samples: &[
+        (1, 0, 0, Position, 1, [0.0, 1.0, 0.0]),
+        (1, 0, 1, Position, 1, [0.0, 0.0, 0.0]),
+        (1, 0, 1, Position, 2, [-1.0, 0.0, 0.0]),
+    ],
+    sums: &[
+        (0, 0, 0, Position, 0.0),
+        (0, 0, 0, Normal, 0.0),
+        (1, 0, 0, Position, 1.0),
+        (1, 0, 0, Normal, 0.0),
+        (1, 0, 1, Position, 1.0),
+        (1, 0, 1, Normal, 0.0),
+    ],
+};
+
+const VRM_MODIFIER_SHAPEKEY_VRM0: Expected = Expected {
+    path: "vrm/vrm-addon-for-blender/modifier_shapekey_vrm0.vrm",
+    meshes: 1,
+    mesh_rows: &[(0, 1, &["A"])],
+    prim_rows: &[(0, 0, 3, 1)],
+    samples: &[
+        (0, 0, 0, Position, 1, [0.0, 0.0, 0.0]),
+        (0, 0, 0, Position, 2, [-1.0, 0.0, 0.0]),
+        (0, 0, 0, Normal, 1, [2.9802322e-08, 1.2940196e-05, 0.0]),
+        (0, 0, 0, Normal, 2, [0.40829808, -0.038882613, 0.07800245]),
+    ],
+    sums: &[
+        (0, 0, 0, Position, 1.0),
+        (0, 0, 0, Normal, 0.5251961130495552),
+    ],
+};
+
+const VRM_MODIFIER_SHAPEKEY_VRM1: Expected = Expected {
+    path: "vrm/vrm-addon-for-blender/modifier_shapekey_vrm1.vrm",
+    meshes: 1,
+    mesh_rows: &[(0, 1, &["A"])],
+    prim_rows: &[(0, 0, 3, 1)],
+    samples: &[
+        (0, 0, 0, Position, 1, [0.0, 0.0, 0.0]),
+        (0, 0, 0, Position, 2, [1.0, 0.0, 0.0]),
+        (
+            0,
+            0,
+            0,
+            Normal,
+            1,
+            [-0.044296622, -0.19400819, 1.0430813e-05],
+        ),
+        (0, 0, 0, Normal, 2, [0.31621325, -0.13100037, 1.0251999e-05]),
+    ],
+    sums: &[
+        (0, 0, 0, Position, 1.0),
+        (0, 0, 0, Normal, 0.685539111495018),
+    ],
+};
+
+const VRM_POSE_ROTATION_SCALE_SHAPE_KEY_SKINNED: Expected = Expected {
+    path: "vrm/vrm-addon-for-blender/pose_rotation_scale_shape_key_skinned.vrm",
+    meshes: 1,
+    mesh_rows: &[(0, 1, &["A"])],
+    prim_rows: &[(0, 0, 3, 1)],
+    samples: &[
+        (0, 0, 0, Position, 1, [0.0, -1.1920929e-07, -4.2632564e-14]),
+        (0, 0, 0, Position, 2, [0.5, 0.0, -1.4801952e-07]),
+        (0, 0, 0, Normal, 0, [2.842171e-14, -1.1920929e-07, 0.0]),
+        (0, 0, 0, Normal, 1, [2.842171e-14, -1.1920929e-07, 0.0]),
+    ],
+    sums: &[
+        (0, 0, 0, Position, 0.5000002672288559),
+        (0, 0, 0, Normal, 3.5762795391747204e-07),
+    ],
+};
+
+const VRM_SIMPLE_MORPH: Expected = Expected {
+    path: "vrm/vrm-addon-for-blender/simple_morph.vrm",
+    meshes: 1,
+    mesh_rows: &[(0, 1, &["A"])],
+    prim_rows: &[(0, 0, 3, 1)],
+    samples: &[
+        (0, 0, 0, Position, 1, [0.0, 1.0, 5.5178425e-08]),
+        (0, 0, 0, Normal, 0, [-5.5178425e-08, 0.0, 0.0]),
+        (0, 0, 0, Normal, 1, [-5.5178425e-08, 0.0, 0.0]),
+    ],
+    sums: &[
+        (0, 0, 0, Position, 1.0000000551784254),
+        (0, 0, 0, Normal, 1.6553527615315033e-07),
+    ],
+};
+
+const VRM_CRYPTOVOXELS: Expected = Expected {
+    path: "vrm/vrm-samples/cryptovoxels.vrm",
+    meshes: 1,
+    mesh_rows: &[(0, 1, &[])],
+    prim_rows: &[(0, 0, 2727, 0)],
+    samples: &[],
+    sums: &[(0, 0, 0, Base, 2783.7127245637676)],
+};
+
+const VRM_VRMC_MATERIALS_MTOON_UV_ANIMATION_TEST: Expected = Expected {
+    path: "vrm/vrm-specification/VRMC_materials_mtoon_UV_Animation_Test/VRMC_materials_mtoon_UV_Animation_Test.vrm",
+    meshes: 3,
+    mesh_rows: &[(0, 1, &[]), (1, 1, &[]), (2, 1, &[])],
+    prim_rows: &[(0, 0, 4, 0), (1, 0, 4, 0), (2, 0, 4, 0)],
+    samples: &[
+    ],
+    sums: &[
+        (0, 0, 0, Base, 1.5999999046325684),
+        (1, 0, 0, Base, 1.5999999046325684),
+        (2, 0, 0, Base, 1.5999999046325684),
+    ],
+};
+
+const VRM_VRMC_VRM_EXPRESSIONS_ISBINARY_OVERRIDDEN: Expected = Expected {
+    path: "vrm/vrm-specification/VRMC_vrm_expressions_isBinary_Overridden/VRMC_vrm_expressions_isBinary_Overridden.vrm",
+    meshes: 4,
+    mesh_rows: &[(0, 1, &[]), (1, 1, &[]), (2, 1, &[]), (3, 1, &[])],
+    prim_rows: &[(0, 0, 4, 0), (1, 0, 4, 0), (2, 0, 4, 0), (3, 0, 4, 0)],
+    samples: &[
+    ],
+    sums: &[
+        (0, 0, 0, Base, 8.0),
+        (1, 0, 0, Base, 8.0),
+        (2, 0, 0, Base, 8.0),
+        (3, 0, 0, Base, 8.0),
+    ],
+};
+
+const VRM_VRMC_VRM_EXPRESSIONS_ISBINARY_OVERRIDES: Expected = Expected {
+    path: "vrm/vrm-specification/VRMC_vrm_expressions_isBinary_Overrides/VRMC_vrm_expressions_isBinary_Overrides.vrm",
+    meshes: 4,
+    mesh_rows: &[(0, 1, &[]), (1, 1, &[]), (2, 1, &[]), (3, 1, &[])],
+    prim_rows: &[(0, 0, 4, 0), (1, 0, 4, 0), (2, 0, 4, 0), (3, 0, 4, 0)],
+    samples: &[
+    ],
+    sums: &[
+        (0, 0, 0, Base, 8.0),
+        (1, 0, 0, Base, 8.0),
+        (2, 0, 0, Base, 8.0),
+        (3, 0, 0, Base, 8.0),
+    ],
+};
+
+const VRM_FIXTURES: [&Expected; 10] = [
+    &VRM_GODETTE_VRM_V4,
+    &VRM_EXPRESSION_MIGRATION,
+    &VRM_MODIFIER_SHAPEKEY_VRM0,
+    &VRM_MODIFIER_SHAPEKEY_VRM1,
+    &VRM_POSE_ROTATION_SCALE_SHAPE_KEY_SKINNED,
+    &VRM_SIMPLE_MORPH,
+    &VRM_CRYPTOVOXELS,
+    &VRM_VRMC_MATERIALS_MTOON_UV_ANIMATION_TEST,
+    &VRM_VRMC_VRM_EXPRESSIONS_ISBINARY_OVERRIDDEN,
+    &VRM_VRMC_VRM_EXPRESSIONS_ISBINARY_OVERRIDES,
+];
+
 /// The values a table row reads from a loaded avatar.
 fn values(avatar: &Avatar, mesh: usize, prim: usize, target: usize, attr: Attr) -> &[Vec3] {
     let p = &avatar.meshes[mesh].primitives[prim];
@@ -536,25 +977,39 @@ fn robot_expressive_matches_the_hand_read_values() {
 }
 
 #[test]
+fn every_vrm_fixture_matches_the_hand_read_values() {
+    for expected in VRM_FIXTURES {
+        check_fixture(expected);
+    }
+}
+
+#[test]
 fn every_gltf_fixture_has_a_table() {
     let Some(dir) = crate::support::fixtures("glTF conformance tables") else {
         return;
     };
     let mut found = Vec::new();
-    let mut stack = vec![dir.join("gltf")];
+    let mut stack = vec![dir.join("gltf"), dir.join("vrm")];
     while let Some(folder) = stack.pop() {
         for entry in std::fs::read_dir(&folder).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "gltf" || e == "glb") {
+            } else if path
+                .extension()
+                .is_some_and(|e| e == "gltf" || e == "glb" || e == "vrm")
+            {
                 let relative = path.strip_prefix(&dir).unwrap();
                 found.push(relative.to_string_lossy().into_owned());
             }
         }
     }
     found.sort();
-    let mut tabled: Vec<String> = FIXTURES.iter().map(|e| e.path.to_owned()).collect();
+    let mut tabled: Vec<String> = FIXTURES
+        .iter()
+        .chain(VRM_FIXTURES.iter())
+        .map(|e| e.path.to_owned())
+        .collect();
     tabled.sort();
     assert_eq!(found, tabled);
 }
