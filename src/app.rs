@@ -368,9 +368,8 @@ pub fn run_headless(
     let mut next = Instant::now();
     let mut first = true;
     loop {
-        let new_frame = frames.take_newest();
+        let new_frame = frames.take_each(|f| motion.push(f));
         if let Some(frame) = new_frame {
-            motion.push(&frame);
             ages.push(frame.received.elapsed().as_micros() as u64);
         }
         let now = Instant::now();
@@ -727,7 +726,7 @@ pub trait Controls {
 }
 
 /// How often the panel refreshes its meters.
-const PANEL_PERIOD: Duration = Duration::from_millis(66);
+const PANEL_PERIOD: Duration = Duration::from_millis(100);
 
 /// The mouse drag in progress on the stage.
 #[derive(Debug, Clone, Copy)]
@@ -1106,11 +1105,11 @@ impl StageApp {
             tracing::warn!(%error, "cannot make the stage context current");
             return None;
         }
-        let mut sample = None;
-        if let Some(frame) = self.frames.take_newest() {
-            sample = Some(frame.received);
-            self.motion.push(&frame);
-        }
+        let motion = &mut self.motion;
+        let sample = self
+            .frames
+            .take_each(|f| motion.push(f))
+            .map(|f| f.received);
         scene.set_frame(self.motion.sample(start).as_ref());
         let mut clear = self.options.config.window.background.0;
         if window.has_alpha() {

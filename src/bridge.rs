@@ -111,10 +111,18 @@ impl FrameSender {
 impl FrameReceiver {
     /// Drains the queue and returns the newest frame, if any arrived since the last call.
     pub fn take_newest(&mut self) -> Option<FaceFrame> {
+        self.take_each(|_| {})
+    }
+
+    /// Drains the queue like [`FrameReceiver::take_newest`], handing every queued frame to
+    /// `each` in order first (for motion smoothing, which needs the sender's own rhythm, not
+    /// the renderer's).
+    pub fn take_each(&mut self, mut each: impl FnMut(&FaceFrame)) -> Option<FaceFrame> {
         let mut cons = self.cons.lock().unwrap_or_else(PoisonError::into_inner);
         let mut newest = None;
         let mut skipped = 0u64;
         while let Some(frame) = cons.try_pop() {
+            each(&frame);
             if newest.replace(frame).is_some() {
                 skipped += 1;
             }
@@ -189,6 +197,20 @@ mod tests {
         );
         f.set(Channel::JawOpen, v);
         f
+    }
+
+    #[test]
+    fn take_each_sees_every_queued_frame_in_order() {
+        let (mut tx, mut rx) = channel(8);
+        for i in 0..3 {
+            tx.send(frame(i as f32));
+        }
+        let mut seen = Vec::new();
+        let newest = rx.take_each(|f| seen.push(f.get(Channel::JawOpen).unwrap()));
+        assert_eq!(seen, [0.0, 1.0, 2.0]);
+        assert_eq!(newest.unwrap().get(Channel::JawOpen), Some(2.0));
+        assert_eq!(rx.counters().snapshot().superseded, 2);
+        assert!(rx.take_each(|_| panic!("nothing is queued")).is_none());
     }
 
     #[test]

@@ -79,6 +79,8 @@ impl PanelWindow {
                 position: options.position,
             },
         )?;
+        // egui smooths its own edges; samples would only cost time.
+        window.set_multisample(false);
         let gl = Arc::new(window.load_egui_gl());
         let painter =
             egui_glow::Painter::new(gl, "", None, true).map_err(|e| RenderError::Create {

@@ -261,6 +261,17 @@ pub fn create(
         display,
     };
     gl_window.set_vsync(options.vsync);
+    if config.num_samples() > 0
+        && super::is_software_renderer(&super::debug::gl_string(&gl_window.gl, glow::RENDERER))
+    {
+        // A software rasteriser shades every sample: 4x MSAA makes each frame about three
+        // times as expensive, which a CPU already busy with a game and OBS cannot spare.
+        gl_window.set_multisample(false);
+        tracing::info!(
+            samples = config.num_samples(),
+            "software rasteriser: multisampling off to save CPU"
+        );
+    }
     Ok(gl_window)
 }
 
@@ -356,6 +367,20 @@ impl GlWindow {
                 what: "swapping buffers",
                 source,
             })
+    }
+
+    /// Turns multisampled rasterisation on or off (on by default when the framebuffer has
+    /// samples).
+    pub fn set_multisample(&self, on: bool) {
+        // SAFETY: enabling or disabling a capability on the current context has no
+        // preconditions; GL_MULTISAMPLE is core in 3.3.
+        unsafe {
+            if on {
+                self.gl.enable(glow::MULTISAMPLE);
+            } else {
+                self.gl.disable(glow::MULTISAMPLE);
+            }
+        }
     }
 
     /// Turns waiting for vertical blank on or off; a refusal is logged, not fatal.
