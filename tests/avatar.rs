@@ -341,28 +341,9 @@ fn robot_expressive_glb_has_expressions_and_hierarchy() {
 // ---------------------------------------------------------------------------------------------
 // A hand-built GLB: every feature the loader handles, small enough to truncate at every byte.
 
-/// Packs JSON and BIN chunks into a GLB container.
+/// Packs JSON text and BIN bytes into a GLB.
 fn glb(json: &str, bin: &[u8]) -> Vec<u8> {
-    let mut json = json.as_bytes().to_vec();
-    while !json.len().is_multiple_of(4) {
-        json.push(b' ');
-    }
-    let mut bin = bin.to_vec();
-    while !bin.len().is_multiple_of(4) {
-        bin.push(0);
-    }
-    let total = 12 + 8 + json.len() + 8 + bin.len();
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(b"glTF");
-    out.extend(2u32.to_le_bytes());
-    out.extend((total as u32).to_le_bytes());
-    out.extend((json.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"JSON");
-    out.extend(json);
-    out.extend((bin.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"BIN\0");
-    out.extend(bin);
-    out
+    crate::support::glb(json.as_bytes(), bin)
 }
 
 fn floats(values: &[f32]) -> Vec<u8> {

@@ -1026,28 +1026,9 @@ const UNSIGNED_SHORT: u32 = 5123;
 const UNSIGNED_INT: u32 = 5125;
 const FLOAT: u32 = 5126;
 
-/// Packs JSON and BIN chunks into a GLB container.
+/// Packs a JSON document and BIN bytes into a GLB.
 fn glb(json: &Value, bin: &[u8]) -> Vec<u8> {
-    let mut json = serde_json::to_vec(json).unwrap();
-    while !json.len().is_multiple_of(4) {
-        json.push(b' ');
-    }
-    let mut bin = bin.to_vec();
-    while !bin.len().is_multiple_of(4) {
-        bin.push(0);
-    }
-    let total = 12 + 8 + json.len() + 8 + bin.len();
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(b"glTF");
-    out.extend(2u32.to_le_bytes());
-    out.extend((total as u32).to_le_bytes());
-    out.extend((json.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"JSON");
-    out.extend(json);
-    out.extend((bin.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"BIN\0");
-    out.extend(bin);
-    out
+    crate::support::glb(&serde_json::to_vec(json).unwrap(), bin)
 }
 
 /// A document under construction: buffer views and accessors over buffer 0 (the BIN chunk).

@@ -5,6 +5,7 @@
 use std::f32::consts::{FRAC_PI_2, PI};
 use std::path::PathBuf;
 
+use crate::support::changed_pixels;
 use facewire::avatar::blend::{blend_reference, skin_reference};
 use facewire::avatar::{self, AlphaMode, Avatar, AvatarError, Pose};
 use facewire::image::RgbaImage;
@@ -109,28 +110,14 @@ impl Glb {
 
     /// The GLB: `body` (JSON members without `buffers`, `bufferViews` and `accessors`) plus this
     /// builder's data.
-    fn build(mut self, body: &str) -> Vec<u8> {
-        self.bin.resize(self.bin.len().next_multiple_of(4), 0);
-        let mut json = format!(
+    fn build(self, body: &str) -> Vec<u8> {
+        let json = format!(
             r#"{{"asset":{{"version":"2.0"}},{body},"buffers":[{{"byteLength":{}}}],"bufferViews":[{}],"accessors":[{}]}}"#,
-            self.bin.len(),
+            self.bin.len().next_multiple_of(4),
             self.views.join(","),
             self.accessors.join(",")
-        )
-        .into_bytes();
-        json.resize(json.len().next_multiple_of(4), b' ');
-        let total = 12 + 8 + json.len() + 8 + self.bin.len();
-        let mut out = Vec::with_capacity(total);
-        out.extend_from_slice(b"glTF");
-        out.extend(2u32.to_le_bytes());
-        out.extend((total as u32).to_le_bytes());
-        out.extend((json.len() as u32).to_le_bytes());
-        out.extend_from_slice(b"JSON");
-        out.extend(json);
-        out.extend((self.bin.len() as u32).to_le_bytes());
-        out.extend_from_slice(b"BIN\0");
-        out.extend(self.bin);
-        out
+        );
+        crate::support::glb(json.as_bytes(), &self.bin)
     }
 }
 
@@ -301,19 +288,6 @@ fn assert_near(got: [u8; 3], want: [f32; 3], tolerance: f32, what: &str) {
 
 fn is_background(p: [u8; 3]) -> bool {
     p.iter().all(|&c| c < 4)
-}
-
-fn changed_pixels(a: &RgbaImage, b: &RgbaImage, threshold: u8) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    for y in 0..a.height {
-        for x in 0..a.width {
-            let (p, q) = (a.pixel(x, y), b.pixel(x, y));
-            if p.iter().zip(q).any(|(m, n)| m.abs_diff(n) > threshold) {
-                out.push((x, y));
-            }
-        }
-    }
-    out
 }
 
 /// Asserts two renders agree within 1 level per channel on at least 99.9 % of pixels.

@@ -8,7 +8,6 @@
 //! `cargo test --test tests motion -- --ignored --nocapture` prints the tables in BENCHMARKS.md
 //! ("Head motion at the display rate").
 
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -45,22 +44,7 @@ fn captures() -> Option<std::path::PathBuf> {
 /// The datagrams of an LLV "tape": gzip( u8 version = 6, u32 BE count, count × (u32 BE size,
 /// datagram) ).
 fn tape(path: &Path) -> Vec<Vec<u8>> {
-    let gz = std::fs::read(path).unwrap();
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(gz.as_slice())
-        .read_to_end(&mut raw)
-        .unwrap();
-    assert_eq!(raw[0], 6, "tape version");
-    let count = u32::from_be_bytes(raw[1..5].try_into().unwrap()) as usize;
-    let mut at = 5;
-    let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let size = u32::from_be_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
-        at += 4;
-        out.push(raw[at..at + size].to_vec());
-        at += size;
-    }
-    out
+    crate::support::llv_tape(&std::fs::read(path).unwrap())
 }
 
 /// The LLV `dao` take: 180 frames at 60 Hz (3.1 s, one 8-frame hole), head and eyes moving.

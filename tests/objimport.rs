@@ -12,7 +12,7 @@ use facewire::image::RgbaImage;
 use facewire::objimport::{self, ImportError, ImportOptions, NameDialect};
 use glam::Vec3;
 
-use crate::support::{facewire_bin, fixtures, repo};
+use crate::support::{changed_pixels, facewire_bin, fixtures, repo};
 
 // ---------------------------------------------------------------------------------------------
 // Small shape sets
@@ -562,20 +562,6 @@ fn ict_face_imports_with_its_shapes_and_positions() {
         "browInnerUp moves {} vertices",
         moved(brow)
     );
-}
-
-/// The pixels whose channels differ by more than `tol`.
-fn changed_pixels(a: &RgbaImage, b: &RgbaImage, tol: u8) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    for y in 0..a.height {
-        for x in 0..a.width {
-            let (p, q) = (a.pixel(x, y), b.pixel(x, y));
-            if p.iter().zip(q).any(|(u, v)| u.abs_diff(v) > tol) {
-                out.push((x, y));
-            }
-        }
-    }
-    out
 }
 
 #[test]

@@ -455,24 +455,7 @@ fn fuzz_vtube_studio() {
 /// The datagrams of an LLV "tape": gzip( u8 version = 6, u32 BE count, count × (u32 BE size,
 /// datagram) ).
 fn tape(name: &str) -> Option<Vec<Vec<u8>>> {
-    use std::io::Read;
-    let gz = capture(name)?;
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(gz.as_slice())
-        .read_to_end(&mut raw)
-        .unwrap();
-    assert_eq!(raw[0], 6, "tape version");
-    let count = u32::from_be_bytes(raw[1..5].try_into().unwrap()) as usize;
-    let mut at = 5;
-    let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let size = u32::from_be_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
-        at += 4;
-        out.push(raw[at..at + size].to_vec());
-        at += size;
-    }
-    assert_eq!(at, raw.len(), "the tape holds exactly {count} datagrams");
-    Some(out)
+    Some(crate::support::llv_tape(&capture(name)?))
 }
 
 /// Decodes a synthetic sweep tape into frames, after checking that exactly the raw value `index`

@@ -7,6 +7,7 @@
 use std::f32::consts::PI;
 use std::path::PathBuf;
 
+use crate::support::changed_pixels;
 use facewire::avatar::{Avatar, Material, Mesh, MorphTarget, Node, Pose, Primitive, Texture};
 use facewire::image::RgbaImage;
 use facewire::render::headless::HeadlessContext;
@@ -321,20 +322,6 @@ fn assert_agree(a: &RgbaImage, b: &RgbaImage, what: &str) {
         diff.fraction_within() * 100.0,
         diff.max_channel
     );
-}
-
-/// Pixels whose largest channel differs by more than `threshold`.
-fn changed_pixels(a: &RgbaImage, b: &RgbaImage, threshold: u8) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    for y in 0..a.height {
-        for x in 0..a.width {
-            let (p, q) = (a.pixel(x, y), b.pixel(x, y));
-            if p.iter().zip(q).any(|(m, n)| m.abs_diff(n) > threshold) {
-                out.push((x, y));
-            }
-        }
-    }
-    out
 }
 
 /// Whether a pixel differs clearly from the opaque background.

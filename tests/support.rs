@@ -110,3 +110,64 @@ pub fn vmc_frame(weights: &[(&str, f32)]) -> Vec<u8> {
     content.push(apply());
     encode(&bundle(content))
 }
+
+/// Packs JSON and BIN chunks into a GLB container, each padded to four bytes (JSON with spaces,
+/// BIN with zeros).
+pub fn glb(json: &[u8], bin: &[u8]) -> Vec<u8> {
+    let mut json = json.to_vec();
+    json.resize(json.len().next_multiple_of(4), b' ');
+    let mut bin = bin.to_vec();
+    bin.resize(bin.len().next_multiple_of(4), 0);
+    let total = 12 + 8 + json.len() + 8 + bin.len();
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(b"glTF");
+    out.extend(2u32.to_le_bytes());
+    out.extend((total as u32).to_le_bytes());
+    out.extend((json.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"JSON");
+    out.extend(json);
+    out.extend((bin.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"BIN\0");
+    out.extend(bin);
+    out
+}
+
+/// The datagrams of an LLV "tape" (Live Link Face captures): gzip( u8 version = 6, u32 BE count,
+/// count × (u32 BE size, datagram) ).
+pub fn llv_tape(gz: &[u8]) -> Vec<Vec<u8>> {
+    use std::io::Read;
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut raw)
+        .unwrap();
+    assert_eq!(raw[0], 6, "tape version");
+    let count = u32::from_be_bytes(raw[1..5].try_into().unwrap()) as usize;
+    let mut at = 5;
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let size = u32::from_be_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
+        at += 4;
+        out.push(raw[at..at + size].to_vec());
+        at += size;
+    }
+    assert_eq!(at, raw.len(), "the tape holds exactly {count} datagrams");
+    out
+}
+
+/// The pixels where any channel of `a` and `b` differs by more than `threshold`.
+pub fn changed_pixels(
+    a: &facewire::image::RgbaImage,
+    b: &facewire::image::RgbaImage,
+    threshold: u8,
+) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for y in 0..a.height {
+        for x in 0..a.width {
+            let (p, q) = (a.pixel(x, y), b.pixel(x, y));
+            if p.iter().zip(q).any(|(m, n)| m.abs_diff(n) > threshold) {
+                out.push((x, y));
+            }
+        }
+    }
+    out
+}
