@@ -17,6 +17,8 @@ use facewire::avatar::blend::CpuBlender;
 use facewire::avatar::{MorphTarget, Primitive};
 use facewire::calibrate::{Calibrator, SmoothingConfig};
 use facewire::ingest::Decoder;
+use facewire::render::headless::HeadlessContext;
+use facewire::render::DrawTarget;
 
 /// A UV sphere of `rings` x `segments` vertices with 52 targets, each moving the vertices within
 /// a cap around its own direction (about `share` of the sphere), like a face's local shapes.
@@ -171,32 +173,42 @@ fn bench_decode(c: &mut Criterion) {
     });
 }
 
+/// Where the render benchmarks draw: 1280x720 over the chroma green.
+const FRAME_TARGET: DrawTarget = DrawTarget {
+    width: 1280,
+    height: 720,
+    clear_color: [0.0, 0.69, 0.25, 1.0],
+    alpha: false,
+};
+
+/// A single-sampled 1280x720 headless context, or `None` with a note when there is no EGL
+/// device.
+fn frame_context() -> Option<HeadlessContext> {
+    match HeadlessContext::with_samples(1280, 720, 0) {
+        Ok(ctx) => Some(ctx),
+        Err(e) => {
+            eprintln!("note: no headless GL context ({e}); skipping render benchmarks");
+            None
+        }
+    }
+}
+
 /// One offscreen 1280x720 frame of the default head with 12 animated weights: set the pose,
 /// morph (cpu or gpu path), draw, glFinish. Skipped with a note when no EGL device is available.
 fn bench_render(c: &mut Criterion) {
     use facewire::app::{Scene, DEFAULT_HEAD_GLB};
     use facewire::arkit::{FaceFrame, Protocol};
-    use facewire::render::headless::HeadlessContext;
-    use facewire::render::{DrawTarget, MorphMode};
+    use facewire::render::MorphMode;
 
     let mut group = c.benchmark_group("render_frame_1280x720_default_head");
     group.sample_size(30);
     for mode in [MorphMode::Cpu, MorphMode::Gpu] {
-        let ctx = match HeadlessContext::with_samples(1280, 720, 0) {
-            Ok(ctx) => ctx,
-            Err(e) => {
-                eprintln!("note: no headless GL context ({e}); skipping render benchmarks");
-                return;
-            }
+        let Some(ctx) = frame_context() else {
+            return;
         };
         let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").unwrap();
         let mut scene = Scene::new(ctx.gl(), avatar, mode).unwrap();
-        let target = DrawTarget {
-            width: 1280,
-            height: 720,
-            clear_color: [0.0, 0.69, 0.25, 1.0],
-            alpha: false,
-        };
+        let target = FRAME_TARGET;
         let from: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let mut frame = FaceFrame::empty(Protocol::Vmc, from, Instant::now());
         let mut step = 0u32;
@@ -222,8 +234,7 @@ fn bench_render(c: &mut Criterion) {
 /// Skipped with a note when the fixtures or an EGL device are absent.
 fn bench_render_godette(c: &mut Criterion) {
     use facewire::app::Scene;
-    use facewire::render::headless::HeadlessContext;
-    use facewire::render::{DrawTarget, MorphMode};
+    use facewire::render::MorphMode;
     use std::path::PathBuf;
 
     let fixtures = std::env::var_os("FACEWIRE_FIXTURES")
@@ -254,20 +265,11 @@ fn bench_render_godette(c: &mut Criterion) {
         ("gpu", MorphMode::Gpu, &avatar),
         ("cpu_no_outlines", MorphMode::Cpu, &plain),
     ] {
-        let ctx = match HeadlessContext::with_samples(1280, 720, 0) {
-            Ok(ctx) => ctx,
-            Err(e) => {
-                eprintln!("note: no headless GL context ({e}); skipping render benchmarks");
-                return;
-            }
+        let Some(ctx) = frame_context() else {
+            return;
         };
         let mut scene = Scene::new(ctx.gl(), avatar.clone(), mode).unwrap();
-        let target = DrawTarget {
-            width: 1280,
-            height: 720,
-            clear_color: [0.0, 0.69, 0.25, 1.0],
-            alpha: false,
-        };
+        let target = FRAME_TARGET;
         let mut step = 0u32;
         group.bench_function(label, |b| {
             b.iter(|| {
@@ -337,8 +339,7 @@ fn bench_ict_face(c: &mut Criterion) {
     use facewire::app::Scene;
     use facewire::arkit::{FaceFrame, Protocol};
     use facewire::objimport::{self, ImportOptions};
-    use facewire::render::headless::HeadlessContext;
-    use facewire::render::{DrawTarget, MorphMode};
+    use facewire::render::MorphMode;
 
     let Some(folder) = ict_face_folder() else {
         return;
@@ -380,20 +381,11 @@ fn bench_ict_face(c: &mut Criterion) {
     let mut group = c.benchmark_group("render_frame_1280x720_ict_face_52_active");
     group.sample_size(20);
     for mode in [MorphMode::Cpu, MorphMode::Gpu] {
-        let ctx = match HeadlessContext::with_samples(1280, 720, 0) {
-            Ok(ctx) => ctx,
-            Err(e) => {
-                eprintln!("note: no headless GL context ({e}); skipping render benchmarks");
-                return;
-            }
+        let Some(ctx) = frame_context() else {
+            return;
         };
         let mut scene = Scene::new(ctx.gl(), avatar.clone(), mode).unwrap();
-        let target = DrawTarget {
-            width: 1280,
-            height: 720,
-            clear_color: [0.0, 0.69, 0.25, 1.0],
-            alpha: false,
-        };
+        let target = FRAME_TARGET;
         let from: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let mut frame = FaceFrame::empty(Protocol::Vmc, from, Instant::now());
         let mut step = 0u32;

@@ -1470,7 +1470,7 @@ impl FrameSink for Tee {
 struct StageUi<R, W> {
     terminal: TerminalUi<R, W>,
     proxy: Option<winit::event_loop::EventLoopProxy<AppEvent>>,
-    shown: Option<(usize, calibrate::Phase, u32, u64)>,
+    shown: facewire::panel::PromptChanges,
 }
 
 impl<R: std::io::BufRead, W: Write> RoutineUi for StageUi<R, W> {
@@ -1478,16 +1478,9 @@ impl<R: std::io::BufRead, W: Write> RoutineUi for StageUi<R, W> {
         self.terminal.show(prompt);
         let Some(proxy) = &self.proxy else { return };
         // Redraw the card only when what it shows changes (percent of progress, whole seconds).
-        let key = (
-            prompt.step,
-            prompt.phase,
-            (prompt.progress * 100.0) as u32,
-            prompt.remaining.as_secs(),
-        );
-        if self.shown == Some(key) {
+        if !self.shown.changed(prompt) {
             return;
         }
-        self.shown = Some(key);
         let card = facewire::panel::prompt_card(prompt, "the terminal");
         let _ = proxy.send_event(AppEvent::Prompt(Some(card)));
     }
@@ -1581,7 +1574,7 @@ fn live_calibration(
         let mut ui = StageUi {
             terminal: TerminalUi::stdio(),
             proxy: None,
-            shown: None,
+            shown: facewire::panel::PromptChanges::default(),
         };
         let result = calibrate::run_routine(raw_rx, &mut ui, old, &performer);
         input.shutdown();
@@ -1614,7 +1607,7 @@ fn live_calibration(
             let mut ui = StageUi {
                 terminal: TerminalUi::stdio(),
                 proxy: Some(proxy.clone()),
-                shown: None,
+                shown: facewire::panel::PromptChanges::default(),
             };
             let result = calibrate::run_routine(raw_rx, &mut ui, old_owned.as_ref(), &performer);
             let _ = proxy.send_event(AppEvent::Shutdown);

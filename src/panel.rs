@@ -677,13 +677,36 @@ pub fn prompt_card(prompt: &crate::calibrate::Prompt, review_in: &str) -> crate:
     }
 }
 
+/// What a prompt card last showed (step, phase, percent of progress, whole seconds left), so
+/// that it is redrawn only when that changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptChanges(Option<(usize, crate::calibrate::Phase, u32, u64)>);
+
+impl PromptChanges {
+    /// Whether `prompt` shows something other than the card last shown; remembers it.
+    pub fn changed(&mut self, prompt: &crate::calibrate::Prompt) -> bool {
+        let key = (
+            prompt.step,
+            prompt.phase,
+            (prompt.progress * 100.0) as u32,
+            prompt.remaining.as_secs(),
+        );
+        self.0.replace(key) != Some(key)
+    }
+
+    /// Forgets the card shown, so the next prompt is drawn.
+    pub fn reset(&mut self) {
+        self.0 = None;
+    }
+}
+
 /// Runs the guided routine's prompts on the stage and in the panel, and takes the review's
 /// decision from the panel. Events go out through `notify` (the stage's event proxy).
 pub struct PanelRoutineUi {
     notify: Box<dyn Fn(crate::bridge::AppEvent) + Send>,
     decisions: std::sync::mpsc::Receiver<Decision>,
-    /// What the stage card shows (step, phase, percent, whole seconds), to redraw only changes.
-    shown: Option<(usize, crate::calibrate::Phase, u32, u64)>,
+    /// What the stage card shows, to redraw only changes.
+    shown: PromptChanges,
 }
 
 impl PanelRoutineUi {
@@ -696,7 +719,7 @@ impl PanelRoutineUi {
         PanelRoutineUi {
             notify,
             decisions,
-            shown: None,
+            shown: PromptChanges::default(),
         }
     }
 }
@@ -704,16 +727,9 @@ impl PanelRoutineUi {
 impl crate::calibrate::RoutineUi for PanelRoutineUi {
     fn show(&mut self, prompt: &crate::calibrate::Prompt) {
         use crate::bridge::AppEvent;
-        let key = (
-            prompt.step,
-            prompt.phase,
-            (prompt.progress * 100.0) as u32,
-            prompt.remaining.as_secs(),
-        );
-        if self.shown == Some(key) {
+        if !self.shown.changed(prompt) {
             return;
         }
-        self.shown = Some(key);
         let card = prompt_card(prompt, "the panel");
         (self.notify)(AppEvent::Routine(RoutineView::Running {
             step: card.step,
@@ -727,7 +743,7 @@ impl crate::calibrate::RoutineUi for PanelRoutineUi {
 
     fn review(&mut self, summary: &crate::calibrate::Summary) -> Decision {
         use crate::bridge::AppEvent;
-        self.shown = None;
+        self.shown.reset();
         let steps = crate::calibrate::STEPS
             .iter()
             .map(|s| s.title.to_string())
