@@ -372,6 +372,20 @@ pub(crate) fn attach(
         skipped = vrm.skipped,
         "VRM avatar"
     );
+    let with_material_binds: Vec<&str> = vrm
+        .expressions
+        .iter()
+        .filter(|e| !e.material_binds.is_empty())
+        .map(|e| e.name.as_str())
+        .collect();
+    if !with_material_binds.is_empty() {
+        tracing::warn!(
+            file,
+            expressions = ?with_material_binds,
+            "VRM: these expressions also change material colours or texture offsets, which \
+             facewire does not draw; their morph targets still move"
+        );
+    }
     Some(vrm)
 }
 
