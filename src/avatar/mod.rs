@@ -269,6 +269,18 @@ impl Aabb {
         self.max - self.min
     }
 
+    /// The eight corners; corner `i` takes `max` on the axes whose bits (x 1, y 2, z 4) are
+    /// set in `i`, `min` on the others.
+    pub fn corners(&self) -> [Vec3; 8] {
+        std::array::from_fn(|i| {
+            Vec3::select(
+                glam::BVec3::new(i & 1 != 0, i & 2 != 0, i & 4 != 0),
+                self.max,
+                self.min,
+            )
+        })
+    }
+
     /// Whether `p` lies inside the box or on its surface.
     pub fn contains(&self, p: Vec3) -> bool {
         p.cmpge(self.min).all() && p.cmple(self.max).all()
@@ -433,14 +445,14 @@ impl Avatar {
                         _ => (*p, *p),
                     };
                     // An affine map takes a box into the hull of its corners' images.
-                    let corners = if low == high { 1 } else { 8 };
-                    for corner in 0..corners {
-                        let c = Vec3::select(
-                            glam::BVec3::new(corner & 1 != 0, corner & 2 != 0, corner & 4 != 0),
-                            high,
-                            low,
-                        );
-                        let q = model.transform_point3(c);
+                    let corners = Aabb {
+                        min: low,
+                        max: high,
+                    }
+                    .corners();
+                    let used = if low == high { 1 } else { 8 };
+                    for c in &corners[..used] {
+                        let q = model.transform_point3(*c);
                         bounds = Some(match bounds {
                             None => Aabb { min: q, max: q },
                             Some(b) => b.grown(q),

@@ -243,12 +243,7 @@ mod tests {
             let c = Camera::framing(b, aspect);
             let vp = c.view_proj();
             let mut largest: f32 = 0.0;
-            for i in 0..8 {
-                let p = Vec3::new(
-                    if i & 1 == 0 { b.min.x } else { b.max.x },
-                    if i & 2 == 0 { b.min.y } else { b.max.y },
-                    if i & 4 == 0 { b.min.z } else { b.max.z },
-                );
+            for p in b.corners() {
                 let ndc = vp.project_point3(p);
                 assert!(
                     ndc.z > -1.0 && ndc.z < 1.0,
@@ -287,12 +282,7 @@ mod tests {
     fn projected(c: &Camera, b: Aabb) -> (f32, f32, Vec3) {
         let vp = c.view_proj();
         let (mut x, mut y) = (0.0f32, 0.0f32);
-        for i in 0..8 {
-            let p = Vec3::new(
-                if i & 1 == 0 { b.min.x } else { b.max.x },
-                if i & 2 == 0 { b.min.y } else { b.max.y },
-                if i & 4 == 0 { b.min.z } else { b.max.z },
-            );
+        for p in b.corners() {
             let ndc = vp.project_point3(p);
             assert!(
                 ndc.z > -1.0 && ndc.z < 1.0,
