@@ -55,3 +55,7 @@ mod materials;
 
 /// Every fixture avatar rendered: each target changes the image only where it moves.
 mod fixture_render;
+
+/// Golden replay: a real take through the whole pipeline, forwarded stream and frames compared
+/// with what facewire produced when they were recorded.
+mod golden;
