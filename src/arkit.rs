@@ -312,6 +312,23 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Every protocol.
+    pub const ALL: [Protocol; 6] = [
+        Protocol::Vmc,
+        Protocol::FaceCap,
+        Protocol::IFacialMocap,
+        Protocol::Facemotion3d,
+        Protocol::LiveLinkFace,
+        Protocol::VTubeStudio,
+    ];
+
+    /// The protocol whose [`Protocol::name`] is `name` (any letter case).
+    pub fn parse(name: &str) -> Option<Protocol> {
+        Protocol::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+    }
+
     /// Short lowercase name, as printed in logs and JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -404,9 +421,37 @@ impl FaceFrame {
     }
 }
 
+/// Where decoded frames go: the ingest thread and replays deliver to one, the conditioner and
+/// the session's chain are ones. Any `FnMut(FaceFrame) + Send` closure is a
+/// sink that ignores ticks.
+pub trait FrameSink: Send {
+    /// A committed frame, in the order frames were committed.
+    fn frame(&mut self, frame: FaceFrame);
+
+    /// Called every few milliseconds (the ingest thread's `TICK_PERIOD`) whether or not data arrives, so time-based logic (tracking
+    /// loss after silence) can act while the network is quiet.
+    fn tick(&mut self, _now: Instant) {}
+}
+
+impl<F: FnMut(FaceFrame) + Send> FrameSink for F {
+    fn frame(&mut self, frame: FaceFrame) {
+        self(frame)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protocols_parse_by_name() {
+        assert_eq!(Protocol::parse("VMC"), Some(Protocol::Vmc));
+        assert_eq!(Protocol::parse("vtubestudio"), Some(Protocol::VTubeStudio));
+        assert_eq!(Protocol::parse("meowface"), None);
+        for p in Protocol::ALL {
+            assert_eq!(Protocol::parse(p.name()), Some(p));
+        }
+    }
 
     #[test]
     fn canonical_order_matches_unreal() {

@@ -21,6 +21,7 @@
 //! - [`objimport`]: `facewire import-obj`: a GLB avatar from an OBJ shape set.
 //! - [`forward`]: sends the calibrated stream on as VMC to other tools.
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
+//! - [`diagnostic`]: errors located by file, line and column, and did-you-mean suggestions.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
 //! - [`app`]: the winit application: the stage window, redraws, applying control events, the
 //!   control panel's actions.
@@ -37,6 +38,7 @@ pub mod avatar;
 pub mod bridge;
 pub mod calibrate;
 pub mod config;
+pub mod diagnostic;
 pub mod forward;
 pub mod fsutil;
 pub mod headgen;

@@ -556,7 +556,7 @@ fn parse_weights(spec: &str) -> Result<FaceFrame> {
             .with_context(|| format!("`{item}`: write NAME=VALUE, e.g. jawOpen=1"))?;
         let channel = Channel::parse(name).with_context(|| {
             let names = Channel::ALL.map(Channel::name);
-            match facewire::config::nearest(name.trim(), names) {
+            match facewire::diagnostic::nearest(name.trim(), names) {
                 Some(best) => format!("unknown channel `{name}`; did you mean `{best}`?"),
                 None => format!("unknown channel `{name}`; ARKit names like jawOpen, eyeBlinkLeft"),
             }

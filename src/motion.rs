@@ -59,50 +59,7 @@ const DELAY_SLEW: f64 = 0.1;
 /// The longest display-time step the delay slew counts (a stalled renderer does not jump it).
 const MAX_SLEW_STEP: f64 = 0.1;
 
-/// How the frame to draw is made from the frames received.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MotionMode {
-    /// The newest frame, unchanged: motion moves in steps at the sender's rate.
-    Off,
-    /// Blend the two frames around "now minus one sender period": smooth, exact, one period late.
-    #[default]
-    Interpolate,
-    /// Continue the last two frames' motion past the newest: no added latency, overshoots.
-    Extrapolate,
-}
-
-impl MotionMode {
-    /// The name used in configuration: `off`, `interpolate` or `extrapolate`.
-    pub fn name(self) -> &'static str {
-        match self {
-            MotionMode::Off => "off",
-            MotionMode::Interpolate => "interpolate",
-            MotionMode::Extrapolate => "extrapolate",
-        }
-    }
-}
-
-impl std::fmt::Display for MotionMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for MotionMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<MotionMode, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "off" | "none" | "step" => Ok(MotionMode::Off),
-            "interpolate" => Ok(MotionMode::Interpolate),
-            "extrapolate" => Ok(MotionMode::Extrapolate),
-            _ => Err(format!(
-                "unknown motion mode {s:?} (expected interpolate, extrapolate or off)"
-            )),
-        }
-    }
-}
+pub use crate::config::MotionMode;
 
 /// The settings of [`Motion`]. Out-of-range values are brought into range by [`Motion::new`].
 #[derive(Debug, Clone, Copy, PartialEq)]

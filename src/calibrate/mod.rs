@@ -8,7 +8,7 @@
 //!
 //! - [`Calibrator`]: remap, clamp, smooth, optional per-group normalisation.
 //! - [`Conditioner`]: a calibrator plus the tracking-loss state machine; [`ConditionerSink`]
-//!   adapts it to the ingest thread's [`crate::ingest::FrameSink`].
+//!   adapts it to a [`crate::arkit::FrameSink`].
 //! - [`filter`]: the scalar and rotation filters; [`settings`]: `[smoothing]` and `[tracking]`.
 //! - [`profile`]: per-performer profiles; [`routine`]: the guided calibration routine and its
 //!   statistics; [`session`]: the interactive driver and offline calibration.
@@ -17,7 +17,7 @@ pub mod filter;
 pub mod profile;
 pub mod routine;
 pub mod session;
-pub mod settings;
+pub use crate::config::smoothing as settings;
 mod tracking;
 
 use std::time::{Duration, Instant};

@@ -18,7 +18,7 @@ use super::settings::{ClockSource, FilterKind, FilterSpec, Invalid, SmoothingCon
 use super::tracking::{Conditioner, NeutralPose};
 use super::{ChannelRange, MIN_RANGE};
 use crate::arkit::{Channel, COUNT};
-use crate::config::{nearest, suggest_for};
+use crate::diagnostic::{nearest, suggest_for};
 use crate::fsutil::write_atomic;
 
 /// The profile format version this build writes and reads.
@@ -64,7 +64,7 @@ pub enum ProfileError {
     },
     /// The file is not valid TOML or holds a bad key or value.
     #[error("{0}")]
-    Parse(crate::config::Located),
+    Parse(crate::diagnostic::Located),
     /// The file could not be written (the previous profile, if any, is unchanged).
     #[error("cannot write the profile {}: {source}", path.display())]
     Write {
@@ -237,7 +237,7 @@ impl Profile {
     /// Parses profile text; `path` only labels errors.
     pub fn parse(text: &str, path: &str) -> Result<Profile, ProfileError> {
         let fail = |offset: usize, message: String, hint: Option<String>| {
-            ProfileError::Parse(crate::config::Located::at(
+            ProfileError::Parse(crate::diagnostic::Located::at(
                 path, text, offset, message, hint,
             ))
         };
@@ -316,7 +316,7 @@ impl Profile {
                 hint,
             }) = smoothing.validate(text)
             {
-                return Err(ProfileError::Parse(crate::config::Located {
+                return Err(ProfileError::Parse(crate::diagnostic::Located {
                     path: path.to_string(),
                     line,
                     column,

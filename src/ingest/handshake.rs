@@ -13,10 +13,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-
-use super::{ifacialmocap, vts};
-
 /// How often an iFacialMocap or Facemotion3d start string is repeated while no data comes.
 pub const TEXT_RETRY: Duration = Duration::from_secs(2);
 
@@ -32,27 +28,7 @@ pub const VTS_REQUEST_TIME_S: f32 = 1.0;
 /// The `sentBy` of facewire's VTube Studio requests.
 pub const VTS_SENT_BY: &str = "facewire";
 
-/// The phone's ports that receive the start messages (`[ingest.phone_ports]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PhonePorts {
-    /// iFacialMocap's port on the phone (49983).
-    pub ifacialmocap: u16,
-    /// Facemotion3d's port on the phone (49993).
-    pub facemotion3d: u16,
-    /// VTube Studio's or MeowFace's port on the phone (21412).
-    pub vtubestudio: u16,
-}
-
-impl Default for PhonePorts {
-    fn default() -> PhonePorts {
-        PhonePorts {
-            ifacialmocap: ifacialmocap::IFM_PORT,
-            facemotion3d: ifacialmocap::FM3D_PORT,
-            vtubestudio: vts::PHONE_PORT,
-        }
-    }
-}
+pub use crate::config::PhonePorts;
 
 /// The repeat rule of one start message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

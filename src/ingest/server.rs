@@ -16,6 +16,7 @@ use tokio::time::MissedTickBehavior;
 use tracing::{debug, error, info, trace, warn};
 
 use super::decoder::{Decoder, MAX_DATAGRAM};
+pub use crate::arkit::FrameSink;
 use super::guard::{Admit, Family, Guard, GuardStats, Subnet};
 use super::handshake::{self, PhonePorts, Rule, Schedule};
 use super::ifacialmocap::{self, TextSender};
@@ -39,23 +40,6 @@ pub const TICK_PERIOD: Duration = Duration::from_millis(10);
 
 /// How long the followed source may be silent before another one may take over, by default.
 pub const DEFAULT_LOCK_RELEASE: Duration = Duration::from_secs(3);
-
-/// Where the ingest thread delivers what it decodes. Any `FnMut(FaceFrame) + Send` closure is a
-/// sink that ignores ticks.
-pub trait FrameSink: Send {
-    /// A committed frame, in the order frames were committed.
-    fn frame(&mut self, frame: FaceFrame);
-
-    /// Called every [`TICK_PERIOD`] whether or not data arrives, so time-based logic (tracking
-    /// loss after silence) can act while the network is quiet.
-    fn tick(&mut self, _now: Instant) {}
-}
-
-impl<F: FnMut(FaceFrame) + Send> FrameSink for F {
-    fn frame(&mut self, frame: FaceFrame) {
-        self(frame)
-    }
-}
 
 /// The first pause after repeated receive errors; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);

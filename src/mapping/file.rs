@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::arkit::Channel;
-use crate::config::{key_offset, nearest, Located};
+use crate::diagnostic::{key_offset, nearest, Located};
 
 /// The mapping format version this build writes; it reads every version up to this one.
 pub const VERSION: u32 = 1;

@@ -530,7 +530,7 @@ fn unknown_expression(
                 .map(|x| format!("{EXPRESSION_PREFIX}{x}"))
         })
         .collect();
-    let message = match crate::config::nearest(n, candidates.iter().map(String::as_str)) {
+    let message = match crate::diagnostic::nearest(n, candidates.iter().map(String::as_str)) {
         Some(best) => format!("{what}unknown expression `{n}`; did you mean `{best}`?"),
         None => format!("{what}unknown expression `{n}`: the model has no expression of that name"),
     };
@@ -591,7 +591,7 @@ fn resolve_bones(
                     .iter()
                     .filter_map(|n| n.name.as_deref())
                     .chain(bones);
-                let (message, hint) = match crate::config::nearest(name, names) {
+                let (message, hint) = match crate::diagnostic::nearest(name, names) {
                     Some(best) => (
                         format!("{key}: unknown node `{name}`; did you mean `{best}`?"),
                         None,
@@ -681,7 +681,7 @@ impl CompiledMapping {
         let bones = resolve_bones(file, avatar, &mut errors);
         let unknown_target = |name: &Spanned<String>, what: &str| {
             let n = name.get_ref();
-            let message = match crate::config::nearest(n, target_names(avatar)) {
+            let message = match crate::diagnostic::nearest(n, target_names(avatar)) {
                 Some(best) => format!("{what}unknown target `{n}`; did you mean `{best}`?"),
                 None => format!(
                     "{what}unknown target `{n}`: the model has no morph target of that name"

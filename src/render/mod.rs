@@ -41,9 +41,6 @@ mod renderer;
 mod shader;
 pub mod window;
 
-use std::fmt;
-use std::str::FromStr;
-
 pub use camera::{Camera, FRAMING_FOV_Y, FRAMING_MARGIN};
 pub use renderer::{Renderer, MAX_ACTIVE_TARGETS};
 
@@ -123,47 +120,7 @@ pub enum RenderError {
     },
 }
 
-/// Which morph implementation the config asks for (`render.morph` in `facewire.toml`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MorphMode {
-    /// Pick per renderer: the CPU path on software rasterisers (llvmpipe, softpipe,
-    /// SwiftShader), where it is measurably faster, and the GPU path everywhere else.
-    #[default]
-    Auto,
-    /// Always sum the morph targets in the vertex shader.
-    Gpu,
-    /// Always blend on the CPU and upload the blended vertices.
-    Cpu,
-}
-
-/// The error for a `render.morph` value that is not `auto`, `gpu` or `cpu`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown morph mode {0:?} (expected \"auto\", \"gpu\" or \"cpu\")")]
-pub struct ParseMorphModeError(pub String);
-
-impl FromStr for MorphMode {
-    type Err = ParseMorphModeError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(MorphMode::Auto),
-            "gpu" => Ok(MorphMode::Gpu),
-            "cpu" => Ok(MorphMode::Cpu),
-            _ => Err(ParseMorphModeError(s.to_owned())),
-        }
-    }
-}
-
-impl fmt::Display for MorphMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            MorphMode::Auto => "auto",
-            MorphMode::Gpu => "gpu",
-            MorphMode::Cpu => "cpu",
-        })
-    }
-}
+pub use crate::config::{MorphMode, ParseMorphModeError};
 
 /// The morph implementation a [`Renderer`] actually uses, resolved once at construction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,10 +7,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::diagnostic::{locate_key, Located};
+
 use crate::arkit::Protocol;
-use crate::calibrate::{Invalid, SmoothingConfig, TrackingConfig};
-use crate::ingest::{PhonePorts, Subnet};
-pub use crate::render::MorphMode;
+
+mod net;
+pub mod smoothing;
+
+pub use net::{Subnet, SubnetError};
+pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
 
 /// The configuration file used when `--config` is not given and it exists.
 pub const DEFAULT_PATH: &str = "config/facewire.toml";
@@ -31,80 +36,50 @@ pub enum ConfigError {
     Parse(Located),
 }
 
-/// A problem at a place in a text file (configuration, mapping, profile): printed as
-/// `file:line:column: message`, with a suggested fix on the next line when there is one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Located {
-    /// The file.
-    pub path: String,
-    /// 1-based line of the problem.
-    pub line: usize,
-    /// 1-based column of the problem.
-    pub column: usize,
-    /// What is wrong.
-    pub message: String,
-    /// A suggested fix, when there is one.
-    pub hint: Option<String>,
+/// How the frame to draw is made from the frames received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MotionMode {
+    /// The newest frame, unchanged: motion moves in steps at the sender's rate.
+    Off,
+    /// Blend the two frames around "now minus one sender period": smooth, exact, one period late.
+    #[default]
+    Interpolate,
+    /// Continue the last two frames' motion past the newest: no added latency, overshoots.
+    Extrapolate,
 }
 
-impl Located {
-    /// A problem at byte `offset` of `text`, the contents of `path`.
-    pub fn at(
-        path: &str,
-        text: &str,
-        offset: usize,
-        message: String,
-        hint: Option<String>,
-    ) -> Located {
-        let (line, column) = line_column(text, offset);
-        Located {
-            path: path.to_string(),
-            line,
-            column,
-            message,
-            hint,
-        }
-    }
-
-    /// A TOML parse or type error, with a "did you mean" for unknown keys.
-    pub fn from_toml(path: &str, text: &str, error: &toml::de::Error) -> Located {
-        let message = error.message().trim().to_string();
-        let hint = suggest_for(&message);
-        let offset = error.span().map_or(0, |s| s.start);
-        Located::at(path, text, offset, message, hint)
-    }
-
-    /// The problem on one line, the hint in parentheses (for reports and logs).
-    pub fn one_line(&self) -> String {
-        let Located {
-            path,
-            line,
-            column,
-            message,
-            hint,
-        } = self;
-        match hint {
-            Some(h) => format!("{path}:{line}:{column}: {message} (hint: {h})"),
-            None => format!("{path}:{line}:{column}: {message}"),
+impl MotionMode {
+    /// The name used in configuration: `off`, `interpolate` or `extrapolate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MotionMode::Off => "off",
+            MotionMode::Interpolate => "interpolate",
+            MotionMode::Extrapolate => "extrapolate",
         }
     }
 }
 
-impl fmt::Display for Located {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.path, self.line, self.column, self.message
-        )?;
-        if let Some(hint) = &self.hint {
-            write!(f, "\n  hint: {hint}")?;
-        }
-        Ok(())
+impl std::fmt::Display for MotionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
-impl std::error::Error for Located {}
+impl std::str::FromStr for MotionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<MotionMode, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" | "step" => Ok(MotionMode::Off),
+            "interpolate" => Ok(MotionMode::Interpolate),
+            "extrapolate" => Ok(MotionMode::Extrapolate),
+            _ => Err(format!(
+                "unknown motion mode {s:?} (expected interpolate, extrapolate or off)"
+            )),
+        }
+    }
+}
 
 /// An sRGB colour with straight alpha, written `"#rrggbb"` or `"#rrggbbaa"` in the file.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -172,7 +147,7 @@ pub struct WindowConfig {
     /// Open the control panel window at start (`P` on the stage shows and hides it).
     pub panel: bool,
     /// How head, eyes and weights move between the phone's frames at the display rate.
-    pub motion: crate::motion::MotionMode,
+    pub motion: MotionMode,
 }
 
 impl Default for WindowConfig {
@@ -187,7 +162,7 @@ impl Default for WindowConfig {
             fps_cap: 60,
             render_on_change: false,
             panel: true,
-            motion: crate::motion::MotionMode::Interpolate,
+            motion: MotionMode::Interpolate,
         }
     }
 }
@@ -303,6 +278,31 @@ impl CameraConfig {
     }
 }
 
+/// The most addresses a VTube Studio request can name (`ingest.vtubestudio`).
+pub const MAX_VTS_REQUEST_PORTS: usize = 16;
+
+/// The phone's ports that receive the start messages (`[ingest.phone_ports]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PhonePorts {
+    /// iFacialMocap's port on the phone (49983).
+    pub ifacialmocap: u16,
+    /// Facemotion3d's port on the phone (49993).
+    pub facemotion3d: u16,
+    /// VTube Studio's or MeowFace's port on the phone (21412).
+    pub vtubestudio: u16,
+}
+
+impl Default for PhonePorts {
+    fn default() -> PhonePorts {
+        PhonePorts {
+            ifacialmocap: 49983,
+            facemotion3d: 49993,
+            vtubestudio: 21412,
+        }
+    }
+}
+
 /// `[ingest]`: where facewire listens, which senders it accepts and which phone it asks to stream.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -320,13 +320,13 @@ pub struct IngestSection {
     pub vtubestudio: Vec<SocketAddr>,
     /// The phone's IP address, for the protocols that need the PC to ask for the stream;
     /// `""` (none) in the file.
-    #[serde(deserialize_with = "crate::ingest::guard::deserialize_optional_ip")]
+    #[serde(deserialize_with = "net::deserialize_optional_ip")]
     pub phone: Option<IpAddr>,
     /// `[ingest.phone_ports]`: the phone's ports for the start messages.
     pub phone_ports: PhonePorts,
     /// The protocol that takes over from any other source; `""` (none) in the file: the first
     /// source is followed.
-    #[serde(deserialize_with = "crate::ingest::guard::deserialize_optional_protocol")]
+    #[serde(deserialize_with = "net::deserialize_optional_protocol")]
     pub prefer: Option<Protocol>,
     /// Addresses and subnets accepted; empty accepts every sender.
     pub allow: Vec<Subnet>,
@@ -388,13 +388,13 @@ impl IngestSection {
                 ));
             }
         }
-        if self.vtubestudio.len() > crate::ingest::vts::MAX_REQUEST_PORTS {
+        if self.vtubestudio.len() > MAX_VTS_REQUEST_PORTS {
             return Err((
                 "vtubestudio",
                 format!(
                     "{} VTube Studio addresses; a request names at most {}",
                     self.vtubestudio.len(),
-                    crate::ingest::vts::MAX_REQUEST_PORTS
+                    MAX_VTS_REQUEST_PORTS
                 ),
                 "one address is enough: vtubestudio = [\"0.0.0.0:11125\"]".into(),
             ));
@@ -446,6 +446,48 @@ impl Default for ForwardSection {
             to: Vec::new(),
             names: ForwardNames::Pascal,
         }
+    }
+}
+
+/// Which morph implementation the config asks for (`render.morph` in `facewire.toml`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MorphMode {
+    /// Pick per renderer: the CPU path on software rasterisers (llvmpipe, softpipe,
+    /// SwiftShader), where it is measurably faster, and the GPU path everywhere else.
+    #[default]
+    Auto,
+    /// Always sum the morph targets in the vertex shader.
+    Gpu,
+    /// Always blend on the CPU and upload the blended vertices.
+    Cpu,
+}
+
+/// The error for a `render.morph` value that is not `auto`, `gpu` or `cpu`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown morph mode {0:?} (expected \"auto\", \"gpu\" or \"cpu\")")]
+pub struct ParseMorphModeError(pub String);
+
+impl std::str::FromStr for MorphMode {
+    type Err = ParseMorphModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(MorphMode::Auto),
+            "gpu" => Ok(MorphMode::Gpu),
+            "cpu" => Ok(MorphMode::Cpu),
+            _ => Err(ParseMorphModeError(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for MorphMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MorphMode::Auto => "auto",
+            MorphMode::Gpu => "gpu",
+            MorphMode::Cpu => "cpu",
+        })
     }
 }
 
@@ -594,80 +636,6 @@ impl Config {
     }
 }
 
-/// 1-based line and column of byte `offset` in `text`.
-pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(before.chars().count(), |nl| {
-        before[nl + 1..].chars().count()
-    }) + 1;
-    (line, column)
-}
-
-/// Where `key = ` first appears at the start of a line, for validation errors after parsing.
-fn locate_key(text: &str, key: &str) -> (usize, usize) {
-    line_column(text, key_offset(text, key).unwrap_or(0))
-}
-
-/// Byte offset of the first line that sets `key` (`key = ...`), if any.
-pub(crate) fn key_offset(text: &str, key: &str) -> Option<usize> {
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if trimmed
-            .strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with('='))
-        {
-            return Some(offset + (line.len() - trimmed.len()));
-        }
-        offset += line.len();
-    }
-    None
-}
-
-/// Edit distance between two short strings.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(row[j]).min(row[j + 1])
-            };
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
-/// The candidate nearest to `word`, if it is close enough to be a plausible typo.
-pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = word.to_ascii_lowercase();
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(&lower, &c.to_ascii_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-/// A "did you mean" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
-pub(crate) fn suggest_for(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
-    let (field, rest) = rest.split_once('`')?;
-    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
-    match nearest(field, expected.iter().copied()) {
-        Some(best) => Some(format!("did you mean `{best}`?")),
-        None => Some(format!("valid keys here: {}", expected.join(", "))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -715,11 +683,5 @@ mod tests {
         assert!(Color::parse("00ff00").is_none());
         assert!(Color::parse("#12345").is_none());
         assert_eq!(Color::parse("#00b140").unwrap().to_string(), "#00b140");
-    }
-
-    #[test]
-    fn nearest_finds_typos_only() {
-        assert_eq!(nearest("widht", ["width", "height"]), Some("width"));
-        assert_eq!(nearest("zzzzzz", ["width", "height"]), None);
     }
 }

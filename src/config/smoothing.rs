@@ -11,7 +11,7 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::arkit::{Channel, ChannelMask};
-use crate::config::{key_offset, line_column, nearest};
+use crate::diagnostic::{key_offset, line_column, nearest};
 
 /// The most groups `[smoothing.groups]` may hold.
 pub const MAX_GROUPS: usize = 16;

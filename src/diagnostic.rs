@@ -1,0 +1,186 @@
+//! Errors located in a text file (configuration, mapping, profile): `file:line:column`, and
+//! "did you mean" suggestions for misspelt names. Depends on nothing of facewire's.
+
+use std::fmt;
+
+/// A problem at a place in a text file (configuration, mapping, profile): printed as
+/// `file:line:column: message`, with a suggested fix on the next line when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The file.
+    pub path: String,
+    /// 1-based line of the problem.
+    pub line: usize,
+    /// 1-based column of the problem.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+    /// A suggested fix, when there is one.
+    pub hint: Option<String>,
+}
+
+impl Located {
+    /// A problem at byte `offset` of `text`, the contents of `path`.
+    pub fn at(
+        path: &str,
+        text: &str,
+        offset: usize,
+        message: String,
+        hint: Option<String>,
+    ) -> Located {
+        let (line, column) = line_column(text, offset);
+        Located {
+            path: path.to_string(),
+            line,
+            column,
+            message,
+            hint,
+        }
+    }
+
+    /// A TOML parse or type error, with a "did you mean" for unknown keys.
+    pub fn from_toml(path: &str, text: &str, error: &toml::de::Error) -> Located {
+        let message = error.message().trim().to_string();
+        let hint = suggest_for(&message);
+        let offset = error.span().map_or(0, |s| s.start);
+        Located::at(path, text, offset, message, hint)
+    }
+
+    /// The problem on one line, the hint in parentheses (for reports and logs).
+    pub fn one_line(&self) -> String {
+        let Located {
+            path,
+            line,
+            column,
+            message,
+            hint,
+        } = self;
+        match hint {
+            Some(h) => format!("{path}:{line}:{column}: {message} (hint: {h})"),
+            None => format!("{path}:{line}:{column}: {message}"),
+        }
+    }
+}
+
+impl fmt::Display for Located {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path, self.line, self.column, self.message
+        )?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Located {}
+
+/// 1-based line and column of byte `offset` in `text`.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(before.chars().count(), |nl| {
+        before[nl + 1..].chars().count()
+    }) + 1;
+    (line, column)
+}
+
+/// Where `key = ` first appears at the start of a line, for validation errors after parsing.
+pub fn locate_key(text: &str, key: &str) -> (usize, usize) {
+    line_column(text, key_offset(text, key).unwrap_or(0))
+}
+
+/// Byte offset of the first line that sets `key` (`key = ...`), if any.
+pub fn key_offset(text: &str, key: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return Some(offset + (line.len() - trimmed.len()));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Edit distance between two short strings.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(row[j]).min(row[j + 1])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The candidate nearest to `word`, if it is close enough to be a plausible typo.
+pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&lower, &c.to_ascii_lowercase()), c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// A "did you mean" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
+pub fn suggest_for(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    match nearest(field, expected.iter().copied()) {
+        Some(best) => Some(format!("did you mean `{best}`?")),
+        None => Some(format!("valid keys here: {}", expected.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_finds_typos_only() {
+        assert_eq!(nearest("widht", ["width", "height"]), Some("width"));
+        assert_eq!(nearest("zzzzzz", ["width", "height"]), None);
+    }
+
+    #[test]
+    fn lines_and_columns_count_characters() {
+        let text = "a = 1\nbé = 2\n";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, text.find('=').unwrap()), (1, 3));
+        let second = text.rfind('=').unwrap();
+        assert_eq!(line_column(text, second), (2, 4));
+        assert_eq!(key_offset(text, "bé"), Some(6));
+        assert_eq!(locate_key(text, "missing"), (1, 1));
+    }
+
+    #[test]
+    fn unknown_fields_get_a_suggestion() {
+        let hint = suggest_for("unknown field `widht`, expected one of `width`, `height`");
+        assert_eq!(hint.as_deref(), Some("did you mean `width`?"));
+        let hint = suggest_for("unknown field `zzzz`, expected `width` or `height`").unwrap();
+        assert!(hint.starts_with("valid keys here: width"), "{hint}");
+        let located = Located::at("f.toml", "x\ny = 1\n", 2, "bad".into(), Some("fix".into()));
+        assert_eq!(located.to_string(), "f.toml:2:1: bad\n  hint: fix");
+        assert_eq!(located.one_line(), "f.toml:2:1: bad (hint: fix)");
+    }
+}
