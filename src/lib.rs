@@ -11,6 +11,8 @@
 //! - [`calibrate`]: per-frame conditioning in ARKit space: clamp and frame-rate independent
 //!   smoothing.
 //! - [`bridge`]: the newest-wins ringbuf hand-off to the render thread and the control events.
+//! - [`mixer`]: the ordered stack of layers (tracking, fixed poses, and every later source of
+//!   weights) mixed by face region in ARKit space before the hand-off.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
 //! - [`motion`]: the frame to draw at each redraw, interpolated between the frames received
@@ -46,6 +48,7 @@ pub mod hud;
 pub mod image;
 pub mod ingest;
 pub mod mapping;
+pub mod mixer;
 pub mod motion;
 pub mod objimport;
 pub mod panel;
