@@ -11,9 +11,11 @@ use crate::diagnostic::{locate_key, Located};
 
 use crate::arkit::Protocol;
 
+mod layers;
 mod net;
 pub mod smoothing;
 
+pub use layers::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use net::{Subnet, SubnetError};
 pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
 
@@ -535,6 +537,8 @@ pub struct Config {
     pub forward: ForwardSection,
     /// `[camera]`: the stage's framing.
     pub camera: CameraConfig,
+    /// `[layers]`: the mixer's stack.
+    pub layers: LayersSection,
 }
 
 impl Config {
@@ -631,6 +635,20 @@ impl Config {
         }
         if let Err((key, message, hint)) = self.camera.check() {
             return fail(key, message, &hint);
+        }
+        if let Err((key, message, hint)) = self.layers.check() {
+            // Channel names sit inside inline tables, not at the start of a line.
+            let offset = crate::diagnostic::key_offset(text, &key)
+                .or_else(|| text.find(&format!("{key} ")))
+                .or_else(|| text.find("[layers"))
+                .unwrap_or(0);
+            return Err(ConfigError::Parse(Located::at(
+                path,
+                text,
+                offset,
+                message,
+                Some(hint),
+            )));
         }
         Ok(())
     }
