@@ -1,0 +1,196 @@
+//! Textures and materials: decoding each glTF texture's image (a placeholder where that fails)
+//! and reading every material, with its texture transform and VRM MToon parameters.
+
+use super::source::check_uri;
+use super::{texture, Loader};
+use crate::avatar::{mtoon, AlphaMode, Material, Texture, TextureTransform};
+use glam::Vec2;
+use std::collections::HashMap;
+use std::path::Path;
+
+impl Loader<'_> {
+    /// Decodes every glTF texture from its image source, in texture order. An image that cannot
+    /// be decoded (unsupported encoding, missing file, corrupt data) is replaced by a 1×1 white
+    /// placeholder with a warning: a wrong-coloured avatar is more useful on stream than none.
+    pub(super) fn textures(&self) -> Vec<Texture> {
+        let mut decoded: HashMap<usize, Texture> = HashMap::new();
+        let mut textures = Vec::new();
+        for texture in self.document.textures() {
+            let image = texture.source();
+            let image_index = image.index();
+            let rgba = match decoded.get(&image_index) {
+                Some(done) => done.clone(),
+                None => {
+                    let result = self.decode_image(image);
+                    let done = result.unwrap_or_else(|reason| {
+                        tracing::warn!(
+                            file = self.file,
+                            texture = texture.index(),
+                            image = image_index,
+                            %reason,
+                            "texture replaced by a white placeholder"
+                        );
+                        texture::placeholder()
+                    });
+                    decoded.insert(image_index, done.clone());
+                    done
+                }
+            };
+            textures.push(rgba);
+        }
+        textures
+    }
+
+    /// Decodes one image after checking the parts of its source the `gltf` crate unwraps.
+    fn decode_image(&self, image: gltf::Image<'_>) -> Result<Texture, String> {
+        let json = self
+            .document
+            .as_json()
+            .images
+            .get(image.index())
+            .ok_or_else(|| "image missing from the document".to_string())?;
+        // The importer resolves data URIs only when given a base folder, even though they need
+        // none; an empty base is safe because `check_uri` rejects other URIs in memory.
+        let mut base = self.base;
+        match (&json.buffer_view, &json.uri) {
+            (Some(view), _) => {
+                if json.mime_type.is_none() {
+                    return Err("image in a buffer view has no mimeType".into());
+                }
+                let view = self
+                    .document
+                    .views()
+                    .nth(view.value())
+                    .ok_or_else(|| "image buffer view does not exist".to_string())?;
+                let buffer_len = self
+                    .buffers
+                    .get(view.buffer().index())
+                    .map_or(0, |data| data.len());
+                let fits = view
+                    .offset()
+                    .checked_add(view.length())
+                    .is_some_and(|end| end <= buffer_len);
+                if !fits {
+                    return Err(format!(
+                        "image buffer view {} runs past the end of its buffer",
+                        view.index()
+                    ));
+                }
+            }
+            (None, Some(uri)) => {
+                check_uri(uri, self.base)?;
+                if uri.starts_with("data:") {
+                    base = Some(self.base.unwrap_or(Path::new("")));
+                }
+            }
+            (None, None) => return Err("image has neither a uri nor a bufferView".into()),
+        }
+        let data = gltf::image::Data::from_source(image.source(), base, self.buffers)
+            .map_err(|e| e.to_string())?;
+        texture::to_rgba8(&data)
+    }
+
+    /// Every material, in glTF order. Textures are per glTF texture, so a base colour texture's
+    /// glTF index is its index into [`Avatar::textures`]. VRM MToon parameters (1.0 on the
+    /// material, 0.x in the root `VRM` extension) are read here too.
+    pub(super) fn materials(&self, texture_count: usize) -> Vec<Material> {
+        let mut materials: Vec<Material> = self
+            .document
+            .materials()
+            .map(|material| {
+                let index = material.index().unwrap_or(0);
+                let pbr = material.pbr_metallic_roughness();
+                let mut base_color = pbr.base_color_factor();
+                if base_color.iter().any(|c| !c.is_finite()) {
+                    tracing::warn!(
+                        file = self.file,
+                        material = index,
+                        "non-finite base colour factor replaced by white"
+                    );
+                    base_color = [1.0; 4];
+                }
+                let info = pbr.base_color_texture();
+                let transform = info.as_ref().and_then(|info| info.texture_transform());
+                let base_color_tex_coord = info.as_ref().map_or(0, |info| {
+                    transform
+                        .as_ref()
+                        .and_then(|t| t.tex_coord())
+                        .unwrap_or(info.tex_coord())
+                });
+                let base_color_transform = match &transform {
+                    Some(t) => {
+                        let read = TextureTransform {
+                            offset: Vec2::from(t.offset()),
+                            rotation: t.rotation(),
+                            scale: Vec2::from(t.scale()),
+                        };
+                        if read.offset.is_finite()
+                            && read.rotation.is_finite()
+                            && read.scale.is_finite()
+                        {
+                            read
+                        } else {
+                            tracing::warn!(
+                                file = self.file,
+                                material = index,
+                                "non-finite KHR_texture_transform ignored"
+                            );
+                            TextureTransform::IDENTITY
+                        }
+                    }
+                    None => TextureTransform::IDENTITY,
+                };
+                let alpha_cutoff = material.alpha_cutoff().unwrap_or(0.5);
+                let toon = material
+                    .extension_value("VRMC_materials_mtoon")
+                    .map(|ext| mtoon::from_vrmc(ext, texture_count));
+                Material {
+                    name: material.name().map(str::to_owned),
+                    base_color,
+                    base_color_texture: info.map(|info| info.texture().index()),
+                    double_sided: material.double_sided(),
+                    alpha_mode: match material.alpha_mode() {
+                        gltf::material::AlphaMode::Opaque => AlphaMode::Opaque,
+                        gltf::material::AlphaMode::Mask => AlphaMode::Mask,
+                        gltf::material::AlphaMode::Blend => AlphaMode::Blend,
+                    },
+                    alpha_cutoff: if alpha_cutoff.is_finite() {
+                        alpha_cutoff
+                    } else {
+                        0.5
+                    },
+                    base_color_tex_coord,
+                    base_color_transform,
+                    unlit: material.unlit(),
+                    toon,
+                }
+            })
+            .collect();
+        if let Some(vrm) = self.document.extension_value("VRM") {
+            let toon = mtoon::apply_vrm0(vrm, &mut materials, texture_count, self.file);
+            tracing::debug!(
+                file = self.file,
+                materials = toon,
+                "VRM 0.x MToon materials read"
+            );
+        }
+        materials
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::gltf_json;
+    use super::*;
+    use crate::avatar::load::load_slice;
+
+    #[test]
+    fn undecodable_textures_become_placeholders() {
+        let body = r#""images":[{"uri":"data:image/png;base64,AAAA"}],"textures":[{"source":0}],
+            "materials":[{"pbrMetallicRoughness":{"baseColorTexture":{"index":0}},"doubleSided":true}]"#;
+        let avatar = load_slice(&gltf_json(&[0; 4], body), "bad-png").unwrap();
+        assert_eq!(avatar.textures, vec![texture::placeholder()]);
+        assert_eq!(avatar.materials[0].base_color_texture, Some(0));
+        assert!(avatar.materials[0].double_sided);
+    }
+}
