@@ -42,7 +42,8 @@ use crate::mapping::{channel_for_target, CompiledMapping};
 use crate::render::headless::HeadlessContext;
 use crate::render::{Camera, DrawTarget, MorphMode, RenderError, Renderer};
 
-pub use canvas::{draw_text, fill, fit, text_width, wrap, Fitted, Rect, Wrapped, GLYPH};
+pub use crate::text::{draw_text, fill, text_width, Rect, GLYPH};
+pub use canvas::{fit, wrap, Fitted, Wrapped};
 
 /// Default panel size in pixels (square).
 pub const DEFAULT_PANEL: u32 = 256;
@@ -717,7 +718,7 @@ fn draw_badge(image: &mut RgbaImage, x: u32, y: u32, side: Side, scale: u32) {
         Side::Left => LEFT_COLOR,
         Side::Right => RIGHT_COLOR,
     };
-    canvas::fill(
+    fill(
         image,
         Rect {
             x,
@@ -729,12 +730,12 @@ fn draw_badge(image: &mut RgbaImage, x: u32, y: u32, side: Side, scale: u32) {
     );
     let text = side.letter().to_string();
     // Glyphs sit in the left seven columns of their cell; nudge by one font pixel to centre.
-    canvas::draw_text(image, x + 2 + scale / 2, y + 2, &text, scale, TEXT_COLOR);
+    draw_text(image, x + 2 + scale / 2, y + 2, &text, scale, TEXT_COLOR);
 }
 
 /// Draws the label strip of `entry` into `rect` (as wide as the picture above it).
 fn draw_label(image: &mut RgbaImage, rect: Rect, entry: &SheetEntry) {
-    canvas::fill(image, rect, LABEL_COLOR);
+    fill(image, rect, LABEL_COLOR);
     let scale = label_scale(rect.width);
     let badge = badge_size(scale);
     let area_top = rect.y + LABEL_PAD;
@@ -758,7 +759,7 @@ fn draw_label(image: &mut RgbaImage, rect: Rect, entry: &SheetEntry) {
     for line in &name.lines {
         let width = text_width(line, name.scale);
         let x = room_x + room.saturating_sub(width) / 2;
-        canvas::draw_text(image, x, y, line, name.scale, TEXT_COLOR);
+        draw_text(image, x, y, line, name.scale, TEXT_COLOR);
         y += (GLYPH + LINE_GAP) * name.scale;
     }
     if let Some(caption) = &entry.caption {
@@ -770,7 +771,7 @@ fn draw_label(image: &mut RgbaImage, rect: Rect, entry: &SheetEntry) {
         };
         let line = fit(text, room, 1);
         let width = text_width(&line.text, 1);
-        canvas::draw_text(
+        draw_text(
             image,
             rect.x + rect.width.saturating_sub(width) / 2,
             area_top + area + CAPTION_GAP,
@@ -821,7 +822,7 @@ fn draw_title(
     let show_legend = sided && with_legend >= text_width(summary, scale).min(240 * scale);
     let room = if show_legend { with_legend } else { full };
     let heading = fit(title, room, scale + 1);
-    canvas::draw_text(
+    draw_text(
         image,
         left,
         heading_y,
@@ -830,7 +831,7 @@ fn draw_title(
         TEXT_COLOR,
     );
     let detail = fit(summary, room, scale);
-    canvas::draw_text(
+    draw_text(
         image,
         left,
         detail_y,
@@ -846,10 +847,10 @@ fn draw_title(
         for (side, text) in [(Side::Left, legend_left), (Side::Right, legend_right)] {
             draw_badge(image, x, badge_y, side, scale);
             x += badge + 4;
-            canvas::draw_text(image, x, text_y, text, scale, CAPTION_COLOR);
+            draw_text(image, x, text_y, text, scale, CAPTION_COLOR);
             x += text_width(text, scale);
         }
-        canvas::draw_text(image, start, detail_y, legend_note, scale, CAPTION_COLOR);
+        draw_text(image, start, detail_y, legend_note, scale, CAPTION_COLOR);
     }
 }
 
