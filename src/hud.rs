@@ -2,7 +2,7 @@
 //! an RGBA image that `render::overlay` puts over the avatar.
 
 use crate::image::RgbaImage;
-use crate::sheet::{draw_text, fill, text_width, Rect, GLYPH};
+use crate::text::{draw_text, fill, text_width, Rect, GLYPH};
 
 /// What one prompt card says.
 #[derive(Debug, Clone, PartialEq)]

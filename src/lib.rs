@@ -31,6 +31,8 @@
 //! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
 //! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.
+//! - [`text`]: CPU drawing of 8x8 bitmap-font text and filled rectangles into RGBA images, shared
+//!   by [`sheet`] and [`hud`].
 //! - [`watch`]: file watching with debounce, for hot reload of the mapping.
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
 
@@ -56,4 +58,5 @@ pub mod record;
 pub mod render;
 pub mod sheet;
 pub mod telemetry;
+pub mod text;
 pub mod watch;

@@ -27,6 +27,8 @@
 //! camera always frames the whole model: [`Framing::Targets`] needs its own framing.
 
 mod canvas;
+mod labels;
+mod layout;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -42,7 +44,11 @@ use crate::mapping::{channel_for_target, CompiledMapping};
 use crate::render::headless::HeadlessContext;
 use crate::render::{Camera, DrawTarget, MorphMode, RenderError, Renderer};
 
-pub use canvas::{draw_text, fill, fit, text_width, wrap, Fitted, Rect, Wrapped, GLYPH};
+use labels::{draw_label, draw_title};
+
+pub use crate::text::{draw_text, fill, text_width, Rect, GLYPH};
+pub use canvas::{fit, wrap, Fitted, Wrapped};
+pub use layout::SheetLayout;
 
 /// Default panel size in pixels (square).
 pub const DEFAULT_PANEL: u32 = 256;
@@ -59,35 +65,8 @@ pub const MAX_COLUMNS: u32 = 64;
 /// Largest sheet side in pixels.
 pub const MAX_SHEET_SIDE: u32 = 16384;
 
-/// Space around and between cells, in pixels.
-const GAP: u32 = 4;
-/// Padding above and below the title row's text, in pixels.
-const TITLE_PAD: u32 = 8;
-/// Space between the title and its detail line, in pixels.
-const TITLE_GAP: u32 = 6;
-/// Horizontal margin inside a label strip and the title row, in pixels.
-const MARGIN: u32 = 6;
-/// Panels at least this wide get 2x names and badges.
-const BIG_LABEL_PANEL: u32 = 192;
-/// Padding above and below the text of a label strip, in pixels.
-const LABEL_PAD: u32 = 5;
-/// Space between the two lines of a wrapped name at scale 1, in pixels.
-const LINE_GAP: u32 = 2;
-/// Space between the name and the caption, in pixels.
-const CAPTION_GAP: u32 = 4;
-
 /// Colour between cells and behind the title.
 const SHEET_COLOR: [u8; 4] = [22, 25, 29, 255];
-/// Label strip colour.
-const LABEL_COLOR: [u8; 4] = [35, 39, 46, 255];
-/// Target names and the title.
-const TEXT_COLOR: [u8; 4] = [236, 239, 243, 255];
-/// Captions (channel names, notes) and the title's details.
-const CAPTION_COLOR: [u8; 4] = [141, 153, 166, 255];
-/// Badge of the avatar's left side (blue, as rigs colour left controls).
-const LEFT_COLOR: [u8; 4] = [47, 111, 214, 255];
-/// Badge of the avatar's right side (red, as rigs colour right controls).
-const RIGHT_COLOR: [u8; 4] = [210, 70, 60, 255];
 
 /// Errors rendering a contact sheet.
 #[derive(Debug, thiserror::Error)]
@@ -551,127 +530,6 @@ fn caption(entry: &SheetEntry) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// Where everything goes on a sheet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SheetLayout {
-    /// Sheet width in pixels.
-    pub width: u32,
-    /// Sheet height in pixels.
-    pub height: u32,
-    /// Panels per row.
-    pub columns: u32,
-    /// Rows of panels.
-    pub rows: u32,
-    /// Picture size in pixels (square).
-    pub panel: u32,
-    /// Number of panels.
-    pub panels: usize,
-    /// The title row.
-    pub title: Rect,
-    /// Height of the label strip under each picture, in pixels.
-    pub label_height: u32,
-}
-
-/// Glyph scale of names and badges for pictures `panel` pixels wide: 2x from
-/// [`BIG_LABEL_PANEL`] up, else 1x. One scale for the whole sheet keeps the labels even; a name
-/// that two lines cannot hold at 2x drops to 1x on its own.
-fn label_scale(panel: u32) -> u32 {
-    if panel >= BIG_LABEL_PANEL {
-        2
-    } else {
-        1
-    }
-}
-
-/// Height of the name area of a label strip: two lines of names at `scale`.
-fn name_area(scale: u32) -> u32 {
-    2 * GLYPH * scale + LINE_GAP * scale
-}
-
-/// Height of the title row over pictures `panel` pixels wide: the title one scale above the
-/// labels, the detail line at the labels' scale.
-fn title_height(panel: u32) -> u32 {
-    let scale = label_scale(panel);
-    2 * TITLE_PAD + GLYPH * (scale + 1) + TITLE_GAP + GLYPH * scale
-}
-
-/// Height of a label strip for pictures `panel` pixels wide: padding, two name lines, the
-/// caption.
-fn label_height(panel: u32) -> u32 {
-    LABEL_PAD + name_area(label_scale(panel)) + CAPTION_GAP + GLYPH + LABEL_PAD
-}
-
-impl SheetLayout {
-    /// The layout of `panels` panels under `options` (which must be valid).
-    pub fn new(panels: usize, options: &SheetOptions) -> Result<SheetLayout, SheetError> {
-        options.validate()?;
-        let count = panels.max(1) as u64;
-        let columns = u64::from(options.columns).min(count);
-        let rows = count.div_ceil(columns);
-        let panel = u64::from(options.panel);
-        let gap = u64::from(GAP);
-        let width = columns * (panel + gap) + gap;
-        let label = u64::from(label_height(options.panel));
-        let title = title_height(options.panel);
-        let height = u64::from(title) + rows * (panel + label + gap) + gap;
-        let limit = u64::from(MAX_SHEET_SIDE);
-        if width > limit || height > limit {
-            return Err(SheetError::TooLarge {
-                panels,
-                width,
-                height,
-            });
-        }
-        Ok(SheetLayout {
-            width: width as u32,
-            height: height as u32,
-            columns: columns as u32,
-            rows: rows as u32,
-            panel: options.panel,
-            panels,
-            title: Rect {
-                x: 0,
-                y: 0,
-                width: width as u32,
-                height: title,
-            },
-            label_height: label as u32,
-        })
-    }
-
-    /// The cell (picture and label) of panel `index`, row by row.
-    fn cell(&self, index: usize) -> (u32, u32) {
-        let column = index as u32 % self.columns;
-        let row = index as u32 / self.columns;
-        (
-            GAP + column * (self.panel + GAP),
-            self.title.bottom() + row * (self.panel + self.label_height + GAP),
-        )
-    }
-
-    /// The picture of panel `index`.
-    pub fn picture(&self, index: usize) -> Rect {
-        let (x, y) = self.cell(index);
-        Rect {
-            x,
-            y,
-            width: self.panel,
-            height: self.panel,
-        }
-    }
-
-    /// The label strip under the picture of panel `index`.
-    pub fn label(&self, index: usize) -> Rect {
-        let (x, y) = self.cell(index);
-        Rect {
-            x,
-            y: y + self.panel,
-            width: self.panel,
-            height: self.label_height,
-        }
-    }
-}
-
 /// The model's name for the title: the file name of [`Avatar::source`].
 fn model_name(source: &str) -> String {
     Path::new(source)
@@ -703,154 +561,6 @@ fn summary(avatar: &Avatar, entries: &[SheetEntry]) -> String {
         crate::arkit::COUNT
     ));
     out
-}
-
-/// Side length of a badge drawn at glyph `scale`.
-fn badge_size(scale: u32) -> u32 {
-    GLYPH * scale + 4
-}
-
-/// Draws a side badge with its top-left corner at (`x`, `y`).
-fn draw_badge(image: &mut RgbaImage, x: u32, y: u32, side: Side, scale: u32) {
-    let size = badge_size(scale);
-    let color = match side {
-        Side::Left => LEFT_COLOR,
-        Side::Right => RIGHT_COLOR,
-    };
-    canvas::fill(
-        image,
-        Rect {
-            x,
-            y,
-            width: size,
-            height: size,
-        },
-        color,
-    );
-    let text = side.letter().to_string();
-    // Glyphs sit in the left seven columns of their cell; nudge by one font pixel to centre.
-    canvas::draw_text(image, x + 2 + scale / 2, y + 2, &text, scale, TEXT_COLOR);
-}
-
-/// Draws the label strip of `entry` into `rect` (as wide as the picture above it).
-fn draw_label(image: &mut RgbaImage, rect: Rect, entry: &SheetEntry) {
-    canvas::fill(image, rect, LABEL_COLOR);
-    let scale = label_scale(rect.width);
-    let badge = badge_size(scale);
-    let area_top = rect.y + LABEL_PAD;
-    // Without a caption the name has the whole strip.
-    let area = if entry.caption.is_some() {
-        name_area(scale)
-    } else {
-        rect.height.saturating_sub(2 * LABEL_PAD)
-    };
-    // Names are centred in what the badge leaves free.
-    let reserved = if entry.side.is_some() { badge + 4 } else { 0 };
-    let room = rect.width.saturating_sub(2 * MARGIN + reserved);
-    let room_x = match entry.side {
-        Some(side) if !side.on_viewers_right() => rect.x + MARGIN + reserved,
-        _ => rect.x + MARGIN,
-    };
-    let name = wrap(&entry.name, room, scale);
-    let lines = name.lines.len() as u32;
-    let block = lines * GLYPH * name.scale + lines.saturating_sub(1) * LINE_GAP * name.scale;
-    let mut y = area_top + area.saturating_sub(block) / 2;
-    for line in &name.lines {
-        let width = text_width(line, name.scale);
-        let x = room_x + room.saturating_sub(width) / 2;
-        canvas::draw_text(image, x, y, line, name.scale, TEXT_COLOR);
-        y += (GLYPH + LINE_GAP) * name.scale;
-    }
-    if let Some(caption) = &entry.caption {
-        let room = rect.width.saturating_sub(2 * MARGIN);
-        // On narrow panels the channel name matters more than the word saying it is one.
-        let text = match caption.strip_prefix("ARKit ") {
-            Some(rest) if text_width(caption, 1) > room => rest,
-            _ => caption.as_str(),
-        };
-        let line = fit(text, room, 1);
-        let width = text_width(&line.text, 1);
-        canvas::draw_text(
-            image,
-            rect.x + rect.width.saturating_sub(width) / 2,
-            area_top + area + CAPTION_GAP,
-            &line.text,
-            1,
-            CAPTION_COLOR,
-        );
-    }
-    if let Some(side) = entry.side {
-        let x = if side.on_viewers_right() {
-            rect.right().saturating_sub(MARGIN + badge)
-        } else {
-            rect.x + MARGIN
-        };
-        draw_badge(
-            image,
-            x,
-            area_top + area.saturating_sub(badge) / 2,
-            side,
-            scale,
-        );
-    }
-}
-
-/// Draws the title row: the title and the summary on the left, the badge legend on the right
-/// when some panel is sided and there is room for it.
-fn draw_title(
-    image: &mut RgbaImage,
-    layout: &SheetLayout,
-    title: &str,
-    summary: &str,
-    sided: bool,
-) {
-    let rect = layout.title;
-    let scale = label_scale(layout.panel);
-    let left = rect.x + GAP + MARGIN;
-    let heading_y = rect.y + TITLE_PAD;
-    let detail_y = heading_y + GLYPH * (scale + 1) + TITLE_GAP;
-    let legend_left = "avatar's left   ";
-    let legend_right = "avatar's right";
-    let legend_note = "front view: the avatar's left is on your right";
-    let badge = badge_size(scale);
-    let legend_width =
-        (2 * (badge + 4) + text_width(legend_left, scale) + text_width(legend_right, scale))
-            .max(text_width(legend_note, scale));
-    let full = rect.width.saturating_sub(2 * (GAP + MARGIN));
-    let with_legend = full.saturating_sub(legend_width + 24);
-    let show_legend = sided && with_legend >= text_width(summary, scale).min(240 * scale);
-    let room = if show_legend { with_legend } else { full };
-    let heading = fit(title, room, scale + 1);
-    canvas::draw_text(
-        image,
-        left,
-        heading_y,
-        &heading.text,
-        heading.scale,
-        TEXT_COLOR,
-    );
-    let detail = fit(summary, room, scale);
-    canvas::draw_text(
-        image,
-        left,
-        detail_y,
-        &detail.text,
-        detail.scale,
-        CAPTION_COLOR,
-    );
-    if show_legend {
-        let start = rect.right().saturating_sub(GAP + MARGIN + legend_width);
-        let badge_y = heading_y + (GLYPH * (scale + 1)).saturating_sub(badge) / 2;
-        let text_y = badge_y + 2;
-        let mut x = start;
-        for (side, text) in [(Side::Left, legend_left), (Side::Right, legend_right)] {
-            draw_badge(image, x, badge_y, side, scale);
-            x += badge + 4;
-            canvas::draw_text(image, x, text_y, text, scale, CAPTION_COLOR);
-            x += text_width(text, scale);
-        }
-        canvas::draw_text(image, start, detail_y, legend_note, scale, CAPTION_COLOR);
-    }
 }
 
 /// The pose of `entry`'s panel: the rest pose, then its channel at 1 through `mapping` (which
@@ -1163,133 +873,6 @@ mod tests {
             SheetLayout::new(10_000, &bad(2048, 8)),
             Err(SheetError::TooLarge { .. })
         ));
-    }
-
-    #[test]
-    fn the_layout_is_a_grid_under_the_title() {
-        let options = SheetOptions {
-            panel: 128,
-            ..SheetOptions::default()
-        };
-        let layout = SheetLayout::new(53, &options).unwrap();
-        assert_eq!((layout.columns, layout.rows), (8, 7));
-        assert_eq!(layout.width, 8 * (128 + GAP) + GAP);
-        assert_eq!(
-            layout.height,
-            title_height(128) + 7 * (128 + label_height(128) + GAP) + GAP
-        );
-        let mut rects = Vec::new();
-        for i in 0..53 {
-            let (p, l) = (layout.picture(i), layout.label(i));
-            assert_eq!((p.width, p.height), (128, 128));
-            assert_eq!((l.x, l.y), (p.x, p.bottom()));
-            assert!(p.y >= layout.title.bottom());
-            assert!(l.right() <= layout.width && l.bottom() <= layout.height);
-            rects.push(Rect {
-                height: p.height + l.height,
-                ..p
-            });
-        }
-        for (i, a) in rects.iter().enumerate() {
-            for b in &rects[i + 1..] {
-                let apart =
-                    a.right() <= b.x || b.right() <= a.x || a.bottom() <= b.y || b.bottom() <= a.y;
-                assert!(apart, "{a:?} overlaps {b:?}");
-            }
-        }
-        assert_eq!(layout.picture(8).x, layout.picture(0).x);
-        assert!(layout.picture(8).y > layout.picture(0).y);
-        // Fewer panels than columns: the sheet narrows to them.
-        let small = SheetLayout::new(3, &options).unwrap();
-        assert_eq!(small.columns, 3);
-        assert_eq!(small.rows, 1);
-    }
-
-    /// Pixels of `rect` whose colour is `rgba`.
-    fn count(image: &RgbaImage, rect: Rect, rgba: [u8; 4]) -> usize {
-        (rect.y..rect.bottom())
-            .flat_map(|y| (rect.x..rect.right()).map(move |x| (x, y)))
-            .filter(|&(x, y)| image.pixel(x, y) == rgba)
-            .count()
-    }
-
-    #[test]
-    fn labels_put_the_badge_on_the_side_the_face_shows_it() {
-        for (panel, side) in [
-            (256, Side::Left),
-            (256, Side::Right),
-            (96, Side::Left),
-            (96, Side::Right),
-        ] {
-            let rect = Rect {
-                x: 0,
-                y: 0,
-                width: panel,
-                height: label_height(panel),
-            };
-            let mut image = RgbaImage::filled(panel, rect.height, [0, 0, 0, 255]);
-            let entry = SheetEntry {
-                name: "mouthLowerDownLeft".to_owned(),
-                caption: Some("ARKit mouthLowerDownLeft".to_owned()),
-                side: Some(side),
-                drive: Drive::Weights,
-                targets: Vec::new(),
-            };
-            draw_label(&mut image, rect, &entry);
-            let half = panel / 2;
-            let left = Rect {
-                width: half,
-                ..rect
-            };
-            let right = Rect {
-                x: half,
-                width: half,
-                ..rect
-            };
-            let color = match side {
-                Side::Left => LEFT_COLOR,
-                Side::Right => RIGHT_COLOR,
-            };
-            let (l, r) = (count(&image, left, color), count(&image, right, color));
-            match side {
-                Side::Left => assert!(r > 0 && l == 0, "{panel} {side:?}: {l} {r}"),
-                Side::Right => assert!(l > 0 && r == 0, "{panel} {side:?}: {l} {r}"),
-            }
-            assert!(count(&image, rect, TEXT_COLOR) > 50);
-            assert!(count(&image, rect, CAPTION_COLOR) > 20);
-        }
-    }
-
-    #[test]
-    fn the_title_row_fits_narrow_and_wide_sheets() {
-        for columns in [1, 8] {
-            let options = SheetOptions {
-                panel: 64,
-                columns,
-                ..SheetOptions::default()
-            };
-            let layout = SheetLayout::new(20, &options).unwrap();
-            let mut image = RgbaImage::filled(layout.width, layout.height, SHEET_COLOR);
-            draw_title(
-                &mut image,
-                &layout,
-                "a very long model name that cannot possibly fit.glb",
-                "52 morph targets, 52/52 ARKit channels; all at weight 1",
-                true,
-            );
-            assert!(count(&image, layout.title, TEXT_COLOR) > 30);
-            // Nothing spills under the title row.
-            let below = Rect {
-                x: 0,
-                y: layout.title.bottom(),
-                width: layout.width,
-                height: layout.height - layout.title.bottom(),
-            };
-            assert_eq!(
-                count(&image, below, SHEET_COLOR) as u32,
-                below.width * below.height
-            );
-        }
     }
 
     /// A square of four vertices at z = 0 on one node, whose single target moves vertex 0.

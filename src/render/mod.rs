@@ -34,15 +34,23 @@
 mod camera;
 mod debug;
 pub mod headless;
+mod materials;
+mod morph;
+mod nodes;
 mod objects;
 pub mod overlay;
 pub mod panel;
+mod passes;
+mod primitives;
 mod renderer;
 mod shader;
+mod skins;
+mod variants;
 pub mod window;
 
 pub use camera::{Camera, FRAMING_FOV_Y, FRAMING_MARGIN};
-pub use renderer::{Renderer, MAX_ACTIVE_TARGETS};
+pub use morph::MAX_ACTIVE_TARGETS;
+pub use renderer::Renderer;
 
 /// Checks `glGetError` after a GL call, in debug builds only (it compiles to nothing in release
 /// builds, because `glGetError` stalls the pipeline). Logs every pending error with the file,

@@ -1,41 +1,11 @@
-//! CPU drawing into the contact sheet image: filled rectangles, panel blits and text in the
-//! public-domain 8x8 bitmap font (`font8x8`), with label measuring and fitting.
-
-use font8x8::UnicodeFonts;
+//! The contact sheet's own drawing helpers: panel blits, and fitting and wrapping labels for
+//! the 8x8 bitmap font of [`crate::text`].
 
 use crate::image::RgbaImage;
-
-/// Width and height of one glyph at scale 1, in pixels (also the advance: the font leaves its
-/// own one-pixel spacing inside the cell).
-pub const GLYPH: u32 = 8;
+use crate::text::{text_width, GLYPH};
 
 /// What a label is cut down with when it does not fit even at scale 1.
 const ELLIPSIS: &str = "..";
-
-/// A rectangle in image pixels, top-left origin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rect {
-    /// Left edge.
-    pub x: u32,
-    /// Top edge.
-    pub y: u32,
-    /// Width.
-    pub width: u32,
-    /// Height.
-    pub height: u32,
-}
-
-impl Rect {
-    /// One past the right edge.
-    pub fn right(&self) -> u32 {
-        self.x.saturating_add(self.width)
-    }
-
-    /// One past the bottom edge.
-    pub fn bottom(&self) -> u32 {
-        self.y.saturating_add(self.height)
-    }
-}
 
 /// A label cut to fit a width: the text to draw and its integer scale.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,28 +14,6 @@ pub struct Fitted {
     pub text: String,
     /// Pixel scale of the 8x8 glyphs (1 or more).
     pub scale: u32,
-}
-
-/// The 8x8 bitmap of `c`: basic Latin, Latin-1, Greek and hiragana come from the font; control
-/// characters and anything the font lacks draw as `?`.
-pub fn glyph(c: char) -> [u8; 8] {
-    let fallback = || font8x8::BASIC_FONTS.get('?').unwrap_or([0; 8]);
-    if c.is_control() {
-        return fallback();
-    }
-    font8x8::BASIC_FONTS
-        .get(c)
-        .or_else(|| font8x8::LATIN_FONTS.get(c))
-        .or_else(|| font8x8::GREEK_FONTS.get(c))
-        .or_else(|| font8x8::HIRAGANA_FONTS.get(c))
-        .unwrap_or_else(fallback)
-}
-
-/// Width of `text` drawn at `scale`, in pixels.
-pub fn text_width(text: &str, scale: u32) -> u32 {
-    (text.chars().count() as u32)
-        .saturating_mul(GLYPH)
-        .saturating_mul(scale)
 }
 
 /// Fits `text` into `max_width` pixels: at the largest scale from `max_scale` down to 1 at
@@ -167,19 +115,6 @@ pub fn wrap(text: &str, max_width: u32, max_scale: u32) -> Wrapped {
     Wrapped { lines, scale: 1 }
 }
 
-/// Fills `rect` (clipped to the image) with `rgba`.
-pub fn fill(image: &mut RgbaImage, rect: Rect, rgba: [u8; 4]) {
-    let x0 = rect.x.min(image.width) as usize;
-    let x1 = rect.right().min(image.width) as usize;
-    let width = image.width as usize;
-    for y in rect.y..rect.bottom().min(image.height) {
-        let row = y as usize * width;
-        for pixel in image.data[(row + x0) * 4..(row + x1) * 4].chunks_exact_mut(4) {
-            pixel.copy_from_slice(&rgba);
-        }
-    }
-}
-
 /// Copies `source` into `image` with its top-left corner at (`x`, `y`), clipped.
 pub fn blit(image: &mut RgbaImage, source: &RgbaImage, x: u32, y: u32) {
     if x >= image.width || y >= image.height {
@@ -194,36 +129,10 @@ pub fn blit(image: &mut RgbaImage, source: &RgbaImage, x: u32, y: u32) {
     }
 }
 
-/// Draws `text` with its top-left corner at (`x`, `y`), each font pixel a `scale` x `scale`
-/// square of `rgba`; pixels outside the image are skipped.
-pub fn draw_text(image: &mut RgbaImage, x: u32, y: u32, text: &str, scale: u32, rgba: [u8; 4]) {
-    let scale = scale.max(1);
-    let mut left = x;
-    for c in text.chars() {
-        let bits = glyph(c);
-        for (row, line) in bits.iter().enumerate() {
-            for column in 0..GLYPH {
-                // font8x8 stores each row least significant bit first: bit 0 is the leftmost
-                // pixel.
-                if line & (1 << column) == 0 {
-                    continue;
-                }
-                let rect = Rect {
-                    x: left.saturating_add(column * scale),
-                    y: y.saturating_add(row as u32 * scale),
-                    width: scale,
-                    height: scale,
-                };
-                fill(image, rect, rgba);
-            }
-        }
-        left = left.saturating_add(GLYPH * scale);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::{fill, Rect};
 
     #[test]
     fn fit_prefers_the_largest_scale_that_fits() {
@@ -252,55 +161,6 @@ mod tests {
         assert_eq!(text_width("äöü", 1), 24);
         let f = fit("ääääääääää", 48, 1);
         assert_eq!(f.text.chars().count(), 6);
-    }
-
-    #[test]
-    fn glyphs_come_from_the_font_with_a_fallback() {
-        assert_ne!(glyph('A'), [0; 8]);
-        assert_eq!(glyph(' '), [0; 8]);
-        assert_eq!(glyph('\u{7}'), glyph('?'));
-        assert_eq!(glyph('\u{4e00}'), glyph('?'));
-        assert_ne!(glyph('é'), glyph('?'));
-    }
-
-    #[test]
-    fn text_is_drawn_left_to_right_and_clipped() {
-        let mut image = RgbaImage::filled(20, 10, [0, 0, 0, 255]);
-        // 'I' in font8x8 has a vertical bar in its middle columns.
-        draw_text(&mut image, 0, 0, "I", 1, [255, 255, 255, 255]);
-        let lit = |image: &RgbaImage, x0: u32, x1: u32| {
-            (0..image.height)
-                .flat_map(|y| (x0..x1).map(move |x| (x, y)))
-                .filter(|&(x, y)| image.pixel(x, y)[0] == 255)
-                .count()
-        };
-        assert!(lit(&image, 0, 8) > 0);
-        assert_eq!(lit(&image, 8, 20), 0);
-        // Drawing past the edges must not panic and only touches pixels inside.
-        draw_text(&mut image, 16, 6, "WWW", 3, [255, 255, 255, 255]);
-        draw_text(
-            &mut image,
-            u32::MAX - 4,
-            u32::MAX - 4,
-            "W",
-            2,
-            [9, 9, 9, 255],
-        );
-        assert!(lit(&image, 16, 20) > 0);
-    }
-
-    #[test]
-    fn the_font_is_drawn_with_its_left_column_first() {
-        // 'L' has its vertical stroke on the left: more lit pixels in the left half.
-        let mut image = RgbaImage::filled(8, 8, [0, 0, 0, 255]);
-        draw_text(&mut image, 0, 0, "L", 1, [255, 255, 255, 255]);
-        let count = |x0: u32, x1: u32| {
-            (0..8)
-                .flat_map(|y| (x0..x1).map(move |x| (x, y)))
-                .filter(|&(x, y)| image.pixel(x, y)[0] == 255)
-                .count()
-        };
-        assert!(count(0, 4) > count(4, 8));
     }
 
     #[test]
