@@ -2,6 +2,10 @@
 //! application that shows it in the stage window, and the headless loop used by
 //! `facewire run --headless`.
 
+mod event;
+
+pub use event::AppEvent;
+
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -15,7 +19,7 @@ use winit::window::WindowId;
 
 use crate::arkit::FaceFrame;
 use crate::avatar::{Avatar, Pose};
-use crate::bridge::{AppEvent, FrameReceiver};
+use crate::bridge::FrameReceiver;
 use crate::calibrate::Decision;
 use crate::config::{CameraConfig, Config};
 use crate::mapping::CompiledMapping;

@@ -10,7 +10,7 @@
 //!   counted, never fatal.
 //! - [`calibrate`]: per-frame conditioning in ARKit space: clamp and frame-rate independent
 //!   smoothing.
-//! - [`bridge`]: the newest-wins ringbuf hand-off to the render thread and the control events.
+//! - [`bridge`]: the newest-wins ringbuf hand-off of frames to the render thread, with counters.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
 //! - [`motion`]: the frame to draw at each redraw, interpolated between the frames received
@@ -22,8 +22,8 @@
 //! - [`forward`]: sends the calibrated stream on as VMC to other tools.
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
-//! - [`app`]: the winit application: the stage window, redraws, applying control events, the
-//!   control panel's actions.
+//! - [`app`]: the winit application: the stage window, redraws, the control events
+//!   ([`app::AppEvent`]) and applying them, the control panel's actions.
 //! - [`panel`]: the control panel's contents (egui): meters, state, actions, errors verbatim.
 //! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
