@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use toml_edit::{DocumentMut, Item, TomlError, Value};
+
 use crate::config::{CameraConfig, Config};
 
 /// Errors saving the stage's camera into the configuration file.
@@ -15,9 +17,8 @@ pub enum CameraSaveError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The file with the new camera would not load (it did not before either, or its
-    /// `[camera]` keys are written in a way the line-based rewrite does not follow); the file
-    /// is left as it was.
+    /// The file with the new camera would not load (it did not before either: it is not TOML,
+    /// its `camera` is not a table, or a setting is invalid); the file is left as it was.
     #[error("the rewritten file would not load, so it was left as it was: {0}")]
     Rewrite(String),
     /// The program started without a configuration file and the default one has appeared since;
@@ -40,11 +41,13 @@ fn toml_float(v: f32) -> String {
     }
 }
 
-/// Rewrites the `[camera]` table of a configuration file's `text` to hold `camera`, changing
-/// only the values of its keys (indentation and end-of-line comments stay), adding keys that
-/// are missing at the end of the table, or appending the table when there is none. Every other
-/// line is kept byte for byte.
-pub fn rewrite_camera_table(text: &str, camera: &CameraConfig) -> String {
+/// Rewrites the `[camera]` table of a configuration file's `text` to hold `camera`, editing the
+/// parsed document with `toml_edit`: existing keys get new values (their indentation and the
+/// comments around and after them stay), missing keys are added at the end of the table, and a
+/// file without the table gets one appended. Everything else is kept as it was; a file whose
+/// lines all end in CRLF keeps CRLF. Fails, with the reason, when `text` is not TOML or its
+/// `camera` is not a table.
+pub fn rewrite_camera_table(text: &str, camera: &CameraConfig) -> Result<String, String> {
     let values = [
         ("zoom", camera.zoom),
         ("offset_y", camera.offset_y),
@@ -52,92 +55,47 @@ pub fn rewrite_camera_table(text: &str, camera: &CameraConfig) -> String {
         ("orbit_pitch", camera.orbit_pitch),
         ("fov", camera.fov),
     ];
-    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
-    let mut written = [false; 5];
-    let mut out = String::with_capacity(text.len() + 128);
-    let mut in_camera = false;
-    let mut seen_camera = false;
-    // Where the camera table's last key line ends in `out` (or its header), for missing keys.
-    let mut insert_at: Option<usize> = None;
-    let flush_missing = |out: &mut String, at: Option<usize>, written: &mut [bool; 5]| {
-        let Some(at) = at else { return };
-        let mut add = String::new();
-        for (i, (key, value)) in values.iter().enumerate() {
-            if !written[i] {
-                add.push_str(&format!("{key} = {}{newline}", toml_float(*value)));
-                written[i] = true;
+    let parse = |text: &str| text.parse::<DocumentMut>().map_err(|e| e.to_string());
+    let mut doc = parse(text)?;
+    if !doc.contains_key("camera") {
+        // Appended as text, so that the table follows everything, trailing comments included.
+        let mut appended = text.to_string();
+        if !appended.is_empty() {
+            if !appended.ends_with('\n') {
+                appended.push('\n');
             }
+            appended.push('\n');
         }
-        out.insert_str(at, &add);
-    };
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with('[') {
-            if in_camera {
-                flush_missing(&mut out, insert_at, &mut written);
-            }
-            let name = trimmed
-                .trim_start_matches('[')
-                .split(']')
-                .next()
-                .unwrap_or("")
-                .trim();
-            in_camera = !trimmed.starts_with("[[") && name == "camera";
-            out.push_str(line);
-            if in_camera {
-                seen_camera = true;
-                if !line.ends_with('\n') {
-                    out.push_str(newline);
-                }
-                insert_at = Some(out.len());
-            }
-            continue;
-        }
-        if in_camera {
-            let key_end = trimmed
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-                .unwrap_or(trimmed.len());
-            let (key, rest) = trimmed.split_at(key_end);
-            let slot = values.iter().position(|(k, _)| *k == key);
-            if let (Some(i), Some(value_text)) = (slot, rest.trim_start().strip_prefix('=')) {
-                let indent = &line[..line.len() - trimmed.len()];
-                let body = value_text.trim_end_matches(['\n', '\r']);
-                let comment = body.find('#').map(|at| body[at..].trim_end());
-                let ending = &line[line.trim_end_matches(['\n', '\r']).len()..];
-                out.push_str(indent);
-                out.push_str(&format!("{key} = {}", toml_float(values[i].1)));
-                if let Some(comment) = comment {
-                    out.push(' ');
-                    out.push_str(comment);
-                }
-                out.push_str(if ending.is_empty() { newline } else { ending });
-                written[i] = true;
-                insert_at = Some(out.len());
-                continue;
-            }
-        }
-        out.push_str(line);
+        appended.push_str("[camera]\n");
+        doc = parse(&appended)?;
     }
-    if in_camera {
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push_str(newline);
-            insert_at = insert_at.map(|at| at.min(out.len()));
+    let table = doc
+        .get_mut("camera")
+        .and_then(Item::as_table_like_mut)
+        .ok_or("`camera` is not a table")?;
+    for (key, value) in values {
+        let mut new: Value = toml_float(value)
+            .parse()
+            .map_err(|e: TomlError| e.to_string())?;
+        match table.get_mut(key).and_then(Item::as_value_mut) {
+            Some(old) => {
+                let decor = old.decor().clone();
+                *old = new;
+                *old.decor_mut() = decor;
+            }
+            None => {
+                new.decor_mut().clear();
+                table.insert(key, Item::Value(new));
+            }
         }
-        flush_missing(&mut out, insert_at, &mut written);
     }
-    if !seen_camera {
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push_str(newline);
-        }
-        if !out.is_empty() {
-            out.push_str(newline);
-        }
-        out.push_str("[camera]");
-        out.push_str(newline);
-        let at = out.len();
-        flush_missing(&mut out, Some(at), &mut written);
-    }
-    out
+    let out = doc.to_string();
+    let crlf = text.contains("\r\n") && text.matches('\n').count() == text.matches("\r\n").count();
+    Ok(if crlf {
+        out.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        out
+    })
 }
 
 /// Saves `camera` into the configuration file the program started with (`started_with`), or,
@@ -169,13 +127,13 @@ pub fn save_camera(
             (path, header.to_string())
         }
     };
-    let new_text = rewrite_camera_table(&text, &camera);
+    let new_text = rewrite_camera_table(&text, &camera).map_err(CameraSaveError::Rewrite)?;
     let label = path.display().to_string();
     match Config::parse(&new_text, &label) {
         Ok(parsed) if same_camera(&parsed.camera, &camera) => {}
         Ok(_) => {
             return Err(CameraSaveError::Rewrite(
-                "the [camera] values did not take; are they written as dotted keys?".into(),
+                "the [camera] values did not take".into(),
             ))
         }
         Err(error) => return Err(CameraSaveError::Rewrite(error.to_string())),
@@ -216,7 +174,7 @@ mod tests {
 
     #[test]
     fn saving_rewrites_only_the_camera_values() {
-        let out = rewrite_camera_table(FILE, &moved());
+        let out = rewrite_camera_table(FILE, &moved()).unwrap();
         let parsed = Config::parse(&out, "f.toml").unwrap();
         assert!(same_camera(&parsed.camera, &moved()), "{out}");
         assert_eq!(parsed.render.headless_fps, 30);
@@ -225,7 +183,7 @@ mod tests {
             "# top comment\n",
             "title = \"x\" # keep me\n",
             "# zoom it\n",
-            "zoom = 1.331 # magnification\n",
+            "zoom = 1.331   # magnification\n",
             "  fov = 35.0\n",
             "\n[render]\nheadless_fps = 30\n",
         ] {
@@ -239,19 +197,63 @@ mod tests {
             "{out}"
         );
         // Saving again with the same values changes nothing.
-        assert_eq!(rewrite_camera_table(&out, &moved()), out);
+        assert_eq!(rewrite_camera_table(&out, &moved()).unwrap(), out);
         // CRLF files keep CRLF, and a file without the table gets one.
-        let crlf = rewrite_camera_table("[window]\r\nvsync = true\r\n", &moved());
+        let crlf = rewrite_camera_table("[window]\r\nvsync = true\r\n", &moved()).unwrap();
         assert!(crlf.ends_with("[camera]\r\nzoom = 1.331\r\noffset_y = -0.15\r\norbit_yaw = 20.0\r\norbit_pitch = 5.0\r\nfov = 35.0\r\n"), "{crlf:?}");
         assert!(same_camera(
             &Config::parse(&crlf, "f").unwrap().camera,
             &moved()
         ));
-        let no_newline = rewrite_camera_table("[camera]\nzoom = 2.0", &moved());
+        let no_newline = rewrite_camera_table("[camera]\nzoom = 2.0", &moved()).unwrap();
         assert!(same_camera(
             &Config::parse(&no_newline, "f").unwrap().camera,
             &moved()
         ));
+    }
+
+    #[test]
+    fn comments_after_values_survive_and_trailing_comments_stay_last() {
+        let file = concat!(
+            "[window]\n",
+            "title = \"a # not a comment\" # the title\n",
+            "\n",
+            "[camera]\n",
+            "zoom = 1.0 # closer\n",
+            "offset_y = 0.0#tight\n",
+            "\"orbit_yaw\" = 3.0  # quoted key, \"quotes\" # and a second hash\n",
+            "# the end of the file\n",
+        );
+        let out = rewrite_camera_table(file, &moved()).unwrap();
+        for kept in [
+            "title = \"a # not a comment\" # the title\n",
+            "zoom = 1.331 # closer\n",
+            "offset_y = -0.15#tight\n",
+            "\"orbit_yaw\" = 20.0  # quoted key, \"quotes\" # and a second hash\n",
+            "# the end of the file\n",
+        ] {
+            assert!(out.contains(kept), "lost {kept:?} in:\n{out}");
+        }
+        let parsed = Config::parse(&out, "f.toml").unwrap();
+        assert!(same_camera(&parsed.camera, &moved()), "{out}");
+        assert_eq!(parsed.window.title, "a # not a comment");
+        assert_eq!(rewrite_camera_table(&out, &moved()).unwrap(), out);
+        // A file without the table gets it after everything, its last comment included.
+        let appended = rewrite_camera_table("vsync_note = 1 # why\n# last words", &moved());
+        assert_eq!(
+            appended.unwrap(),
+            concat!(
+                "vsync_note = 1 # why\n",
+                "# last words\n",
+                "\n",
+                "[camera]\n",
+                "zoom = 1.331\n",
+                "offset_y = -0.15\n",
+                "orbit_yaw = 20.0\n",
+                "orbit_pitch = 5.0\n",
+                "fov = 35.0\n",
+            )
+        );
     }
 
     #[test]
@@ -264,14 +266,25 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("# zoom it\n") && text.contains("title = \"x\" # keep me"));
         assert!(same_camera(&Config::load(&path).unwrap().camera, &moved()));
-        // Dotted keys elsewhere would clash with the table: the file is left alone.
-        let dotted = "camera.zoom = 1.0\n";
-        std::fs::write(&path, dotted).unwrap();
-        assert!(matches!(
-            save_camera(Some(&path), &moved()),
-            Err(CameraSaveError::Rewrite(_))
-        ));
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), dotted);
+        // Dotted keys are the same table: they get the new values as dotted keys.
+        std::fs::write(&path, "camera.zoom = 1.0 # dotted\n").unwrap();
+        save_camera(Some(&path), &moved()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("camera.zoom = 1.331 # dotted\n"), "{text}");
+        assert!(same_camera(&Config::load(&path).unwrap().camera, &moved()));
+        // A file that is not TOML, or whose `camera` is not a table, is left alone.
+        for broken in [
+            "[camera\nzoom = 1.0\n",
+            "camera = 2.0\n",
+            "[[camera]]\nzoom = 1.0\n",
+        ] {
+            std::fs::write(&path, broken).unwrap();
+            assert!(matches!(
+                save_camera(Some(&path), &moved()),
+                Err(CameraSaveError::Rewrite(_))
+            ));
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), broken);
+        }
         let missing = dir.join("missing.toml");
         assert!(matches!(
             save_camera(Some(&missing), &moved()),
