@@ -1,5 +1,6 @@
-//! The hand-off from the ingest thread to the render thread (newest frame wins) and the typed
-//! control events sent through winit's `EventLoopProxy`.
+//! The hand-off of face frames from the ingest thread to the render thread (newest frame wins)
+//! and its counters. It knows frames only: the control events for the window's event loop are
+//! [`crate::app::AppEvent`].
 //!
 //! Frames travel through a lock-free SPSC ring buffer (`ringbuf`). The renderer drains it right
 //! before it draws and keeps only the newest frame; the frames it skips are counted as
@@ -149,38 +150,6 @@ impl FrameReceiver {
     pub fn counters(&self) -> Arc<BridgeCounters> {
         Arc::clone(&self.counters)
     }
-}
-
-/// Control messages from background threads to the winit event loop.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AppEvent {
-    /// A new frame waits in the hand-off queue; sent only when the stage renders on change, to
-    /// wake it.
-    FrameReady,
-    /// The tracking state changed (face lost, fading, reacquired, ...).
-    Tracking(crate::calibrate::TrackingState),
-    /// The mapping file was saved: its new content, or why it cannot be read.
-    Mapping(Result<Box<crate::mapping::MappingFile>, String>),
-    /// The configuration's stage background changed (straight sRGB RGBA).
-    Background([f32; 4]),
-    /// The configuration's `[camera]` framing changed.
-    Camera(crate::config::CameraConfig),
-    /// Show this prompt card over the avatar (`None` hides it).
-    Prompt(Option<crate::hud::PromptCard>),
-    /// A message for the control panel: an error verbatim (with its file, line and column), or
-    /// the outcome of an action.
-    Message {
-        /// What it is about.
-        topic: crate::panel::Topic,
-        /// Whether it reports a failure.
-        error: bool,
-        /// The text.
-        text: String,
-    },
-    /// Where the calibration routine stands, for the control panel.
-    Routine(crate::panel::RoutineView),
-    /// Stop the program.
-    Shutdown,
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //!   counted, never fatal.
 //! - [`calibrate`]: per-frame conditioning in ARKit space: clamp and frame-rate independent
 //!   smoothing.
-//! - [`bridge`]: the newest-wins ringbuf hand-off to the render thread and the control events.
+//! - [`bridge`]: the newest-wins ringbuf hand-off of frames to the render thread, with counters.
 //! - [`mixer`]: the ordered stack of layers (tracking, fixed poses, and every later source of
 //!   weights) mixed by face region in ARKit space before the hand-off.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
@@ -25,8 +25,8 @@
 //! - [`config`]: `facewire.toml`, parsed raw and validated once.
 //! - [`diagnostic`]: errors located by file, line and column, and did-you-mean suggestions.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
-//! - [`app`]: the winit application: the stage window, redraws, applying control events, the
-//!   control panel's actions.
+//! - [`app`]: the winit application: the stage window, redraws, the control events
+//!   ([`app::AppEvent`]) and applying them, the control panel's actions.
 //! - [`panel`]: the control panel's contents (egui): meters, state, actions, errors verbatim.
 //! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.

@@ -11,11 +11,11 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use facewire::app::{
-    self, AgeStats, HeadlessReport, Scene, StageApp, StageOptions, TrackingSummary,
+    self, AgeStats, AppEvent, HeadlessReport, Scene, StageApp, StageOptions, TrackingSummary,
 };
 use facewire::arkit::{Channel, FaceFrame, Protocol};
 use facewire::avatar::{self, Avatar};
-use facewire::bridge::{self, AppEvent};
+use facewire::bridge;
 use facewire::calibrate::{
     self, Conditioner, ConditionerSink, Profile, RoutineUi, TerminalUi, TrackingState,
 };

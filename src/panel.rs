@@ -703,7 +703,7 @@ impl PromptChanges {
 /// Runs the guided routine's prompts on the stage and in the panel, and takes the review's
 /// decision from the panel. Events go out through `notify` (the stage's event proxy).
 pub struct PanelRoutineUi {
-    notify: Box<dyn Fn(crate::bridge::AppEvent) + Send>,
+    notify: Box<dyn Fn(crate::app::AppEvent) + Send>,
     decisions: std::sync::mpsc::Receiver<Decision>,
     /// What the stage card shows, to redraw only changes.
     shown: PromptChanges,
@@ -713,7 +713,7 @@ impl PanelRoutineUi {
     /// A routine UI sending its events through `notify` and waiting for review decisions on
     /// `decisions` (a closed channel cancels).
     pub fn new(
-        notify: Box<dyn Fn(crate::bridge::AppEvent) + Send>,
+        notify: Box<dyn Fn(crate::app::AppEvent) + Send>,
         decisions: std::sync::mpsc::Receiver<Decision>,
     ) -> PanelRoutineUi {
         PanelRoutineUi {
@@ -726,7 +726,7 @@ impl PanelRoutineUi {
 
 impl crate::calibrate::RoutineUi for PanelRoutineUi {
     fn show(&mut self, prompt: &crate::calibrate::Prompt) {
-        use crate::bridge::AppEvent;
+        use crate::app::AppEvent;
         if !self.shown.changed(prompt) {
             return;
         }
@@ -742,7 +742,7 @@ impl crate::calibrate::RoutineUi for PanelRoutineUi {
     }
 
     fn review(&mut self, summary: &crate::calibrate::Summary) -> Decision {
-        use crate::bridge::AppEvent;
+        use crate::app::AppEvent;
         self.shown.reset();
         let steps = crate::calibrate::STEPS
             .iter()

@@ -1,0 +1,35 @@
+//! What the control panel drives: the interface the program owning the input and the
+//! performer profiles implements for the stage.
+
+use std::path::PathBuf;
+
+use crate::calibrate::Decision;
+use crate::telemetry::InputCounters;
+
+/// What the control panel drives: implemented by the program that owns the input (network
+/// listeners or a replay) and the performer profiles.
+pub trait Controls {
+    /// The input's running totals (the hand-off's drops are added by the stage).
+    fn counters(&self) -> InputCounters;
+    /// What the input is, in words (addresses listened on, or the recording replayed).
+    fn input_label(&self) -> String;
+    /// Whether the calibration routine can run now (a live input, no routine running).
+    fn can_calibrate(&self) -> bool;
+    /// The performer profiles found.
+    fn profiles(&self) -> Vec<String>;
+    /// The profile in use.
+    fn profile(&self) -> Option<String>;
+    /// Takes the face as it is now as the neutral; the outcome arrives as
+    /// [`AppEvent::Message`](super::AppEvent::Message).
+    fn capture_neutral(&mut self);
+    /// Uses the profile `name` (`None`: no profile). Returns a confirmation, or the error
+    /// verbatim.
+    fn choose_profile(&mut self, name: Option<&str>) -> Result<String, String>;
+    /// Starts the guided calibration routine; its progress arrives as
+    /// [`AppEvent::Routine`](super::AppEvent::Routine).
+    fn start_calibration(&mut self) -> Result<(), String>;
+    /// Answers the routine's review.
+    fn review(&mut self, decision: Decision);
+    /// The folder holding the configuration.
+    fn config_folder(&self) -> PathBuf;
+}

@@ -1,0 +1,46 @@
+//! The render side of facewire: the scene (avatar, mapping, renderer, camera), the winit
+//! application that shows it in the stage window, and the headless loop used by
+//! `facewire run --headless`.
+//!
+//! - `scene`: the avatar, its mapping, the renderer and the framing; mapping reloads.
+//! - `stage`: the stage window's winit application.
+//! - `controls`: what the control panel drives, implemented by the program.
+//! - `event`: the control events sent to the stage's event loop.
+//! - `input`: the stage's camera hotkeys, wheel and drags.
+//! - `camera_save`: saving the camera into the configuration file.
+//! - `pacing`: the frame-rate cap and redrawing on change.
+//! - `headless`: the offscreen loop of `facewire run --headless`.
+
+mod camera_save;
+mod controls;
+mod event;
+mod headless;
+mod input;
+mod pacing;
+mod scene;
+mod stage;
+
+pub use camera_save::{rewrite_camera_table, save_camera, CameraSaveError};
+pub use controls::Controls;
+pub use event::AppEvent;
+pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport, TrackingSummary};
+pub use input::{camera_drag, camera_key, camera_wheel, StageKey, STAGE_HOTKEYS};
+pub use pacing::{effective_cap, percentile, wants_redraw, FramePacer};
+pub use scene::{reload_mapping, Scene};
+pub use stage::{StageApp, StageOptions};
+
+use crate::render::RenderError;
+
+/// The default head, built into the binary so facewire runs from any directory.
+pub const DEFAULT_HEAD_GLB: &[u8] = include_bytes!("../../models/default_head.glb");
+
+/// Errors of the render side.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Creating the GL context, shaders or buffers failed.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// Writing the final frame failed.
+    #[error(transparent)]
+    Image(#[from] crate::image::ImageError),
+}

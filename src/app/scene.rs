@@ -1,0 +1,139 @@
+//! The scene: the avatar, its compiled mapping, the GL renderer and the user's framing, and
+//! swapping in a reloaded mapping at a frame boundary.
+
+use std::rc::Rc;
+
+use crate::arkit::FaceFrame;
+use crate::avatar::{Avatar, Pose};
+use crate::config::CameraConfig;
+use crate::mapping::CompiledMapping;
+use crate::render::{Camera, DrawTarget, MorphPath, RenderError, Renderer};
+
+/// Everything needed to draw the avatar: the model, its compiled mapping, the GL renderer and
+/// the camera. Owns the renderer, so it must be dropped while its GL context is current.
+pub struct Scene {
+    avatar: Avatar,
+    mapping: CompiledMapping,
+    renderer: Renderer,
+    rest: Pose,
+    pose: Pose,
+    /// Rest-pose bounds, computed once: the camera frames them every frame.
+    bounds: crate::avatar::Aabb,
+    /// Bounds of every expression the targets can make: the clip planes hold them.
+    reach: crate::avatar::Aabb,
+    /// The user's framing on top of the automatic one.
+    camera: CameraConfig,
+}
+
+impl Scene {
+    /// Uploads `avatar` to the current GL context.
+    pub fn new(
+        gl: Rc<glow::Context>,
+        avatar: Avatar,
+        morph: crate::config::MorphMode,
+    ) -> Result<Scene, RenderError> {
+        let renderer = Renderer::new(gl, &avatar, morph)?;
+        let mapping = CompiledMapping::auto(&avatar);
+        let rest = avatar.rest_pose();
+        let bounds = avatar.bounds().unwrap_or(crate::avatar::Aabb {
+            min: glam::Vec3::splat(-0.5),
+            max: glam::Vec3::splat(0.5),
+        });
+        let reach = avatar.deformation_bounds().unwrap_or(bounds);
+        Ok(Scene {
+            bounds,
+            reach,
+            camera: CameraConfig::default(),
+            pose: rest.clone(),
+            rest,
+            mapping,
+            renderer,
+            avatar,
+        })
+    }
+
+    /// The morph path the renderer chose.
+    pub fn morph_path(&self) -> MorphPath {
+        self.renderer.morph_path()
+    }
+
+    /// The loaded avatar.
+    pub fn avatar(&self) -> &Avatar {
+        &self.avatar
+    }
+
+    /// The mapping in use.
+    pub fn mapping(&self) -> &CompiledMapping {
+        &self.mapping
+    }
+
+    /// The pose drawn last (or about to be drawn).
+    pub fn pose(&self) -> &Pose {
+        &self.pose
+    }
+
+    /// Sets the pose from a calibrated frame (`None`: the rest pose).
+    pub fn set_frame(&mut self, frame: Option<&FaceFrame>) {
+        self.pose.clone_from(&self.rest);
+        if let Some(frame) = frame {
+            self.mapping.apply(frame, &mut self.pose);
+        }
+    }
+
+    /// Sets the user's framing (zoom, offset, orbit, field of view); out-of-range values are
+    /// clamped when drawing.
+    pub fn set_camera(&mut self, camera: CameraConfig) {
+        self.camera = camera;
+    }
+
+    /// The user's framing.
+    pub fn camera(&self) -> &CameraConfig {
+        &self.camera
+    }
+
+    /// Replaces the mapping (for example with one compiled from a mapping file).
+    pub fn set_mapping(&mut self, mapping: CompiledMapping) {
+        self.mapping = mapping;
+    }
+
+    /// Sets the pose directly in avatar space: starts from the rest pose, then `edit` changes
+    /// weights or rotations (for tools that drive targets no channel maps to).
+    pub fn set_pose(&mut self, edit: impl FnOnce(&mut Pose)) {
+        self.pose.clone_from(&self.rest);
+        edit(&mut self.pose);
+    }
+
+    /// Draws the current pose into the bound framebuffer.
+    pub fn draw(&mut self, target: &DrawTarget) {
+        let aspect = target.width as f32 / target.height.max(1) as f32;
+        let camera = Camera::framed(self.bounds, aspect, &self.camera).reaching(self.reach);
+        self.renderer.draw(&self.pose, &camera, target);
+    }
+}
+
+/// Swaps in a reloaded mapping at a frame boundary: `parsed` is the mapping file as re-read
+/// from disk, or why it could not be read. A mapping that fails to parse or to compile against
+/// the avatar is reported and the last good one keeps running. Returns what happened, in words
+/// (the error verbatim, with its file, line and column, on failure).
+pub fn reload_mapping(
+    scene: &mut Scene,
+    parsed: Result<crate::mapping::MappingFile, String>,
+) -> Result<String, String> {
+    let compiled = parsed.and_then(|file| {
+        CompiledMapping::compile(&file, scene.avatar())
+            .map(|m| (m, file.path.clone()))
+            .map_err(|e| e.to_string())
+    });
+    match compiled {
+        Ok((mapping, path)) => {
+            let targets = mapping.targets.len();
+            scene.set_mapping(mapping);
+            tracing::info!(mapping = %path, targets, "mapping reloaded");
+            Ok(format!("{path}: reloaded, {targets} targets driven"))
+        }
+        Err(error) => {
+            tracing::error!(%error, "mapping reload failed; keeping the last good mapping");
+            Err(format!("{error}\n(the last good mapping keeps running)"))
+        }
+    }
+}

@@ -1,0 +1,692 @@
+//! The winit application of the stage window: drawing the avatar, applying control events,
+//! the camera controls and the control panel's actions.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use winit::application::ApplicationHandler;
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow};
+use winit::keyboard::ModifiersState;
+use winit::window::WindowId;
+
+use super::input::PIXELS_PER_NOTCH;
+use super::{
+    camera_drag, camera_key, camera_wheel, effective_cap, reload_mapping, save_camera,
+    wants_redraw, AppError, AppEvent, Controls, FramePacer, Scene, StageKey, STAGE_HOTKEYS,
+};
+use crate::avatar::Avatar;
+use crate::bridge::FrameReceiver;
+use crate::config::Config;
+use crate::mapping::CompiledMapping;
+use crate::motion::{Motion, MotionMode, MotionSettings};
+use crate::panel::{PanelAction, PanelModel, PanelState, RoutineView, Timings, Topic};
+use crate::render;
+use crate::telemetry::{DrawStats, InputCounters, RateMeter, Telemetry};
+
+/// Options of the stage window.
+#[derive(Debug, Clone)]
+pub struct StageOptions {
+    /// The configuration (window, render and camera sections).
+    pub config: Config,
+    /// The configuration file the program started with, where `S` saves the camera (`None`:
+    /// it started without one).
+    pub config_path: Option<PathBuf>,
+    /// Close the window after this long (demos and tests).
+    pub exit_after: Option<Duration>,
+    /// The mapping file the panel's "Reload mapping" reads (`None`: the built-in mapping).
+    pub mapping_path: Option<PathBuf>,
+    /// On exit, write the last frames of the stage and the panel here as `stage.png` and
+    /// `panel.png` (documentation and tests).
+    pub screenshots: Option<PathBuf>,
+}
+
+/// How often the panel refreshes its meters.
+const PANEL_PERIOD: Duration = Duration::from_millis(100);
+
+/// The mouse drag in progress on the stage.
+#[derive(Debug, Clone, Copy)]
+struct Drag {
+    button: MouseButton,
+    last: (f64, f64),
+}
+
+/// The winit application showing the avatar in the stage window.
+pub struct StageApp {
+    options: StageOptions,
+    avatar: Option<(Avatar, CompiledMapping)>,
+    frames: FrameReceiver,
+    prompt: Option<crate::hud::PromptCard>,
+    prompt_dirty: bool,
+    telemetry: Arc<Telemetry>,
+    controls: Option<Box<dyn Controls>>,
+    /// The panel should be open (it opens once the stage is up).
+    panel_wanted: bool,
+    panel_state: PanelState,
+    /// When the panel refreshes next.
+    panel_due: Instant,
+    routine: RoutineView,
+    stats: DrawStats,
+    rates: RateMeter,
+    /// Blends the frames received into the frame drawn at the display rate.
+    motion: Motion,
+    // Field order is drop order: the GL objects go before the window's context.
+    panel: Option<render::panel::PanelWindow>,
+    overlay: Option<render::overlay::Overlay>,
+    scene: Option<Scene>,
+    window: Option<render::window::GlWindow>,
+    error: Option<AppError>,
+    pacer: FramePacer,
+    /// Something other than a new frame changed since the last draw.
+    dirty: bool,
+    modifiers: ModifiersState,
+    cursor: Option<(f64, f64)>,
+    drag: Option<Drag>,
+    exit_at: Option<Instant>,
+}
+
+impl StageApp {
+    /// A stage for `avatar`, animated through `mapping`, fed by `frames`.
+    pub fn new(
+        options: StageOptions,
+        avatar: Avatar,
+        mapping: CompiledMapping,
+        frames: FrameReceiver,
+    ) -> StageApp {
+        StageApp {
+            exit_at: options.exit_after.map(|d| Instant::now() + d),
+            pacer: FramePacer::new(options.config.window.fps_cap),
+            telemetry: Telemetry::new(Instant::now()),
+            controls: None,
+            panel_wanted: false,
+            panel_state: PanelState::default(),
+            panel_due: Instant::now(),
+            routine: RoutineView::Idle,
+            stats: DrawStats::default(),
+            rates: RateMeter::default(),
+            motion: Motion::new(MotionSettings {
+                mode: options.config.window.motion,
+                ..MotionSettings::default()
+            }),
+            panel: None,
+            options,
+            avatar: Some((avatar, mapping)),
+            frames,
+            prompt: None,
+            prompt_dirty: false,
+            overlay: None,
+            scene: None,
+            window: None,
+            error: None,
+            dirty: true,
+            modifiers: ModifiersState::empty(),
+            cursor: None,
+            drag: None,
+        }
+    }
+
+    /// Adds the control panel: it shows `telemetry` (kept current by the ingest side) and
+    /// drives `controls`; it opens with the stage when the configuration's `window.panel` is
+    /// on, and `P` on the stage shows and hides it.
+    pub fn with_panel(mut self, telemetry: Arc<Telemetry>, controls: Box<dyn Controls>) -> Self {
+        self.panel_wanted = self.options.config.window.panel;
+        self.telemetry = telemetry;
+        self.controls = Some(controls);
+        self
+    }
+
+    /// The stage's draw statistics so far.
+    pub fn draw_stats(&self) -> &DrawStats {
+        &self.stats
+    }
+
+    /// The error that ended the event loop, if any.
+    pub fn take_error(&mut self) -> Option<AppError> {
+        self.error.take()
+    }
+
+    fn fail(&mut self, event_loop: &ActiveEventLoop, error: AppError) {
+        tracing::error!(%error, "stage window failed");
+        self.error = Some(error);
+        event_loop.exit();
+    }
+
+    /// The camera changed: show it at the next paced frame.
+    fn camera_changed(&mut self) {
+        let camera = self.options.config.camera;
+        if let Some(scene) = self.scene.as_mut() {
+            scene.set_camera(camera);
+        }
+        tracing::debug!(?camera, "stage camera changed");
+        self.dirty = true;
+    }
+
+    fn save_camera(&self) {
+        let camera = self.options.config.camera;
+        match save_camera(self.options.config_path.as_deref(), &camera) {
+            Ok(path) => tracing::info!(
+                config = %path.display(),
+                zoom = camera.zoom,
+                offset_y = camera.offset_y,
+                orbit_yaw = camera.orbit_yaw,
+                orbit_pitch = camera.orbit_pitch,
+                fov = camera.fov,
+                "camera saved"
+            ),
+            Err(error) => tracing::error!(%error, ?camera, "camera not saved"),
+        }
+    }
+
+    fn on_key(&mut self, event: &winit::event::KeyEvent) {
+        if event.state != ElementState::Pressed {
+            return;
+        }
+        let shift = self.modifiers.shift_key();
+        match camera_key(&mut self.options.config.camera, &event.logical_key, shift) {
+            StageKey::Camera => self.camera_changed(),
+            StageKey::Save if !event.repeat => self.save_camera(),
+            StageKey::Neutral if !event.repeat => self.act(PanelAction::CaptureNeutral),
+            StageKey::Panel if !event.repeat => {
+                if self.panel.is_some() {
+                    self.close_panel();
+                } else {
+                    self.panel_wanted = self.controls.is_some();
+                }
+            }
+            StageKey::Save | StageKey::Neutral | StageKey::Panel | StageKey::None => {}
+        }
+    }
+
+    /// Posts a message to the panel (and the log).
+    fn post(&mut self, topic: Topic, result: Result<String, String>) {
+        match result {
+            Ok(text) => {
+                tracing::info!(topic = ?topic, %text, "panel");
+                self.panel_state
+                    .messages
+                    .post(topic, false, text, Instant::now());
+            }
+            Err(text) => {
+                tracing::warn!(topic = ?topic, %text, "panel");
+                self.panel_state
+                    .messages
+                    .post(topic, true, text, Instant::now());
+            }
+        }
+        self.panel_due = Instant::now();
+    }
+
+    /// Carries out what the panel (or a stage hotkey) asked for.
+    fn act(&mut self, action: PanelAction) {
+        let Some(controls) = self.controls.as_mut() else {
+            tracing::info!(?action, "no live input to act on");
+            return;
+        };
+        match action {
+            PanelAction::CaptureNeutral => controls.capture_neutral(),
+            PanelAction::StartCalibration => {
+                if let Err(e) = controls.start_calibration() {
+                    self.post(Topic::Calibration, Err(e));
+                }
+            }
+            PanelAction::Review(decision) => controls.review(decision),
+            PanelAction::ChooseProfile(name) => {
+                let result = controls.choose_profile(name.as_deref());
+                self.post(Topic::Profile, result);
+            }
+            PanelAction::ReloadMapping => {
+                let Some(scene) = self.scene.as_mut() else {
+                    return;
+                };
+                let result = match &self.options.mapping_path {
+                    Some(path) => reload_mapping(
+                        scene,
+                        crate::mapping::MappingFile::load(path).map_err(|e| e.to_string()),
+                    ),
+                    None => Ok(
+                        "no mapping file is in use: the built-in mapping is compiled \
+                                from the avatar's target names (set render.mapping to edit one)"
+                            .to_string(),
+                    ),
+                };
+                self.dirty = true;
+                self.post(Topic::Mapping, result);
+            }
+            PanelAction::OpenConfigFolder => {
+                let folder = controls.config_folder();
+                let result = crate::fsutil::open_in_file_manager(&folder)
+                    .map(|()| format!("opened {}", folder.display()))
+                    .map_err(|e| format!("cannot open {}: {e}", folder.display()));
+                self.post(Topic::General, result);
+            }
+            PanelAction::ClearMessages => self.panel_state.messages.clear(),
+        }
+    }
+
+    fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
+        self.panel_wanted = false;
+        // Beside the stage, so neither covers the other (window managers may move it).
+        let position = self.window.as_ref().and_then(|w| {
+            let at = w.window().outer_position().ok()?;
+            let size = w.window().outer_size();
+            Some((at.x + size.width as i32 + 8, at.y))
+        });
+        let options = render::panel::PanelOptions {
+            position,
+            ..render::panel::PanelOptions::default()
+        };
+        match render::panel::PanelWindow::create(event_loop, &options) {
+            Ok(panel) => {
+                tracing::info!("control panel open");
+                self.panel = Some(panel);
+                self.panel_due = Instant::now();
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the control panel cannot open; the stage runs without it");
+            }
+        }
+    }
+
+    fn close_panel(&mut self) {
+        self.panel = None;
+        self.panel_wanted = false;
+        tracing::info!("control panel closed (P on the stage opens it again)");
+    }
+
+    /// What the panel shows now.
+    fn panel_model(&mut self, now: Instant) -> Option<PanelModel> {
+        let scene = self.scene.as_ref()?;
+        let telemetry = self.telemetry.snapshot();
+        let (mut counters, input, can_calibrate, profiles, profile) = match &self.controls {
+            Some(c) => (
+                c.counters(),
+                c.input_label(),
+                c.can_calibrate(),
+                c.profiles(),
+                c.profile(),
+            ),
+            None => (
+                InputCounters::default(),
+                String::new(),
+                false,
+                Vec::new(),
+                None,
+            ),
+        };
+        counters.dropped = self.frames.counters().snapshot().dropped;
+        let rates = self.rates.update(now, counters);
+        let fps = self
+            .stats
+            .interval
+            .percentiles([50.0])
+            .map(|[p50]| p50.as_secs_f64())
+            .filter(|s| *s > 0.0)
+            .map(|s| 1.0 / s);
+        Some(PanelModel {
+            rows: crate::panel::channel_rows(
+                &telemetry,
+                scene.mapping(),
+                scene.avatar(),
+                scene.pose(),
+            ),
+            targets: crate::panel::target_weights(scene.avatar(), scene.pose()),
+            avatar: format!(
+                "{} ({:?} morph path)",
+                scene.avatar().source,
+                scene.morph_path()
+            ),
+            telemetry,
+            counters,
+            rates,
+            input,
+            timings: Timings {
+                sample_age: self.stats.sample_age.percentiles([50.0, 99.0]),
+                draw_time: self.stats.draw_time.percentiles([50.0, 99.0]),
+                fps,
+                motion_latency: (self.motion.settings().mode != MotionMode::Off)
+                    .then(|| self.motion.latency()),
+            },
+            profiles,
+            profile,
+            can_calibrate,
+            routine: self.routine.clone(),
+            hotkeys: STAGE_HOTKEYS,
+            now,
+        })
+    }
+
+    /// Draws the panel; with `capture`, returns the frame drawn.
+    fn draw_panel(&mut self, capture: bool) -> Option<crate::image::RgbaImage> {
+        let now = Instant::now();
+        let model = self.panel_model(now)?;
+        let panel = self.panel.as_mut()?;
+        let state = &mut self.panel_state;
+        let mut actions = Vec::new();
+        let result = panel.draw(
+            |ui| actions.extend(crate::panel::show(ui, &model, state)),
+            capture,
+        );
+        let image = match result {
+            Ok((wanted, image)) => {
+                if let Some(delay) = wanted {
+                    self.panel_due = self
+                        .panel_due
+                        .min(now + delay.max(Duration::from_millis(16)));
+                }
+                image
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the control panel failed to draw; closing it");
+                self.panel = None;
+                None
+            }
+        };
+        for action in actions {
+            self.act(action);
+        }
+        image
+    }
+
+    /// Writes the stage's and the panel's current frames into the screenshot folder.
+    fn take_screenshots(&mut self) {
+        let Some(dir) = self.options.screenshots.clone() else {
+            return;
+        };
+        if let Err(error) = std::fs::create_dir_all(&dir) {
+            tracing::error!(%error, dir = %dir.display(), "cannot create the screenshot folder");
+            return;
+        }
+        let shots = [
+            ("stage.png", self.redraw_stage(true)),
+            ("panel.png", self.draw_panel(true)),
+        ];
+        for (name, image) in shots {
+            let Some(image) = image else { continue };
+            let path = dir.join(name);
+            match image.save_png(&path) {
+                Ok(()) => tracing::info!(file = %path.display(), "screenshot written"),
+                Err(error) => tracing::error!(%error, file = %path.display(), "screenshot failed"),
+            }
+        }
+    }
+
+    /// Draws the stage; with `capture`, returns the frame drawn.
+    fn redraw_stage(&mut self, capture: bool) -> Option<crate::image::RgbaImage> {
+        let (Some(window), Some(scene)) = (self.window.as_ref(), self.scene.as_mut()) else {
+            return None;
+        };
+        let start = Instant::now();
+        self.dirty = false;
+        if let Err(error) = window.make_current() {
+            tracing::warn!(%error, "cannot make the stage context current");
+            return None;
+        }
+        let motion = &mut self.motion;
+        let sample = self
+            .frames
+            .take_each(|f| motion.push(f))
+            .map(|f| f.received);
+        scene.set_frame(self.motion.sample(start).as_ref());
+        let mut clear = self.options.config.window.background.0;
+        if window.has_alpha() {
+            clear[3] = 0.0;
+        }
+        window.bind();
+        scene.draw(&window.draw_target(clear));
+        if let Some(overlay) = self.overlay.as_mut() {
+            let (width, height) = window.size();
+            if self.prompt_dirty {
+                if let Some(card) = &self.prompt {
+                    let card_width = crate::hud::prompt_width(width);
+                    overlay.set_image(&crate::hud::render_prompt(card, card_width));
+                }
+                self.prompt_dirty = false;
+            }
+            if self.prompt.is_some() {
+                let (x, y) = crate::hud::prompt_placement((width, height), overlay.size().1);
+                overlay.draw((width, height), x, y);
+            }
+        }
+        let image = capture.then(|| window.read_rgba());
+        if let Err(error) = window.swap_buffers() {
+            tracing::warn!(%error, "swap_buffers failed");
+        }
+        self.stats.record(start, Instant::now(), sample);
+        image
+    }
+}
+
+impl ApplicationHandler<AppEvent> for StageApp {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.window.is_some() {
+            return;
+        }
+        let cfg = &self.options.config.window;
+        let opts = render::window::WindowOptions {
+            title: cfg.title.clone(),
+            width: cfg.width,
+            height: cfg.height,
+            transparent: cfg.transparent,
+            vsync: cfg.vsync,
+            position: None,
+        };
+        let window = match render::window::create(event_loop, &opts) {
+            Ok(w) => w,
+            Err(e) => return self.fail(event_loop, e.into()),
+        };
+        if cfg.transparent && window.has_alpha() {
+            tracing::info!("transparent window: writing premultiplied alpha for OBS");
+        }
+        let refresh = window
+            .window()
+            .current_monitor()
+            .and_then(|m| m.refresh_rate_millihertz());
+        let cap = effective_cap(cfg.fps_cap, cfg.vsync, refresh);
+        self.pacer = FramePacer::new(cap);
+        tracing::info!(
+            fps_cap = cfg.fps_cap,
+            vsync = cfg.vsync,
+            refresh_mhz = refresh,
+            paced_at = cap,
+            render_on_change = cfg.render_on_change,
+            "stage frame pacing"
+        );
+        let Some((avatar, mapping)) = self.avatar.take() else {
+            return;
+        };
+        match Scene::new(window.gl(), avatar, self.options.config.render.morph) {
+            Ok(mut scene) => {
+                scene.set_mapping(mapping);
+                scene.set_camera(self.options.config.camera);
+                tracing::info!(morph = ?scene.morph_path(), "stage ready");
+                self.scene = Some(scene);
+            }
+            Err(e) => return self.fail(event_loop, e.into()),
+        }
+        match render::overlay::Overlay::new(window.gl()) {
+            Ok(overlay) => self.overlay = Some(overlay),
+            Err(error) => tracing::warn!(%error, "prompts cannot be shown in the window"),
+        }
+        self.dirty = true;
+        self.window = Some(window);
+    }
+
+    fn user_event(&mut self, event_loop: &ActiveEventLoop, event: AppEvent) {
+        match event {
+            // The wake-up itself is the point: about_to_wait then finds the frame.
+            AppEvent::FrameReady => {}
+            AppEvent::Mapping(parsed) => {
+                if let Some(scene) = self.scene.as_mut() {
+                    let result = reload_mapping(scene, parsed.map(|f| *f));
+                    self.dirty = true;
+                    self.post(Topic::Mapping, result);
+                }
+            }
+            AppEvent::Message { topic, error, text } => {
+                self.panel_state
+                    .messages
+                    .post(topic, error, text, Instant::now());
+                self.panel_due = Instant::now();
+            }
+            AppEvent::Routine(view) => {
+                self.routine = view;
+                self.panel_due = Instant::now();
+            }
+            AppEvent::Background(color) => {
+                self.options.config.window.background = crate::config::Color(color);
+                self.dirty = true;
+            }
+            AppEvent::Camera(camera) => {
+                if let Some(scene) = self.scene.as_mut() {
+                    scene.set_camera(camera);
+                }
+                self.options.config.camera = camera;
+                self.dirty = true;
+            }
+            AppEvent::Prompt(card) => {
+                self.prompt = card;
+                self.prompt_dirty = true;
+                self.dirty = true;
+            }
+            AppEvent::Tracking(state) => {
+                tracing::debug!(state = state.name(), "stage sees a tracking change");
+            }
+            AppEvent::Shutdown => event_loop.exit(),
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, id: WindowId, event: WindowEvent) {
+        if let Some(panel) = self.panel.as_mut().filter(|p| p.id() == id) {
+            match event {
+                WindowEvent::CloseRequested => self.close_panel(),
+                WindowEvent::RedrawRequested => {
+                    self.draw_panel(false);
+                }
+                event => {
+                    if panel.on_event(&event) {
+                        self.panel_due = Instant::now();
+                    }
+                }
+            }
+            return;
+        }
+        if self.window.as_ref().is_some_and(|w| w.window().id() != id) {
+            // A window already closed (a panel's last events).
+            return;
+        }
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if let Some(w) = self.window.as_mut() {
+                    w.resize(size.width, size.height);
+                }
+                self.dirty = true;
+            }
+            // Drawn at once: the system asks when the window was uncovered or first shown.
+            WindowEvent::RedrawRequested => {
+                self.redraw_stage(false);
+            }
+            WindowEvent::ModifiersChanged(modifiers) => self.modifiers = modifiers.state(),
+            WindowEvent::KeyboardInput { event, .. } => self.on_key(&event),
+            WindowEvent::MouseWheel { delta, .. } => {
+                let notches = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => y,
+                    MouseScrollDelta::PixelDelta(p) => (p.y / PIXELS_PER_NOTCH) as f32,
+                };
+                let before = self.options.config.camera;
+                camera_wheel(&mut self.options.config.camera, notches);
+                if self.options.config.camera != before {
+                    self.camera_changed();
+                }
+            }
+            WindowEvent::MouseInput { state, button, .. } => match state {
+                ElementState::Pressed => {
+                    self.drag = self.cursor.map(|last| Drag { button, last });
+                }
+                ElementState::Released => {
+                    if self.drag.is_some_and(|d| d.button == button) {
+                        self.drag = None;
+                    }
+                }
+            },
+            WindowEvent::CursorMoved { position, .. } => {
+                let now = (position.x, position.y);
+                self.cursor = Some(now);
+                if let Some(drag) = self.drag.as_mut() {
+                    let delta = (now.0 - drag.last.0, now.1 - drag.last.1);
+                    drag.last = now;
+                    let button = drag.button;
+                    let height = self.window.as_ref().map_or(1, |w| w.size().1);
+                    if camera_drag(&mut self.options.config.camera, button, delta, height) {
+                        self.camera_changed();
+                    }
+                }
+            }
+            WindowEvent::CursorLeft { .. } => {
+                self.cursor = None;
+                self.drag = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        let now = Instant::now();
+        if self.exit_at.is_some_and(|t| now >= t) {
+            self.take_screenshots();
+            event_loop.exit();
+            return;
+        }
+        if self.window.is_none() {
+            event_loop.set_control_flow(ControlFlow::Wait);
+            return;
+        }
+        if self.panel_wanted && self.panel.is_none() {
+            self.open_panel(event_loop);
+        }
+        // The earliest instant something other than the stage needs the loop.
+        let mut wake = self.exit_at;
+        if let Some(panel) = self.panel.as_ref() {
+            if now >= self.panel_due {
+                panel.request_redraw();
+                self.panel_due = now + PANEL_PERIOD;
+            }
+            wake = Some(wake.map_or(self.panel_due, |w| w.min(self.panel_due)));
+        }
+        let until = |at: Option<Instant>| at.map_or(ControlFlow::Wait, ControlFlow::WaitUntil);
+        let render_on_change = self.options.config.window.render_on_change;
+        let new_frame = render_on_change && self.frames.pending() > 0;
+        // Motion between the phone's frames goes on for a moment after the newest arrived.
+        let moving = self.motion.settles_at().is_some_and(|at| now <= at);
+        if !wants_redraw(render_on_change, new_frame, self.dirty || moving) {
+            // Nothing to draw: sleep until the ingest side's FrameReady (or any other event)
+            // wakes the loop, or until the panel or the exit is due.
+            self.stats.idle();
+            event_loop.set_control_flow(until(wake));
+            return;
+        }
+        if self.pacer.try_frame(now) {
+            // With vsync, swap_buffers paces an uncapped loop; each pass asks for the next.
+            if let Some(window) = self.window.as_ref() {
+                window.window().request_redraw();
+            }
+            event_loop.set_control_flow(until(wake));
+        } else if let Some(due) = self.pacer.next_due() {
+            let due = wake.map_or(due, |w| w.min(due));
+            event_loop.set_control_flow(ControlFlow::WaitUntil(due));
+        }
+    }
+
+    fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
+        self.panel = None;
+        if let Some(w) = self.window.as_ref() {
+            if let Err(error) = w.make_current() {
+                tracing::warn!(%error, "cannot make the context current to release GL objects");
+            }
+        }
+        self.overlay = None;
+        self.scene = None;
+        self.window = None;
+    }
+}
