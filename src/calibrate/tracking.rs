@@ -21,8 +21,8 @@ use tracing::info;
 
 use super::settings::{SmoothingConfig, TrackingConfig};
 use super::{sanitize, Calibrator, ChannelRange};
-use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT};
 use crate::arkit::FrameSink;
+use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT};
 
 /// The shortest interval between two frames the conditioner makes up on its own (while holding,
 /// fading or easing in), about one 60 Hz display frame.

@@ -16,13 +16,13 @@ use tokio::time::MissedTickBehavior;
 use tracing::{debug, error, info, trace, warn};
 
 use super::decoder::{Decoder, MAX_DATAGRAM};
-pub use crate::arkit::FrameSink;
 use super::guard::{Admit, Family, Guard, GuardStats, Subnet};
 use super::handshake::{self, PhonePorts, Rule, Schedule};
 use super::ifacialmocap::{self, TextSender};
 use super::phone::{PhoneDecoder, PhoneProtocol, PhoneStats};
 use super::stats::{RateLimiter, Stats};
 use super::vts;
+pub use crate::arkit::FrameSink;
 use crate::arkit::{FaceFrame, Protocol};
 use crate::config::IngestSection;
 
