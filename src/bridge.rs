@@ -39,6 +39,14 @@ pub struct BridgeStats {
     pub taken: u64,
 }
 
+impl BridgeStats {
+    /// Whether every frame handed off has been taken, skipped or dropped: nothing is left to
+    /// draw.
+    pub fn idle(&self) -> bool {
+        self.taken + self.superseded + self.dropped >= self.sent
+    }
+}
+
 impl BridgeCounters {
     /// A consistent-enough snapshot of the counters.
     pub fn snapshot(&self) -> BridgeStats {

@@ -29,6 +29,9 @@
 //!   ([`app::AppEvent`]) and applying them, the control panel's actions.
 //! - [`panel`]: the control panel's contents (egui): meters, state, actions, errors verbatim.
 //! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
+//! - [`session`]: a live run's wiring: the input (network or replay), the chain from decoded
+//!   frames through conditioner and mixer to the hand-off, neutral capture, the routine's
+//!   launchers, the config and mapping watchers.
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
 //! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.
 //! - [`text`]: CPU drawing of 8x8 bitmap-font text and filled rectangles into RGBA images, shared
@@ -56,6 +59,7 @@ pub mod objimport;
 pub mod panel;
 pub mod record;
 pub mod render;
+pub mod session;
 pub mod sheet;
 pub mod telemetry;
 pub mod text;

@@ -161,6 +161,11 @@ impl Fade {
         self.on
     }
 
+    /// The fade-in and fade-out times.
+    pub fn times(&self) -> (Duration, Duration) {
+        (self.fade_in, self.fade_out)
+    }
+
     /// Changes the fade times; the weight stays where it is.
     pub fn set_times(&mut self, fade_in: Duration, fade_out: Duration) {
         self.fade_in = fade_in;

@@ -75,12 +75,14 @@ impl Mixer {
         rest.head = Some(Quat::IDENTITY);
         rest.left_eye = Some(Quat::IDENTITY);
         rest.right_eye = Some(Quat::IDENTITY);
+        // A stack with fixed poses has something to show before the phone sends anything.
+        let changed = layers.iter().any(|l| l.name != LAYER_TRACKING);
         Mixer {
             rest,
             layers,
             tracking,
             meta: None,
-            changed: false,
+            changed,
             last_mix: None,
         }
     }
@@ -94,6 +96,29 @@ impl Mixer {
             RegionMask::ALL,
             Fade::new(true, Duration::ZERO, Duration::ZERO),
         )])
+    }
+
+    /// Replaces the stack with `layers` (a reloaded configuration) at `now`. A layer that was
+    /// there before under the same name keeps its weight, which then fades towards the new
+    /// layer's state with the new times, so a reload never pops; the tracking layer keeps the
+    /// phone's newest values.
+    pub fn replace_layers(&mut self, mut layers: Vec<Layer>, now: Instant) {
+        for layer in &mut layers {
+            let Some(old) = self.layers.iter().find(|l| l.name == layer.name) else {
+                continue;
+            };
+            let mut fade = old.fade;
+            let (fade_in, fade_out) = layer.fade.times();
+            fade.set(layer.fade.is_on(), now);
+            fade.set_times(fade_in, fade_out);
+            layer.fade = fade;
+            if layer.name == LAYER_TRACKING {
+                layer.values = old.values;
+            }
+        }
+        self.tracking = layers.iter().position(|l| l.name == LAYER_TRACKING);
+        self.layers = layers;
+        self.changed = true;
     }
 
     /// The layers, bottom to top.
@@ -477,6 +502,47 @@ mod tests {
         assert_eq!(m.mix(at(t0, 0.4)).get(Channel::MouthSmileLeft), Some(1.0));
         assert!(!m.due(at(t0, 1.0)), "nothing moves any more");
         assert!(!m.set_active("frown", true, t0));
+    }
+
+    #[test]
+    fn a_new_stack_keeps_weights_and_the_phones_values() {
+        let t0 = Instant::now();
+        let smile = |on_at_start: bool| {
+            let mut l = with_values(
+                on("smile", BlendMode::Override, RegionMask::ALL),
+                &[(Channel::MouthSmileLeft, 1.0)],
+            );
+            l.fade = Fade::new(
+                on_at_start,
+                Duration::from_millis(400),
+                Duration::from_millis(400),
+            );
+            l
+        };
+        let mut m = Mixer::new(vec![
+            on(LAYER_TRACKING, BlendMode::Override, RegionMask::ALL),
+            smile(true),
+        ]);
+        assert!(m.due(t0), "a fixed pose shows before the phone sends");
+        m.set_tracking(&phone(t0, &[(Channel::JawOpen, 0.7)]));
+        assert_eq!(m.mix(t0).get(Channel::MouthSmileLeft), Some(1.0));
+        // The reloaded stack turns the smile off: it fades from where it was, not from 0.
+        m.replace_layers(
+            vec![
+                on(LAYER_TRACKING, BlendMode::Override, RegionMask::ALL),
+                smile(false),
+            ],
+            t0,
+        );
+        let out = m.mix(at(t0, 0.2));
+        assert_eq!(
+            out.get(Channel::JawOpen),
+            Some(0.7),
+            "the phone's values stay"
+        );
+        let half = out.get(Channel::MouthSmileLeft).unwrap();
+        assert!((half - 0.5).abs() < 1e-5, "{half}");
+        assert_eq!(m.mix(at(t0, 0.4)).get(Channel::MouthSmileLeft), Some(0.0));
     }
 
     #[test]

@@ -1,0 +1,129 @@
+//! Which avatar and mapping a run uses: the configured model (or the built-in default head),
+//! the mapping file that goes with it, and the stage background for offscreen images.
+
+use std::path::{Path, PathBuf};
+
+use super::StartError;
+use crate::avatar::{self, Avatar};
+use crate::config::Config;
+use crate::mapping::{self, CompiledMapping, MappingFile};
+
+/// Where the default head's mapping lives in the repository.
+pub const DEFAULT_HEAD_MAPPING_PATH: &str = "config/mappings/default_head.toml";
+
+/// Whether the configuration names no model, so the built-in default head is used.
+fn default_head(config: &Config) -> bool {
+    config.render.model.as_os_str().is_empty()
+}
+
+/// The configured avatar, or the built-in default head.
+pub fn load_model(config: &Config) -> Result<Avatar, StartError> {
+    Ok(if default_head(config) {
+        avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, crate::headgen::DEFAULT_HEAD)?
+    } else {
+        avatar::load(&config.render.model)?
+    })
+}
+
+/// The mapping text and where it came from: `render.mapping`, else (for the default head)
+/// config/mappings/default_head.toml or its built-in copy; `None` means the automatic mapping.
+pub fn mapping_source(config: &Config) -> Result<Option<(String, String)>, StartError> {
+    let default_file = Path::new(DEFAULT_HEAD_MAPPING_PATH);
+    let path = if !config.render.mapping.as_os_str().is_empty() {
+        config.render.mapping.clone()
+    } else if default_head(config) && default_file.is_file() {
+        default_file.to_path_buf()
+    } else if default_head(config) {
+        return Ok(Some((
+            mapping::DEFAULT_HEAD_MAPPING.to_string(),
+            DEFAULT_HEAD_MAPPING_PATH.to_string(),
+        )));
+    } else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| StartError::ReadMapping {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(Some((text, path.display().to_string())))
+}
+
+/// The mapping file in use, when there is one on disk (to watch it).
+pub fn mapping_path(config: &Config) -> Option<PathBuf> {
+    if !config.render.mapping.as_os_str().is_empty() {
+        Some(config.render.mapping.clone())
+    } else if default_head(config) && Path::new(DEFAULT_HEAD_MAPPING_PATH).is_file() {
+        Some(PathBuf::from(DEFAULT_HEAD_MAPPING_PATH))
+    } else {
+        None
+    }
+}
+
+/// Loads the configured avatar (or the built-in default head) and compiles its mapping.
+pub fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping), StartError> {
+    let avatar = load_model(config)?;
+    let targets: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
+    tracing::info!(model = %avatar.source, meshes = avatar.meshes.len(), targets, "avatar loaded");
+    let file = match mapping_source(config)? {
+        Some((text, path)) => Some(MappingFile::parse(&text, &path)?),
+        None => None,
+    };
+    let compiled = match &file {
+        Some(file) => CompiledMapping::compile(file, &avatar)?,
+        None => CompiledMapping::auto(&avatar),
+    };
+    tracing::info!(
+        mapping = file.as_ref().map_or("automatic", |f| f.path.as_str()),
+        targets = compiled.targets.len(),
+        "mapping compiled"
+    );
+    Ok((avatar, compiled))
+}
+
+/// The background colour for offscreen images, and whether it is premultiplied alpha:
+/// transparent when `window.transparent`, else opaque.
+pub fn background(config: &Config) -> ([f32; 4], bool) {
+    let mut c = config.window.background.0;
+    if config.window.transparent {
+        c[3] = 0.0;
+        (c, true)
+    } else {
+        c[3] = 1.0;
+        (c, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_head_gets_its_mapping_and_others_the_automatic_one() {
+        let mut config = Config::default();
+        let (text, path) = mapping_source(&config).unwrap().unwrap();
+        assert!(path.ends_with("default_head.toml"), "{path}");
+        assert!(!text.is_empty());
+        config.render.model = PathBuf::from("avatar.vrm");
+        assert!(mapping_source(&config).unwrap().is_none());
+        assert_eq!(mapping_path(&config), None);
+        config.render.mapping = PathBuf::from("/nonexistent/mapping.toml");
+        let e = mapping_source(&config).unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/mapping.toml"), "{e}");
+    }
+
+    #[test]
+    fn the_default_head_loads_with_its_mapping() {
+        let (avatar, mapping) = load_avatar(&Config::default()).unwrap();
+        assert!(!avatar.meshes.is_empty());
+        assert!(!mapping.targets.is_empty());
+    }
+
+    #[test]
+    fn transparent_backgrounds_are_premultiplied() {
+        let mut config = Config::default();
+        assert_eq!(background(&config).0[3], 1.0);
+        config.window.transparent = true;
+        let (c, premultiplied) = background(&config);
+        assert_eq!((c[3], premultiplied), (0.0, true));
+    }
+}

@@ -1,0 +1,270 @@
+//! The ingest-side chain of a live run, from each decoded frame to the hand-off:
+//!
+//! ```text
+//! frame ─▶ raw tap, telemetry ─▶ Conditioner (calibrate, smooth, tracking loss)
+//!       ─▶ Mixer (tracking layer + [layers]) ─▶ forward as VMC, telemetry, bridge, wake
+//! ```
+//!
+//! [`LiveSink`] is a [`FrameSink`]: the ingest thread (or a replay) calls it for every frame and
+//! every few milliseconds. Commands from the control panel and the config watcher arrive
+//! through a channel and are carried out at the next tick.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::{Notify, StartError};
+use crate::app::{AppEvent, TrackingSummary};
+use crate::arkit::{FaceFrame, FrameSink, COUNT};
+use crate::bridge::FrameSender;
+use crate::calibrate::{
+    ChannelRange, Conditioner, NeutralPose, Output, Profile, SmoothingConfig, TrackingConfig,
+    TrackingState,
+};
+use crate::config::{Config, LayersSection, DEFAULT_FADE};
+use crate::forward::Forwarder;
+use crate::mixer::{Fade, Layer, Mixer, LAYER_TRACKING};
+use crate::panel::Topic;
+use crate::telemetry::Telemetry;
+
+/// The tracking state as last reported, and how many changes there were.
+pub type TrackingLog = Arc<Mutex<TrackingSummary>>;
+
+/// What the rest of the program asks of the ingest thread; carried out at its next tick.
+pub enum SessionCommand {
+    /// Take the newest raw frame as the performer's neutral.
+    CaptureNeutral,
+    /// Use this profile from now on (`None`: no profile).
+    Profile(Option<Box<Profile>>),
+    /// Copy raw frames to the calibration routine (`None`: stop).
+    Tap(Option<mpsc::SyncSender<FaceFrame>>),
+    /// New smoothing and tracking settings (a reloaded configuration).
+    Settings(Box<(SmoothingConfig, TrackingConfig)>),
+    /// A new layer stack (a reloaded configuration).
+    Layers(LayersSection),
+}
+
+/// The layers of `section`, bottom to top, as the mixer takes them. Fades start at rest: a
+/// layer enabled at start is at full weight from the first frame.
+pub fn build_layers(section: &LayersSection) -> Vec<Layer> {
+    section
+        .order
+        .iter()
+        .map(|name| {
+            let spec = section.spec(name);
+            let tracking = name == LAYER_TRACKING;
+            let secs = |v: Option<f32>| Duration::from_secs_f32(v.unwrap_or(DEFAULT_FADE));
+            let fade = if tracking {
+                Fade::new(true, Duration::ZERO, Duration::ZERO)
+            } else {
+                Fade::new(
+                    spec.enabled.unwrap_or(true),
+                    secs(spec.fade_in),
+                    secs(spec.fade_out),
+                )
+            };
+            let mut layer = Layer::new(name, spec.mode, spec.regions, fade);
+            layer.gain = spec.weight;
+            for (channel, value) in spec.channel_values() {
+                layer.values.set(channel, value);
+            }
+            layer
+        })
+        .collect()
+}
+
+/// Where the chain's output and news go besides the hand-off.
+pub struct Outputs {
+    /// The hand-off to the render thread.
+    pub sender: FrameSender,
+    /// The control panel's telemetry, when there is a panel.
+    pub telemetry: Option<Arc<Telemetry>>,
+    /// The stage's events (tracking state, outcomes of commands), when there is a window.
+    pub notify: Option<Notify>,
+    /// Whether to wake the stage for each frame (it renders only on change).
+    pub wake: bool,
+    /// The tracking state, kept current for the headless report.
+    pub tracking: TrackingLog,
+}
+
+/// The ingest-side chain of a live run. See the module documentation.
+pub struct LiveSink {
+    core: Conditioner,
+    mixer: Mixer,
+    forwarder: Option<Forwarder>,
+    out: Outputs,
+    commands: mpsc::Receiver<SessionCommand>,
+    /// The main smoothing settings (a profile may override them).
+    smoothing: SmoothingConfig,
+    /// The profile in use, updated when a neutral is captured.
+    profile: Option<Profile>,
+    /// Where profiles are saved.
+    profiles: PathBuf,
+    /// The newest frame as received.
+    last_raw: Option<FaceFrame>,
+    /// The calibration routine's copy of the raw frames.
+    tap: Option<mpsc::SyncSender<FaceFrame>>,
+}
+
+impl LiveSink {
+    /// The chain for `config` with `profile` applied (saving captured neutrals into
+    /// `profiles`), delivering to `out` and taking commands from `commands`.
+    pub fn new(
+        config: &Config,
+        profile: Option<&Profile>,
+        profiles: PathBuf,
+        out: Outputs,
+        commands: mpsc::Receiver<SessionCommand>,
+    ) -> Result<LiveSink, StartError> {
+        let mut core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
+        if let Some(profile) = profile {
+            profile.apply_to(&mut core, &config.smoothing);
+        }
+        let forwarder = Forwarder::new(&config.forward)?;
+        if forwarder.is_some() {
+            tracing::info!(to = ?config.forward.to, "forwarding the mixed stream as VMC");
+        }
+        Ok(LiveSink {
+            core,
+            mixer: Mixer::new(build_layers(&config.layers)),
+            forwarder,
+            out,
+            commands,
+            smoothing: config.smoothing,
+            profile: profile.cloned(),
+            profiles,
+            last_raw: None,
+            tap: None,
+        })
+    }
+
+    /// Copies every raw frame to `tap` from the start (the calibration routine's input).
+    pub fn with_tap(mut self, tap: mpsc::SyncSender<FaceFrame>) -> LiveSink {
+        self.tap = Some(tap);
+        self
+    }
+
+    fn tell(&self, event: AppEvent) {
+        if let Some(notify) = &self.out.notify {
+            notify(event);
+        }
+    }
+
+    fn report(&self, topic: Topic, result: Result<String, String>) {
+        let (error, text) = match result {
+            Ok(text) => (false, text),
+            Err(text) => (true, text),
+        };
+        self.tell(AppEvent::Message { topic, error, text });
+    }
+
+    fn command(&mut self, command: SessionCommand, now: Instant) {
+        match command {
+            SessionCommand::CaptureNeutral => {
+                let result = super::neutral::capture_neutral(
+                    &mut self.core,
+                    self.last_raw.as_ref(),
+                    self.profile.as_mut(),
+                    &self.profiles,
+                    now,
+                );
+                self.report(Topic::Calibration, result);
+            }
+            SessionCommand::Profile(profile) => {
+                match &profile {
+                    Some(p) => p.apply_to(&mut self.core, &self.smoothing),
+                    None => {
+                        self.core.set_ranges([ChannelRange::default(); COUNT]);
+                        self.core.set_neutral(NeutralPose::default());
+                        self.core.set_smoothing(self.smoothing);
+                    }
+                }
+                self.profile = profile.map(|p| *p);
+            }
+            SessionCommand::Tap(tap) => self.tap = tap,
+            SessionCommand::Settings(settings) => {
+                let (smoothing, tracking) = *settings;
+                self.smoothing = smoothing;
+                self.core.set_smoothing(smoothing);
+                self.core.set_tracking(tracking);
+            }
+            SessionCommand::Layers(section) => {
+                self.mixer.replace_layers(build_layers(&section), now);
+            }
+        }
+    }
+
+    /// Hands on what the conditioner produced: state changes, then its frame through the mixer.
+    fn deliver(&mut self, out: Output) {
+        for &state in out.states() {
+            self.tracking_changed(state);
+        }
+        if let Some(frame) = out.frame {
+            if let Some(t) = &self.out.telemetry {
+                t.record_calibrated(&frame);
+            }
+            self.mixer.set_tracking(&frame);
+            let mixed = self.mixer.mix(frame.received);
+            self.emit(mixed);
+        }
+    }
+
+    fn tracking_changed(&self, state: TrackingState) {
+        {
+            let mut log = self
+                .out
+                .tracking
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            log.state = state;
+            log.changes += 1;
+        }
+        if let Some(t) = &self.out.telemetry {
+            t.record_tracking(state, Instant::now());
+        }
+        self.tell(AppEvent::Tracking(state));
+    }
+
+    /// Sends a mixed frame on: forwarded, recorded for the panel, handed off, the stage woken.
+    fn emit(&mut self, frame: FaceFrame) {
+        if let Some(f) = self.forwarder.as_mut() {
+            f.send(&frame);
+        }
+        self.out.sender.send(frame);
+        if self.out.wake {
+            self.tell(AppEvent::FrameReady);
+        }
+    }
+}
+
+impl FrameSink for LiveSink {
+    fn frame(&mut self, frame: FaceFrame) {
+        if let Some(t) = &self.out.telemetry {
+            t.record_raw(&frame);
+        }
+        self.last_raw = Some(frame);
+        if let Some(tap) = &self.tap {
+            // The routine needs the phone's own values, before any profile or smoothing; if it
+            // falls behind, frames are dropped rather than queued without bound.
+            if let Err(mpsc::TrySendError::Disconnected(_)) = tap.try_send(frame) {
+                self.tap = None;
+            }
+        }
+        let out = self.core.on_frame(&frame, frame.received);
+        self.deliver(out);
+    }
+
+    fn tick(&mut self, now: Instant) {
+        while let Ok(command) = self.commands.try_recv() {
+            self.command(command, now);
+        }
+        let out = self.core.on_tick(now);
+        let made = out.frame.is_some();
+        self.deliver(out);
+        if !made && self.mixer.due(now) {
+            let mixed = self.mixer.mix(now);
+            self.emit(mixed);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The control panel's side of a live run: counters and labels of the input, profiles, neutral
+//! capture and the calibration routine started from the panel.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use super::chain::SessionCommand;
+use super::input::Input;
+use super::Notify;
+use crate::app::{AppEvent, Controls};
+use crate::arkit::FaceFrame;
+use crate::calibrate::{self, Decision, Profile};
+use crate::panel::{PanelRoutineUi, RoutineView, Topic};
+use crate::telemetry::InputCounters;
+
+/// The running calibration routine started from the panel.
+struct PanelRoutine {
+    /// The performer's review decisions.
+    decisions: mpsc::Sender<Decision>,
+    /// The routine's thread.
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// The control panel's side of `run`: the input, the ingest thread's commands, the profiles.
+/// Dropping it stops the input and ends a routine still running.
+pub struct LiveControls {
+    /// The input (dropped with the controls, which stops it).
+    input: Option<Input>,
+    commands: mpsc::Sender<SessionCommand>,
+    notify: Notify,
+    profiles: PathBuf,
+    /// The profile in use, by performer name.
+    profile: Option<String>,
+    routine: Option<PanelRoutine>,
+    config_folder: PathBuf,
+}
+
+impl LiveControls {
+    /// Controls over `input`, sending commands to its chain and events to the stage.
+    pub fn new(
+        input: Input,
+        commands: mpsc::Sender<SessionCommand>,
+        notify: Notify,
+        profiles: PathBuf,
+        profile: Option<String>,
+        config_folder: PathBuf,
+    ) -> LiveControls {
+        LiveControls {
+            input: Some(input),
+            commands,
+            notify,
+            profiles,
+            profile,
+            routine: None,
+            config_folder,
+        }
+    }
+}
+
+impl Drop for LiveControls {
+    fn drop(&mut self) {
+        if let Some(input) = self.input.take() {
+            input.shutdown();
+        }
+        // The input's end closes the routine's frames; a review waiting for a decision ends
+        // when its channel closes.
+        if let Some(routine) = self.routine.take() {
+            drop(routine.decisions);
+            let _ = routine.thread.join();
+        }
+    }
+}
+
+impl Controls for LiveControls {
+    fn counters(&self) -> InputCounters {
+        self.input
+            .as_ref()
+            .map(Input::panel_counters)
+            .unwrap_or_default()
+    }
+
+    fn input_label(&self) -> String {
+        self.input.as_ref().map(Input::label).unwrap_or_default()
+    }
+
+    fn can_calibrate(&self) -> bool {
+        self.input.as_ref().is_some_and(Input::is_live)
+            && self.routine.as_ref().is_none_or(|r| r.thread.is_finished())
+    }
+
+    fn profiles(&self) -> Vec<String> {
+        Profile::list(&self.profiles)
+    }
+
+    fn profile(&self) -> Option<String> {
+        self.profile.clone()
+    }
+
+    fn capture_neutral(&mut self) {
+        let _ = self.commands.send(SessionCommand::CaptureNeutral);
+    }
+
+    fn choose_profile(&mut self, name: Option<&str>) -> Result<String, String> {
+        let profile = match name {
+            Some(name) => {
+                Some(Profile::load_named(&self.profiles, name).map_err(|e| e.to_string())?)
+            }
+            None => None,
+        };
+        let text = match &profile {
+            Some(p) => format!(
+                "profile {} in use ({})",
+                p.performer,
+                Profile::path_in(&self.profiles, &p.performer).display()
+            ),
+            None => "no profile: raw ranges in use".to_string(),
+        };
+        self.profile = profile.as_ref().map(|p| p.performer.clone());
+        let _ = self
+            .commands
+            .send(SessionCommand::Profile(profile.map(Box::new)));
+        Ok(text)
+    }
+
+    fn start_calibration(&mut self) -> Result<(), String> {
+        if !self.can_calibrate() {
+            return Err(
+                "calibration needs live input from the phone (not a replay), and one \
+                 routine at a time"
+                    .into(),
+            );
+        }
+        if let Some(old) = self.routine.take() {
+            let _ = old.thread.join();
+        }
+        let performer = self
+            .profile
+            .clone()
+            .unwrap_or_else(|| "performer".to_string());
+        let old = Profile::load_named(&self.profiles, &performer).ok();
+        let (raw_tx, raw_rx) = mpsc::sync_channel::<FaceFrame>(1024);
+        let (decisions, decision_rx) = mpsc::channel();
+        let _ = self.commands.send(SessionCommand::Tap(Some(raw_tx)));
+        let notify = self.notify.clone();
+        let commands = self.commands.clone();
+        let dir = self.profiles.clone();
+        let thread = std::thread::Builder::new()
+            .name("facewire-calibrate".into())
+            .spawn(move || {
+                let ui_notify = notify.clone();
+                let mut ui =
+                    PanelRoutineUi::new(Box::new(move |event| ui_notify(event)), decision_rx);
+                let outcome = calibrate::run_routine(raw_rx, &mut ui, old.as_ref(), &performer);
+                let _ = commands.send(SessionCommand::Tap(None));
+                notify(AppEvent::Prompt(None));
+                notify(AppEvent::Routine(RoutineView::Idle));
+                let (error, text) = match outcome {
+                    Ok(Some(calibration)) => match calibration.profile.save(&dir) {
+                        Ok(path) => {
+                            let _ = commands
+                                .send(SessionCommand::Profile(Some(Box::new(calibration.profile))));
+                            (
+                                false,
+                                format!("calibration saved to {} and in use", path.display()),
+                            )
+                        }
+                        Err(e) => (true, format!("calibration not saved: {e}")),
+                    },
+                    Ok(None) => (false, "calibration discarded".to_string()),
+                    Err(e) => (true, format!("calibration stopped: {e}")),
+                };
+                notify(AppEvent::Message {
+                    topic: Topic::Calibration,
+                    error,
+                    text,
+                });
+            })
+            .map_err(|e| format!("cannot start the calibration routine: {e}"))?;
+        self.profile = Some(self.profile.clone().unwrap_or_else(|| "performer".into()));
+        self.routine = Some(PanelRoutine { decisions, thread });
+        Ok(())
+    }
+
+    fn review(&mut self, decision: Decision) {
+        if let Some(routine) = &self.routine {
+            let _ = routine.decisions.send(decision);
+        }
+    }
+
+    fn config_folder(&self) -> PathBuf {
+        self.config_folder.clone()
+    }
+}

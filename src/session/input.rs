@@ -1,0 +1,156 @@
+//! Where a run's frames come from: the network listeners or a recording played in real time.
+
+use std::path::Path;
+
+use super::StartError;
+use crate::arkit::FrameSink;
+use crate::config::Config;
+use crate::ingest::{self, IngestConfig, PhoneProtocol};
+use crate::record::{self, Recording, ReplayOptions};
+use crate::telemetry::InputCounters;
+
+/// A recording to play instead of listening, and how fast.
+#[derive(Debug, Clone, Copy)]
+pub struct Replay<'a> {
+    /// The `.fwrec` file or Live Link Face CSV.
+    pub file: &'a Path,
+    /// Playback speed (1 is real time).
+    pub speed: f64,
+}
+
+/// Where frames come from: the network or a recording. Both stop when dropped.
+pub enum Input {
+    /// UDP listeners.
+    Network(ingest::IngestHandle),
+    /// A recording played in real time.
+    Replay(record::ReplayHandle),
+}
+
+impl Input {
+    /// Starts the input thread: a replay when `replay` names a file, else the network
+    /// listeners of `config.ingest`. Every frame goes to `sink`.
+    pub fn start(
+        config: &Config,
+        replay: Option<Replay<'_>>,
+        sink: Box<dyn FrameSink>,
+    ) -> Result<Input, StartError> {
+        Ok(match replay {
+            Some(Replay { file, speed }) => {
+                let recording = Recording::load(file).map_err(|source| StartError::Recording {
+                    path: file.to_path_buf(),
+                    source,
+                })?;
+                tracing::info!(
+                    file = %file.display(),
+                    format = %recording.format(),
+                    items = recording.len(),
+                    seconds = recording.duration().as_secs_f64(),
+                    "replaying instead of listening"
+                );
+                let options = ReplayOptions {
+                    speed,
+                    ..ReplayOptions::default()
+                };
+                Input::Replay(
+                    record::spawn_replay(recording, options, sink).map_err(|source| {
+                        StartError::Recording {
+                            path: file.to_path_buf(),
+                            source,
+                        }
+                    })?,
+                )
+            }
+            None => Input::Network(ingest::spawn(
+                IngestConfig::from_section(&config.ingest),
+                sink,
+            )?),
+        })
+    }
+
+    /// Whether the input is live (the network, not a replay).
+    pub fn is_live(&self) -> bool {
+        matches!(self, Input::Network(_))
+    }
+
+    /// Frames committed and malformed datagrams so far.
+    pub fn counts(&self) -> (u64, u64) {
+        match self {
+            Input::Network(h) => {
+                let s = h.stats();
+                (s.frames, s.malformed_datagrams + s.oversized_datagrams)
+            }
+            Input::Replay(h) => {
+                let s = h.stats();
+                (s.frames, s.malformed)
+            }
+        }
+    }
+
+    /// The totals the control panel shows.
+    pub fn panel_counters(&self) -> InputCounters {
+        match self {
+            Input::Network(h) => {
+                let s = h.stats();
+                let n = h.net_stats();
+                let phones = [
+                    PhoneProtocol::IFacialMocap,
+                    PhoneProtocol::Facemotion3d,
+                    PhoneProtocol::LiveLinkFace,
+                    PhoneProtocol::VTubeStudio,
+                ]
+                .map(|p| *n.phone(p));
+                InputCounters {
+                    datagrams: s.datagrams + phones.iter().map(|p| p.datagrams).sum::<u64>(),
+                    frames: s.frames + phones.iter().map(|p| p.frames).sum::<u64>(),
+                    malformed: s.malformed_datagrams
+                        + s.oversized_datagrams
+                        + phones
+                            .iter()
+                            .map(|p| p.malformed + p.truncated + p.oversized + p.unsupported)
+                            .sum::<u64>(),
+                    rejected: n.guard.not_allowed + n.guard.other_source,
+                    dropped: 0,
+                }
+            }
+            Input::Replay(h) => {
+                let s = h.stats();
+                InputCounters {
+                    datagrams: s.datagrams,
+                    frames: s.frames,
+                    malformed: s.malformed,
+                    ..Default::default()
+                }
+            }
+        }
+    }
+
+    /// What the input is, for the control panel.
+    pub fn label(&self) -> String {
+        match self {
+            Input::Network(h) => {
+                let listening: Vec<String> = h
+                    .listeners()
+                    .iter()
+                    .map(|l| format!("{} {}", l.kind, l.addr))
+                    .collect();
+                format!("listening: {}", listening.join(", "))
+            }
+            Input::Replay(_) => "replaying a recording".to_string(),
+        }
+    }
+
+    /// Whether a replay has played everything (never true for the network).
+    pub fn finished(&self) -> bool {
+        matches!(self, Input::Replay(h) if h.stats().finished)
+    }
+
+    /// Stops the input thread and waits for it.
+    pub fn shutdown(self) {
+        match self {
+            Input::Network(h) => h.shutdown(),
+            Input::Replay(h) => {
+                h.shutdown();
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! `facewire listen`: each frame as the phone sent it, one JSON line, with the tracking state
+//! facewire derives from them.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use super::StartError;
+use crate::arkit::{FaceFrame, FrameSink, TrackingFlag};
+use crate::calibrate::{Conditioner, LossReason, Output, TrackingState};
+use crate::config::Config;
+use crate::ingest::{self, IngestConfig};
+
+/// What `listen` prints: the frames as the phone sent them, and the tracking state facewire
+/// derives from them. Frames stay inline: they travel through a bounded channel, not a heap.
+#[allow(clippy::large_enum_variant)]
+enum Heard {
+    /// A raw committed frame.
+    Frame(FaceFrame),
+    /// A tracking state change, with the time it was noticed and why the face was lost.
+    State(TrackingState, Instant, Option<LossReason>),
+}
+
+/// Forwards raw frames to the printer and runs a conditioner beside them for the state.
+struct ListenSink {
+    tx: mpsc::SyncSender<Heard>,
+    core: Conditioner,
+}
+
+impl ListenSink {
+    fn states(&mut self, out: Output, now: Instant) {
+        for &state in out.states() {
+            let _ = self.tx.try_send(Heard::State(state, now, out.reason));
+        }
+    }
+}
+
+impl FrameSink for ListenSink {
+    fn frame(&mut self, frame: FaceFrame) {
+        let _ = self.tx.try_send(Heard::Frame(frame));
+        let out = self.core.on_frame(&frame, frame.received);
+        self.states(out, frame.received);
+    }
+
+    fn tick(&mut self, now: Instant) {
+        let out = self.core.on_tick(now);
+        self.states(out, now);
+    }
+}
+
+/// Listens as `config.ingest` says (or on `port` alone) and writes a JSON line to `out` for
+/// every frame and tracking state change, until `count` frames are printed or `out` closes.
+pub fn listen(
+    config: &Config,
+    port: Option<u16>,
+    count: Option<u64>,
+    out: &mut impl Write,
+) -> Result<(), StartError> {
+    let (tx, rx) = mpsc::sync_channel::<Heard>(256);
+    let start = Instant::now();
+    let mut ingest_config = IngestConfig::from_section(&config.ingest);
+    if let Some(p) = port {
+        ingest_config.listen = vec![SocketAddr::from(([0, 0, 0, 0], p))];
+        ingest_config.listen_required = true;
+    }
+    let handle = ingest::spawn(
+        ingest_config,
+        Box::new(ListenSink {
+            tx,
+            core: Conditioner::new(config.smoothing, config.tracking, start),
+        }),
+    )?;
+    let mut printed = 0u64;
+    while count.is_none_or(|n| printed < n) {
+        let line = match rx.recv() {
+            Ok(Heard::Frame(frame)) => {
+                printed += 1;
+                frame_json(&frame, start)
+            }
+            Ok(Heard::State(state, at, reason)) => {
+                let mut v = serde_json::json!({ "t": seconds(at, start), "state": state });
+                if let Some(reason) = reason {
+                    v["reason"] = serde_json::json!(reason);
+                }
+                v
+            }
+            Err(_) => break,
+        };
+        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+            break;
+        }
+    }
+    handle.shutdown();
+    Ok(())
+}
+
+/// Seconds from `start` to `t`, rounded to the microsecond.
+fn seconds(t: Instant, start: Instant) -> f64 {
+    (t.saturating_duration_since(start).as_secs_f64() * 1e6).round() / 1e6
+}
+
+/// One frame as a JSON line: time, source, sender, present weights, poses.
+pub fn frame_json(frame: &FaceFrame, start: Instant) -> serde_json::Value {
+    let weights: serde_json::Map<String, serde_json::Value> = frame
+        .present
+        .iter()
+        .map(|c| {
+            (
+                c.name().to_string(),
+                serde_json::json!(frame.weights[c.index()]),
+            )
+        })
+        .collect();
+    let mut v = serde_json::json!({
+        "t": seconds(frame.received, start),
+        "source": frame.protocol.name(),
+        "from": frame.from.to_string(),
+        "weights": weights,
+    });
+    let quat = |q: glam::Quat| serde_json::json!([q.x, q.y, q.z, q.w]);
+    if let Some(q) = frame.head {
+        v["head"] = quat(q);
+    }
+    if let Some(q) = frame.left_eye {
+        v["left_eye"] = quat(q);
+    }
+    if let Some(q) = frame.right_eye {
+        v["right_eye"] = quat(q);
+    }
+    if let Some(t) = frame.sender_time {
+        v["sender_time"] = serde_json::json!(t);
+    }
+    if frame.tracking != TrackingFlag::Unknown {
+        v["tracking"] = serde_json::json!(frame.tracking);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arkit::{Channel, Protocol};
+    use crate::calibrate::at;
+
+    #[test]
+    fn a_frame_prints_what_it_carries() {
+        let t0 = Instant::now();
+        let mut f = FaceFrame::empty(
+            Protocol::LiveLinkFace,
+            "10.0.0.2:5000".parse().unwrap(),
+            at(t0, 0.5),
+        );
+        f.set(Channel::JawOpen, 0.25);
+        f.sender_time = Some(3.0);
+        let v = frame_json(&f, t0);
+        assert_eq!(v["t"], 0.5);
+        assert_eq!(v["source"], "livelinkface");
+        assert_eq!(v["weights"]["jawOpen"], 0.25);
+        assert_eq!(v["sender_time"], 3.0);
+        assert!(v.get("head").is_none());
+        assert!(v.get("tracking").is_none());
+    }
+}

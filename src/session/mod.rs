@@ -1,0 +1,150 @@
+//! A live run's wiring, free of GL and windowing: which input (the network or a replay), the
+//! chain from decoded frames to the hand-off (conditioner, mixer, forwarding, telemetry), neutral
+//! capture, the calibration routine's launchers and the config and mapping watchers.
+//!
+//! `main.rs` parses the command line and calls [`start`]; the stage (the app layer) gets the
+//! frames through the [`crate::bridge`] and the control panel's actions through
+//! [`LiveControls`]. Events for the stage go through a [`Notify`], a plain function, so nothing
+//! here depends on winit.
+
+mod avatar;
+mod chain;
+mod controls;
+mod input;
+mod listen;
+mod neutral;
+mod routine;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+
+pub use avatar::{
+    background, load_avatar, load_model, mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_PATH,
+};
+pub use chain::{build_layers, LiveSink, Outputs, SessionCommand, TrackingLog};
+pub use controls::LiveControls;
+pub use input::{Input, Replay};
+pub use listen::{frame_json, listen};
+pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
+pub use routine::StageUi;
+pub use watch::{watch_config, watch_mapping, StageLink};
+
+use crate::app::AppEvent;
+use crate::arkit::FaceFrame;
+use crate::bridge::FrameSender;
+use crate::calibrate::Profile;
+use crate::config::Config;
+use crate::telemetry::Telemetry;
+
+/// Delivers an event to the stage (the app layer wraps winit's event-loop proxy in one).
+pub type Notify = Arc<dyn Fn(AppEvent) + Send + Sync>;
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The avatar could not be loaded.
+    #[error(transparent)]
+    Avatar(#[from] crate::avatar::AvatarError),
+    /// The mapping does not parse or does not fit the avatar.
+    #[error(transparent)]
+    Mapping(#[from] crate::mapping::MappingError),
+    /// The mapping file could not be read.
+    #[error("cannot read the mapping {}", path.display())]
+    ReadMapping {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A recording to replay could not be loaded or played.
+    #[error("cannot replay {}", path.display())]
+    Recording {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::record::RecordError,
+    },
+    /// The network listeners could not start.
+    #[error(transparent)]
+    Ingest(#[from] crate::ingest::IngestError),
+    /// Forwarding could not start.
+    #[error(transparent)]
+    Forward(#[from] crate::forward::ForwardError),
+    /// A file could not be watched for changes.
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
+    /// The performer's profile could not be loaded.
+    #[error(transparent)]
+    Profile(#[from] crate::calibrate::ProfileError),
+}
+
+/// What a live run needs besides the configuration and the hand-off.
+#[derive(Default)]
+pub struct LiveOptions<'a> {
+    /// The performer's profile, applied from the first frame.
+    pub profile: Option<&'a Profile>,
+    /// Where profiles are saved (a captured neutral goes into the profile in use).
+    pub profiles: PathBuf,
+    /// Where stage events go, when there is a stage window.
+    pub notify: Option<Notify>,
+    /// The control panel's telemetry, when there is a panel.
+    pub telemetry: Option<Arc<Telemetry>>,
+    /// A recording to play instead of listening.
+    pub replay: Option<Replay<'a>>,
+    /// A copy of every raw frame from the start (the calibration routine's input).
+    pub tap: Option<mpsc::SyncSender<FaceFrame>>,
+}
+
+/// A running input with its chain.
+pub struct Live {
+    /// The input; stopping it ends the chain.
+    pub input: Input,
+    /// Commands to the chain on the ingest thread.
+    pub commands: mpsc::Sender<SessionCommand>,
+    /// The tracking state as the chain last reported it.
+    pub tracking: TrackingLog,
+}
+
+/// Starts the input of a live run with its chain, handing mixed frames to `sender`.
+pub fn start(
+    config: &Config,
+    sender: FrameSender,
+    options: LiveOptions<'_>,
+) -> Result<Live, StartError> {
+    let tracking = TrackingLog::default();
+    let (commands, command_rx) = mpsc::channel();
+    let outputs = Outputs {
+        sender,
+        telemetry: options.telemetry,
+        wake: config.window.render_on_change && options.notify.is_some(),
+        notify: options.notify,
+        tracking: Arc::clone(&tracking),
+    };
+    let mut sink = LiveSink::new(
+        config,
+        options.profile,
+        options.profiles,
+        outputs,
+        command_rx,
+    )?;
+    if let Some(tap) = options.tap {
+        sink = sink.with_tap(tap);
+    }
+    let input = Input::start(config, options.replay, Box::new(sink))?;
+    Ok(Live {
+        input,
+        commands,
+        tracking,
+    })
+}
+
+/// Loads `--performer NAME`'s profile from `dir`.
+pub fn performer_profile(dir: &Path, name: Option<&str>) -> Result<Option<Profile>, StartError> {
+    let Some(name) = name else { return Ok(None) };
+    let profile = Profile::load_named(dir, name)?;
+    tracing::info!(performer = name, created = %profile.created, "performer profile loaded");
+    Ok(Some(profile))
+}
