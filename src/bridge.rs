@@ -1,6 +1,6 @@
 //! The hand-off of face frames from the ingest thread to the render thread (newest frame wins)
 //! and its counters. It knows frames only: the control events for the window's event loop are
-//! [`crate::app::AppEvent`].
+//! the app layer's event enum.
 //!
 //! Frames travel through a lock-free SPSC ring buffer (`ringbuf`). The renderer drains it right
 //! before it draws and keeps only the newest frame; the frames it skips are counted as

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use facewire::app::{self, AgeStats, AppEvent, HeadlessReport, Scene, StageApp, StageOptions};
+use facewire::app::{
+    self, AgeStats, AppEvent, HeadlessReport, Scene, StageApp, StageLoop, StageOptions,
+};
 use facewire::arkit::{Channel, FaceFrame, Protocol};
 use facewire::bridge;
 use facewire::calibrate::{self, Profile, TerminalUi};
@@ -525,14 +527,6 @@ fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
     Ok(())
 }
 
-/// Wraps the event loop's proxy as the session's way of telling the stage.
-fn notifier(event_loop: &winit::event_loop::EventLoop<AppEvent>) -> Notify {
-    let proxy = event_loop.create_proxy();
-    Arc::new(move |event| {
-        let _ = proxy.send_event(event);
-    })
-}
-
 /// The flags of `run` that change the configuration.
 fn apply_run_args(config: &mut Config, args: &RunArgs) {
     apply_render_args(config, &args.render);
@@ -562,10 +556,8 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
     if args.out.is_some() || args.size.is_some() {
         bail!("--out and --size belong to headless runs; add --headless");
     }
-    let event_loop = winit::event_loop::EventLoop::<AppEvent>::with_user_event()
-        .build()
-        .context("cannot open a window (is a display available? for offscreen use --headless)")?;
-    let notify = notifier(&event_loop);
+    let stage = StageLoop::open("is a display available? for offscreen use --headless")?;
+    let notify = stage.notifier();
     let (sender, receiver) = bridge::channel(QUEUE);
     let profile = session::performer_profile(&args.profiles, args.performer.as_deref())?;
     let telemetry = Telemetry::new(Instant::now());
@@ -620,7 +612,7 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
         receiver,
     )
     .with_panel(telemetry, Box::new(controls));
-    event_loop.run_app(&mut app)?;
+    stage.run(&mut app)?;
     let stats = app.draw_stats();
     if let Some([p50, p99]) = stats.draw_time.percentiles([50.0, 99.0]) {
         tracing::info!(
@@ -827,10 +819,8 @@ fn live_calibration(
         return Ok(result?);
     }
     let (avatar, mapping) = session::load_avatar(config)?;
-    let event_loop = winit::event_loop::EventLoop::<AppEvent>::with_user_event()
-        .build()
-        .context("cannot open a window (use --no-window to calibrate on the terminal only)")?;
-    let notify = notifier(&event_loop);
+    let stage = StageLoop::open("use --no-window to calibrate on the terminal only")?;
+    let notify = stage.notifier();
     let live = session::start(config, sender, options(Some(Arc::clone(&notify))))?;
     drop(raw_tx);
     let old_owned = old.cloned();
@@ -854,7 +844,7 @@ fn live_calibration(
         mapping,
         receiver,
     );
-    event_loop.run_app(&mut app)?;
+    stage.run(&mut app)?;
     // Closing the window ends the input, which ends a routine still waiting for frames.
     live.input.shutdown();
     let result = routine

@@ -22,7 +22,7 @@ mod stage;
 
 pub use camera_save::{rewrite_camera_table, save_camera, CameraSaveError};
 pub use controls::Controls;
-pub use event::AppEvent;
+pub use event::{AppEvent, LoopError, Notify, StageLoop};
 pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport, TrackingSummary};
 pub use input::{camera_drag, camera_key, camera_wheel, StageKey, STAGE_HOTKEYS};
 pub use pacing::{effective_cap, percentile, wants_redraw, FramePacer};

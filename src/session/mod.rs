@@ -30,15 +30,12 @@ pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use routine::StageUi;
 pub use watch::{watch_config, watch_mapping, StageLink};
 
-use crate::app::AppEvent;
+pub use crate::app::Notify;
 use crate::arkit::FaceFrame;
 use crate::bridge::FrameSender;
 use crate::calibrate::Profile;
 use crate::config::Config;
 use crate::telemetry::Telemetry;
-
-/// Delivers an event to the stage (the app layer wraps winit's event-loop proxy in one).
-pub type Notify = Arc<dyn Fn(AppEvent) + Send + Sync>;
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
