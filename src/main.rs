@@ -5,29 +5,17 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use facewire::app::{
-    self, AgeStats, AppEvent, HeadlessReport, Scene, StageApp, StageLoop, StageOptions,
-};
-use facewire::arkit::{Channel, FaceFrame, Protocol};
-use facewire::bridge;
-use facewire::calibrate::{self, Profile, TerminalUi};
+use facewire::app::{self, LiveRun};
+use facewire::calibrate::{self, Profile};
 use facewire::config::{Config, MorphMode};
-use facewire::image::RgbaImage;
-use facewire::mapping::{self, MappingFile};
 use facewire::record::{self, Recording, ReplayOptions};
-use facewire::render::{headless::HeadlessContext, DrawTarget};
-use facewire::session::{self, LiveControls, LiveOptions, Notify, Replay, StageLink, StageUi};
-use facewire::telemetry::Telemetry;
+use facewire::session::{self, HeadAngles, Replay, Size};
 use facewire::{fsutil, headgen, sheet};
-
-/// Hand-off queue length: a few frames absorb scheduling jitter; more would only add latency.
-const QUEUE: usize = 4;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -295,52 +283,6 @@ struct ImportObjArgs {
     name_dialect: facewire::objimport::NameDialect,
 }
 
-/// A head rotation, `YAW,PITCH,ROLL` in degrees.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct HeadAngles(glam::Quat);
-
-impl std::str::FromStr for HeadAngles {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let v: Vec<f32> = s
-            .split(',')
-            .map(|p| p.trim().parse::<f32>().ok().filter(|v| v.is_finite()))
-            .collect::<Option<_>>()
-            .ok_or_else(|| format!("`{s}` is not YAW,PITCH,ROLL in degrees, e.g. 20,-5,0"))?;
-        let [yaw, pitch, roll] = v[..] else {
-            return Err(format!("`{s}` needs three angles: YAW,PITCH,ROLL"));
-        };
-        // The avatar looks down +Z with +X on its left: yaw about +Y turns the face towards +X,
-        // pitch about +X nods it down, roll about -Z tilts it towards +X.
-        Ok(HeadAngles(
-            glam::Quat::from_rotation_y(yaw.to_radians())
-                * glam::Quat::from_rotation_x(pitch.to_radians())
-                * glam::Quat::from_rotation_z(-roll.to_radians()),
-        ))
-    }
-}
-
-/// An image size, `WIDTHxHEIGHT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Size(u32, u32);
-
-impl std::str::FromStr for Size {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (w, h) = s
-            .split_once(['x', 'X'])
-            .ok_or_else(|| format!("`{s}` is not a size; write WIDTHxHEIGHT, e.g. 800x800"))?;
-        let parse = |v: &str| {
-            v.trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (16..=8192).contains(n))
-                .ok_or_else(|| format!("`{v}` is not a size between 16 and 8192"))
-        };
-        Ok(Size(parse(w)?, parse(h)?))
-    }
-}
-
 fn main() -> std::process::ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FACEWIRE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -426,51 +368,13 @@ fn check_command(config: &mut Config, args: CheckArgs) -> Result<()> {
     if let Some(m) = args.mapping {
         config.render.mapping = m;
     }
-    let avatar = session::load_model(config)?;
-    let report = match session::mapping_source(config)? {
-        Some((text, path)) => {
-            println!("checking {path} against {}", avatar.source);
-            mapping::check_text(&text, &path, &avatar)
-        }
-        None => {
-            println!("checking the automatic mapping against {}", avatar.source);
-            mapping::check(&MappingFile::default(), &avatar)
-        }
-    };
+    let (what, report) = session::check_mapping(config)?;
+    println!("{what}");
     println!("{report}");
     if report.has_errors() {
         bail!("the mapping has errors");
     }
     Ok(())
-}
-
-/// Parses `name=value,name=value` into a frame of ARKit channels.
-fn parse_weights(spec: &str) -> Result<FaceFrame> {
-    let mut frame = FaceFrame::empty(
-        Protocol::Vmc,
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        Instant::now(),
-    );
-    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, value) = item
-            .split_once('=')
-            .with_context(|| format!("`{item}`: write NAME=VALUE, e.g. jawOpen=1"))?;
-        let channel = Channel::parse(name).with_context(|| {
-            let names = Channel::ALL.map(Channel::name);
-            match facewire::diagnostic::nearest(name.trim(), names) {
-                Some(best) => format!("unknown channel `{name}`; did you mean `{best}`?"),
-                None => format!("unknown channel `{name}`; ARKit names like jawOpen, eyeBlinkLeft"),
-            }
-        })?;
-        let v: f32 = value
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f32| v.is_finite())
-            .with_context(|| format!("`{value}` is not a number (in `{item}`)"))?;
-        frame.set(channel, v.clamp(0.0, 1.0));
-    }
-    Ok(frame)
 }
 
 fn contact_sheet(config: &mut Config, args: SheetArgs) -> Result<()> {
@@ -504,24 +408,10 @@ fn contact_sheet(config: &mut Config, args: SheetArgs) -> Result<()> {
 
 fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
     apply_render_args(config, &args.render);
-    let mut frame = parse_weights(&args.weights)?;
+    let mut frame = session::parse_weights(&args.weights)?;
     frame.head = args.head.map(|h| h.0);
     let (avatar, mapping) = session::load_avatar(config)?;
-    let ctx = HeadlessContext::new(args.size.0, args.size.1)?;
-    let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
-    scene.set_mapping(mapping);
-    scene.set_camera(config.camera);
-    let (clear, premultiplied) = session::background(config);
-    scene.set_frame(Some(&frame));
-    ctx.bind();
-    scene.draw(&DrawTarget {
-        width: args.size.0,
-        height: args.size.1,
-        clear_color: clear,
-        alpha: premultiplied,
-    });
-    let image: RgbaImage = ctx.read_rgba();
-    drop(scene);
+    let image = app::snapshot(config, avatar, mapping, &frame, (args.size.0, args.size.1))?;
     image.save_png(&args.out)?;
     tracing::info!(out = %args.out.display(), "snapshot written");
     Ok(())
@@ -530,12 +420,7 @@ fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
 /// The flags of `run` that change the configuration.
 fn apply_run_args(config: &mut Config, args: &RunArgs) {
     apply_render_args(config, &args.render);
-    if !args.listen.is_empty() {
-        config.ingest.listen.clone_from(&args.listen);
-    }
-    if args.phone.is_some() {
-        config.ingest.phone = args.phone;
-    }
+    config.ingest.apply_flags(&args.listen, args.phone);
     if let Some(cap) = args.fps_cap {
         config.window.fps_cap = cap;
     }
@@ -550,185 +435,30 @@ fn apply_run_args(config: &mut Config, args: &RunArgs) {
 fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Result<()> {
     apply_run_args(config, &args);
     let (avatar, mapping) = session::load_avatar(config)?;
-    if args.headless {
-        return run_headless(config, source, &args, avatar, mapping);
-    }
-    if args.out.is_some() || args.size.is_some() {
+    if !args.headless && (args.out.is_some() || args.size.is_some()) {
         bail!("--out and --size belong to headless runs; add --headless");
     }
-    let stage = StageLoop::open("is a display available? for offscreen use --headless")?;
-    let notify = stage.notifier();
-    let (sender, receiver) = bridge::channel(QUEUE);
-    let profile = session::performer_profile(&args.profiles, args.performer.as_deref())?;
-    let telemetry = Telemetry::new(Instant::now());
-    let live = session::start(
+    let run = LiveRun {
         config,
-        sender,
-        LiveOptions {
-            profile: profile.as_ref(),
-            profiles: args.profiles.clone(),
-            notify: Some(Arc::clone(&notify)),
-            telemetry: Some(Arc::clone(&telemetry)),
-            replay: args.replay.as_deref().map(|file| Replay {
-                file,
-                speed: args.speed,
-            }),
-            tap: None,
-        },
-    )?;
-    let _config_watch = session::watch_config(
         source,
-        config,
-        profile.as_ref(),
-        live.commands.clone(),
-        StageLink::Window(Arc::clone(&notify)),
-    )?;
-    let tell = Arc::clone(&notify);
-    let _watch = session::watch_mapping(config, move |parsed| {
-        tell(AppEvent::Mapping(parsed.map(Box::new)));
-    })?;
-    let config_folder = source
-        .and_then(Path::parent)
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("config"), Path::to_path_buf);
-    let controls = LiveControls::new(
-        live.input,
-        live.commands,
-        notify,
-        args.profiles.clone(),
-        profile.map(|p| p.performer),
-        config_folder,
-    );
-    let mut app = StageApp::new(
-        StageOptions {
-            config: config.clone(),
-            config_path: source.map(Path::to_path_buf),
-            exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
-            mapping_path: session::mapping_path(config),
-            screenshots: args.screenshots.clone(),
-        },
-        avatar,
-        mapping,
-        receiver,
-    )
-    .with_panel(telemetry, Box::new(controls));
-    stage.run(&mut app)?;
-    let stats = app.draw_stats();
-    if let Some([p50, p99]) = stats.draw_time.percentiles([50.0, 99.0]) {
-        tracing::info!(
-            frames = stats.frames,
-            draw_p50_us = p50.as_micros() as u64,
-            draw_p99_us = p99.as_micros() as u64,
-            "stage closed"
-        );
+        profiles: args.profiles.clone(),
+        profile: session::performer_profile(&args.profiles, args.performer.as_deref())?,
+        replay: args.replay.as_deref().map(|file| Replay {
+            file,
+            speed: args.speed,
+        }),
+        exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
+    };
+    if !args.headless {
+        return Ok(app::run_stage(run, avatar, mapping, args.screenshots)?);
     }
-    // Dropping the application ends the input (the controls own it) and a routine waiting for
-    // frames.
-    let error = app.take_error();
-    drop(app);
-    match error {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
-    }
-}
-
-fn run_headless(
-    config: &Config,
-    source: Option<&Path>,
-    args: &RunArgs,
-    avatar: facewire::avatar::Avatar,
-    mapping: facewire::mapping::CompiledMapping,
-) -> Result<()> {
     let Size(width, height) = args
         .size
         .unwrap_or(Size(config.window.width, config.window.height));
-    let ctx = HeadlessContext::new(width, height)?;
-    let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
-    scene.set_mapping(mapping);
-    scene.set_camera(config.camera);
-    tracing::info!(morph = ?scene.morph_path(), width, height, "headless renderer ready");
-    let (sender, mut receiver) = bridge::channel(QUEUE);
-    let counters = sender.counters();
-    let profile = session::performer_profile(&args.profiles, args.performer.as_deref())?;
-    let live = session::start(
-        config,
-        sender,
-        LiveOptions {
-            profile: profile.as_ref(),
-            profiles: args.profiles.clone(),
-            replay: args.replay.as_deref().map(|file| Replay {
-                file,
-                speed: args.speed,
-            }),
-            ..LiveOptions::default()
-        },
-    )?;
-    let (camera_tx, cameras) = mpsc::channel();
-    let _config_watch = session::watch_config(
-        source,
-        config,
-        profile.as_ref(),
-        live.commands.clone(),
-        StageLink::Headless(camera_tx),
-    )?;
-    let deadline = args
-        .exit_after
-        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-    // Without --exit-after, a replayed run ends once the recording has played and its last
-    // frame has been drawn.
-    let until_replayed = deadline.is_none() && args.replay.is_some();
-    let (clear, premultiplied) = session::background(config);
-    let (reload_tx, reloads) = mpsc::channel();
-    let _watch = session::watch_mapping(config, move |parsed| {
-        let _ = reload_tx.send(parsed);
-    })?;
-    let input = &live.input;
-    let (image, drawn, mut ages) = app::run_headless(
-        &mut scene,
-        &ctx,
-        &mut receiver,
-        &app::HeadlessPace {
-            fps: config.render.headless_fps,
-            background: clear,
-            premultiplied,
-            render_on_change: config.window.render_on_change,
-            motion: config.window.motion,
-        },
-        |scene| {
-            let mut changed = false;
-            while let Ok(parsed) = reloads.try_recv() {
-                let _ = app::reload_mapping(scene, parsed);
-                changed = true;
-            }
-            while let Ok(camera) = cameras.try_recv() {
-                scene.set_camera(camera);
-                changed = true;
-            }
-            changed
-        },
-        || {
-            deadline.is_some_and(|d| Instant::now() >= d)
-                || (until_replayed && input.finished() && counters.snapshot().idle())
-        },
-    );
-    let (frames_received, malformed) = live.input.counts();
-    live.input.shutdown();
-    drop(scene);
+    let (image, report) = app::run_offscreen(run, avatar, mapping, (width, height))?;
     if let Some(out) = &args.out {
         image.save_png(out)?;
     }
-    ages.sort_unstable();
-    let report = HeadlessReport {
-        frames_drawn: drawn,
-        frames_received,
-        frames_dropped: counters.snapshot().dropped,
-        malformed,
-        sample_age_us: AgeStats {
-            p50: app::percentile(&ages, 50.0),
-            p99: app::percentile(&ages, 99.0),
-        },
-        tracking: *live.tracking.lock().unwrap_or_else(PoisonError::into_inner),
-    };
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }
@@ -744,13 +474,7 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
     }
     let calibration = match &args.from {
         Some(file) => {
-            let recording = Recording::load(file)
-                .with_context(|| format!("loading the recording {}", file.display()))?;
-            let calibration = calibrate::calibrate_offline(
-                record::frames(&recording),
-                old.as_ref(),
-                &args.performer,
-            );
+            let calibration = session::calibrate_from(file, old.as_ref(), &args.performer)?;
             println!("{}", calibration.summary);
             if !args.yes && !confirm("Save this profile? [Y/n] ")? {
                 println!("not saved");
@@ -758,7 +482,21 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
             }
             Some(calibration)
         }
-        None => live_calibration(config, &args, old.as_ref())?,
+        None => {
+            config.ingest.apply_flags(&args.listen, args.phone);
+            let stage = if args.no_window {
+                None
+            } else {
+                Some(session::load_avatar(config)?)
+            };
+            app::calibrate_live(
+                config,
+                args.profiles.clone(),
+                old.as_ref(),
+                &args.performer,
+                stage,
+            )?
+        }
     };
     let Some(calibration) = calibration else {
         println!("calibration cancelled; nothing saved");
@@ -785,78 +523,6 @@ fn confirm(question: &str) -> Result<bool> {
         line.trim().to_ascii_lowercase().as_str(),
         "" | "y" | "yes"
     ))
-}
-
-/// Runs the guided routine on live input, with the stage window showing the avatar and the
-/// prompts unless `--no-window`.
-fn live_calibration(
-    config: &mut Config,
-    args: &CalibrateArgs,
-    old: Option<&Profile>,
-) -> Result<Option<calibrate::Calibration>> {
-    if !args.listen.is_empty() {
-        config.ingest.listen.clone_from(&args.listen);
-    }
-    if args.phone.is_some() {
-        config.ingest.phone = args.phone;
-    }
-    let (raw_tx, raw_rx) = mpsc::sync_channel::<FaceFrame>(1024);
-    let (sender, receiver) = bridge::channel(QUEUE);
-    let performer = args.performer.clone();
-    let options = |notify: Option<Notify>| LiveOptions {
-        profile: old,
-        profiles: args.profiles.clone(),
-        notify,
-        tap: Some(raw_tx.clone()),
-        ..LiveOptions::default()
-    };
-    if args.no_window {
-        let live = session::start(config, sender, options(None))?;
-        drop(raw_tx);
-        let mut ui = StageUi::new(TerminalUi::stdio(), None);
-        let result = calibrate::run_routine(raw_rx, &mut ui, old, &performer);
-        live.input.shutdown();
-        return Ok(result?);
-    }
-    let (avatar, mapping) = session::load_avatar(config)?;
-    let stage = StageLoop::open("use --no-window to calibrate on the terminal only")?;
-    let notify = stage.notifier();
-    let live = session::start(config, sender, options(Some(Arc::clone(&notify))))?;
-    drop(raw_tx);
-    let old_owned = old.cloned();
-    let routine = std::thread::Builder::new()
-        .name("facewire-calibrate".into())
-        .spawn(move || {
-            let mut ui = StageUi::new(TerminalUi::stdio(), Some(Arc::clone(&notify)));
-            let result = calibrate::run_routine(raw_rx, &mut ui, old_owned.as_ref(), &performer);
-            notify(AppEvent::Shutdown);
-            result
-        })?;
-    let mut app = StageApp::new(
-        StageOptions {
-            config: config.clone(),
-            config_path: None,
-            exit_after: None,
-            mapping_path: None,
-            screenshots: None,
-        },
-        avatar,
-        mapping,
-        receiver,
-    );
-    stage.run(&mut app)?;
-    // Closing the window ends the input, which ends a routine still waiting for frames.
-    live.input.shutdown();
-    let result = routine
-        .join()
-        .map_err(|_| anyhow::anyhow!("the calibration routine panicked"))?;
-    if let Some(e) = app.take_error() {
-        return Err(e.into());
-    }
-    match result {
-        Ok(calibration) => Ok(calibration),
-        Err(calibrate::SessionError::Disconnected) => Ok(None),
-    }
 }
 
 fn record_command(config: &Config, args: RecordArgs) -> Result<()> {
@@ -927,9 +593,7 @@ fn replay_command(args: ReplayArgs) -> Result<()> {
 }
 
 fn listen(config: &mut Config, args: ListenArgs) -> Result<()> {
-    if args.phone.is_some() {
-        config.ingest.phone = args.phone;
-    }
+    config.ingest.apply_flags(&[], args.phone);
     session::listen(config, args.port, args.count, &mut std::io::stdout())?;
     Ok(())
 }

@@ -10,12 +10,15 @@
 //! - `camera_save`: saving the camera into the configuration file.
 //! - `pacing`: the frame-rate cap and redrawing on change.
 //! - `headless`: the offscreen loop of `facewire run --headless`.
+//! - `live`: live runs put together: the session's input and chain feeding the stage window,
+//!   the offscreen loop or the calibration routine's stage.
 
 mod camera_save;
 mod controls;
 mod event;
 mod headless;
 mod input;
+mod live;
 mod pacing;
 mod scene;
 mod stage;
@@ -25,6 +28,7 @@ pub use controls::Controls;
 pub use event::{AppEvent, LoopError, Notify, StageLoop};
 pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport, TrackingSummary};
 pub use input::{camera_drag, camera_key, camera_wheel, StageKey, STAGE_HOTKEYS};
+pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError, LiveRun};
 pub use pacing::{effective_cap, percentile, wants_redraw, FramePacer};
 pub use scene::{reload_mapping, Scene};
 pub use stage::{StageApp, StageOptions};

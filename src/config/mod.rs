@@ -355,6 +355,16 @@ impl Default for IngestSection {
 }
 
 impl IngestSection {
+    /// Applies the command line's `--listen` addresses (when any) and `--phone`.
+    pub fn apply_flags(&mut self, listen: &[SocketAddr], phone: Option<IpAddr>) {
+        if !listen.is_empty() {
+            self.listen = listen.to_vec();
+        }
+        if phone.is_some() {
+            self.phone = phone;
+        }
+    }
+
     /// Every listener address with its key, in file order.
     fn addresses(&self) -> impl Iterator<Item = (&'static str, SocketAddr)> + '_ {
         [

@@ -80,6 +80,22 @@ pub fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping), StartEr
     Ok((avatar, compiled))
 }
 
+/// Checks the configured mapping against the configured model: what was checked (a line to
+/// print before the report) and the report.
+pub fn check_mapping(config: &Config) -> Result<(String, mapping::CheckReport), StartError> {
+    let avatar = load_model(config)?;
+    Ok(match mapping_source(config)? {
+        Some((text, path)) => (
+            format!("checking {path} against {}", avatar.source),
+            mapping::check_text(&text, &path, &avatar),
+        ),
+        None => (
+            format!("checking the automatic mapping against {}", avatar.source),
+            mapping::check(&MappingFile::default(), &avatar),
+        ),
+    })
+}
+
 /// The background colour for offscreen images, and whether it is premultiplied alpha:
 /// transparent when `window.transparent`, else opaque.
 pub fn background(config: &Config) -> ([f32; 4], bool) {

@@ -7,6 +7,7 @@
 //! [`LiveControls`]. Events for the stage go through a [`Notify`], a plain function, so nothing
 //! here depends on winit.
 
+mod args;
 mod avatar;
 mod chain;
 mod controls;
@@ -19,8 +20,10 @@ mod watch;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
+pub use args::{parse_weights, HeadAngles, Size, WeightsError};
 pub use avatar::{
-    background, load_avatar, load_model, mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_PATH,
+    background, check_mapping, load_avatar, load_model, mapping_path, mapping_source,
+    DEFAULT_HEAD_MAPPING_PATH,
 };
 pub use chain::{build_layers, LiveSink, Outputs, SessionCommand, TrackingLog};
 pub use controls::LiveControls;
@@ -55,8 +58,8 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
-    /// A recording to replay could not be loaded or played.
-    #[error("cannot replay {}", path.display())]
+    /// A recording could not be loaded or played.
+    #[error("cannot use the recording {}", path.display())]
     Recording {
         /// The file.
         path: PathBuf,
@@ -136,6 +139,25 @@ pub fn start(
         commands,
         tracking,
     })
+}
+
+/// Calibrates `performer` offline from a recording (`.fwrec` or a Live Link Face CSV), starting
+/// from their `old` profile.
+pub fn calibrate_from(
+    file: &Path,
+    old: Option<&Profile>,
+    performer: &str,
+) -> Result<crate::calibrate::Calibration, StartError> {
+    let recording =
+        crate::record::Recording::load(file).map_err(|source| StartError::Recording {
+            path: file.to_path_buf(),
+            source,
+        })?;
+    Ok(crate::calibrate::calibrate_offline(
+        crate::record::frames(&recording),
+        old,
+        performer,
+    ))
 }
 
 /// Loads `--performer NAME`'s profile from `dir`.

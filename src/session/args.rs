@@ -1,0 +1,145 @@
+//! Values typed on the command line: image sizes, head angles and channel weights.
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Instant;
+
+use glam::Quat;
+
+use crate::arkit::{Channel, FaceFrame, Protocol};
+use crate::diagnostic::nearest;
+
+/// A head rotation typed as `YAW,PITCH,ROLL` in degrees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadAngles(pub Quat);
+
+impl FromStr for HeadAngles {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let v: Vec<f32> = s
+            .split(',')
+            .map(|p| p.trim().parse::<f32>().ok().filter(|v| v.is_finite()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| format!("`{s}` is not YAW,PITCH,ROLL in degrees, e.g. 20,-5,0"))?;
+        let [yaw, pitch, roll] = v[..] else {
+            return Err(format!("`{s}` needs three angles: YAW,PITCH,ROLL"));
+        };
+        // The avatar looks down +Z with +X on its left: yaw about +Y turns the face towards +X,
+        // pitch about +X nods it down, roll about -Z tilts it towards +X.
+        Ok(HeadAngles(
+            Quat::from_rotation_y(yaw.to_radians())
+                * Quat::from_rotation_x(pitch.to_radians())
+                * Quat::from_rotation_z(-roll.to_radians()),
+        ))
+    }
+}
+
+/// An image size, `WIDTHxHEIGHT`, each side 16 to 8192 pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u32, pub u32);
+
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (w, h) = s
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("`{s}` is not a size; write WIDTHxHEIGHT, e.g. 800x800"))?;
+        let parse = |v: &str| {
+            v.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (16..=8192).contains(n))
+                .ok_or_else(|| format!("`{v}` is not a size between 16 and 8192"))
+        };
+        Ok(Size(parse(w)?, parse(h)?))
+    }
+}
+
+/// Why `--weights` did not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WeightsError {
+    /// An item is not `NAME=VALUE`.
+    #[error("`{0}`: write NAME=VALUE, e.g. jawOpen=1")]
+    Syntax(String),
+    /// The name is no ARKit channel.
+    #[error("unknown channel `{name}`; {}", match suggestion {
+        Some(best) => format!("did you mean `{best}`?"),
+        None => "ARKit names like jawOpen, eyeBlinkLeft".to_string(),
+    })]
+    UnknownChannel {
+        /// The name typed.
+        name: String,
+        /// The nearest channel name, if one is close.
+        suggestion: Option<&'static str>,
+    },
+    /// The value is not a finite number.
+    #[error("`{value}` is not a number (in `{item}`)")]
+    NotANumber {
+        /// The value typed.
+        value: String,
+        /// The whole item.
+        item: String,
+    },
+}
+
+/// Parses `name=value,name=value` (ARKit names in any spelling) into a frame; values are
+/// clamped to [0, 1].
+pub fn parse_weights(spec: &str) -> Result<FaceFrame, WeightsError> {
+    let mut frame = FaceFrame::empty(
+        Protocol::Vmc,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        Instant::now(),
+    );
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| WeightsError::Syntax(item.to_string()))?;
+        let channel = Channel::parse(name).ok_or_else(|| WeightsError::UnknownChannel {
+            name: name.to_string(),
+            suggestion: nearest(name.trim(), Channel::ALL.map(Channel::name)),
+        })?;
+        let v: f32 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f32| v.is_finite())
+            .ok_or_else(|| WeightsError::NotANumber {
+                value: value.to_string(),
+                item: item.to_string(),
+            })?;
+        frame.set(channel, v.clamp(0.0, 1.0));
+    }
+    Ok(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_parse_in_any_spelling_and_mistakes_are_named() {
+        let f = parse_weights("jawOpen=1, MouthSmile_L=0.5").unwrap();
+        assert_eq!(f.get(Channel::JawOpen), Some(1.0));
+        assert_eq!(f.get(Channel::MouthSmileLeft), Some(0.5));
+        let e = parse_weights("jawOpn=1").unwrap_err().to_string();
+        assert_eq!(e, "unknown channel `jawOpn`; did you mean `jawOpen`?");
+        assert!(matches!(
+            parse_weights("jawOpen"),
+            Err(WeightsError::Syntax(_))
+        ));
+        assert!(matches!(
+            parse_weights("jawOpen=NaN"),
+            Err(WeightsError::NotANumber { .. })
+        ));
+    }
+
+    #[test]
+    fn sizes_and_angles_parse() {
+        assert_eq!("800x600".parse::<Size>(), Ok(Size(800, 600)));
+        assert!("8x8".parse::<Size>().is_err());
+        assert!("800".parse::<Size>().is_err());
+        let q = "90,0,0".parse::<HeadAngles>().unwrap().0;
+        assert!(q.dot(Quat::from_rotation_y(90f32.to_radians())).abs() > 1.0 - 1e-6);
+        assert!("1,2".parse::<HeadAngles>().is_err());
+    }
+}
