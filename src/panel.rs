@@ -1,8 +1,9 @@
 //! The control panel's contents, drawn with egui and free of GL and winit: what the stream
-//! reads (raw, calibrated and the avatar target weights each of the 52 channels drives), where
-//! it comes from and how healthy it is, the draw timings, the actions (capture a neutral, run
-//! the calibration routine, choose the performer profile, reload the mapping, open the
-//! configuration folder), and every mapping, configuration or profile error verbatim.
+//! reads (raw, calibrated, each mixer layer's part, the final mixed value and the avatar target
+//! weights each of the 52 channels drives), the mixer's layers, where the stream comes from and
+//! how healthy it is, the draw timings, the actions (capture a neutral, run the calibration
+//! routine, choose the performer profile, reload the mapping, open the configuration folder),
+//! and every mapping, configuration or profile error verbatim.
 //!
 //! [`PanelModel`] is what one refresh shows; [`show`] lays it out and returns the actions the
 //! user asked for. `render::panel` hosts it in its own window.
@@ -12,10 +13,13 @@ use std::time::{Duration, Instant};
 
 use egui::{Color32, RichText};
 
-use crate::arkit::{Channel, FaceFrame};
+use crate::arkit::{Channel, ChannelMask, FaceFrame};
 use crate::avatar::{Avatar, Pose};
 use crate::calibrate::{Decision, TrackingState};
 use crate::mapping::CompiledMapping;
+use crate::mixer::{
+    BlendMode, LayerReport, MixerReport, Region, RegionMask, LAYER_REST, LAYER_TRACKING,
+};
 use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
 /// What the user asked for with one click.
@@ -122,6 +126,23 @@ impl Messages {
     }
 }
 
+/// One mixer layer's part in a channel: the layer's value of the channel and the weight the
+/// layer blends with now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerCell {
+    /// The layer's value of the channel, 0 to 1.
+    pub value: f32,
+    /// The layer's current weight, 0 to 1.
+    pub weight: f32,
+}
+
+impl LayerCell {
+    /// The value scaled by the weight: what the cell's meter shows.
+    pub fn scaled(self) -> f32 {
+        self.value * self.weight
+    }
+}
+
 /// One channel's row of meters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChannelRow {
@@ -131,13 +152,81 @@ pub struct ChannelRow {
     pub raw: Option<f32>,
     /// Its value after calibration and smoothing.
     pub calibrated: Option<f32>,
+    /// Each of [`layer_columns`]' layers, in order: its part in this channel, `None` where the
+    /// layer does not drive it. Empty without a mixer report.
+    pub layers: Vec<Option<LayerCell>>,
+    /// Its final value after the mixer, when the newest mixed frame carries it.
+    pub mixed: Option<f32>,
     /// The avatar targets it drives, with their weights in the pose being drawn.
     pub targets: Vec<(String, f32)>,
 }
 
-/// The meters of every channel, in canonical order: raw and calibrated values from `telemetry`,
-/// and for each channel the targets of `avatar` that `mapping` drives from it, with their
-/// weights in `pose`.
+impl ChannelRow {
+    /// Whether the channel reads above zero: raw, calibrated or final.
+    pub fn moving(&self) -> bool {
+        [self.raw, self.calibrated, self.mixed]
+            .into_iter()
+            .flatten()
+            .any(|v| v > 0.01)
+    }
+}
+
+/// The layers of `report` that get a column of their own beside the channels: every layer but
+/// the rest pose and the tracking layer (whose values are the calibrated column), bottom to top.
+pub fn layer_columns(report: &MixerReport) -> impl Iterator<Item = &LayerReport> {
+    report
+        .layers
+        .iter()
+        .filter(|l| l.name != LAYER_REST && l.name != LAYER_TRACKING)
+}
+
+/// The regions whose channels `present` touches, in [`Region::ALL`] order.
+fn touched_regions(present: ChannelMask) -> RegionMask {
+    let regions: Vec<Region> = Region::ALL
+        .into_iter()
+        .filter(|r| present.iter().any(|c| Region::of(c) == *r))
+        .collect();
+    RegionMask::of(&regions)
+}
+
+/// The mixer's layers bottom to top with their weights, as one status line:
+/// `layers: rest · tracking 1.00 · smile 0.42 (add, mouth)`. The brackets give the blend mode
+/// when it is not `override` and the face regions the layer drives when they are not all of
+/// them. The rest pose has no weight (it is always under everything), and the tracking layer's
+/// regions are not listed: it drives whatever channels the phone sends.
+pub fn layers_line(report: &MixerReport) -> String {
+    let parts: Vec<String> = report
+        .layers
+        .iter()
+        .map(|layer| {
+            if layer.name == LAYER_REST {
+                return layer.name.clone();
+            }
+            let c = &layer.contribution;
+            let mut notes = Vec::new();
+            if c.mode != BlendMode::Override {
+                notes.push(c.mode.name().to_string());
+            }
+            let regions = touched_regions(c.present);
+            if layer.name != LAYER_TRACKING
+                && regions != RegionMask::NONE
+                && regions.channels() != ChannelMask::ALL
+            {
+                notes.push(regions.to_string());
+            }
+            let mut part = format!("{} {:.2}", layer.name, c.weight);
+            if !notes.is_empty() {
+                part.push_str(&format!(" ({})", notes.join(", ")));
+            }
+            part
+        })
+        .collect();
+    format!("layers: {}", parts.join(" · "))
+}
+
+/// The meters of every channel, in canonical order: raw, calibrated and final (mixed) values
+/// from `telemetry`, each [`layer_columns`] layer's part from its mixer report, and for each
+/// channel the targets of `avatar` that `mapping` drives from it, with their weights in `pose`.
 pub fn channel_rows(
     telemetry: &TelemetrySnapshot,
     mapping: &CompiledMapping,
@@ -145,12 +234,28 @@ pub fn channel_rows(
     pose: &Pose,
 ) -> Vec<ChannelRow> {
     let value = |frame: &Option<FaceFrame>, c: Channel| frame.as_ref().and_then(|f| f.get(c));
+    let columns: Vec<&LayerReport> = telemetry
+        .mix
+        .as_deref()
+        .map(|r| layer_columns(r).collect())
+        .unwrap_or_default();
     let mut rows: Vec<ChannelRow> = Channel::ALL
         .iter()
         .map(|&channel| ChannelRow {
             channel,
             raw: value(&telemetry.raw, channel),
             calibrated: value(&telemetry.calibrated, channel),
+            layers: columns
+                .iter()
+                .map(|l| {
+                    let c = &l.contribution;
+                    c.present.contains(channel).then(|| LayerCell {
+                        value: c.weights[channel.index()],
+                        weight: c.weight,
+                    })
+                })
+                .collect(),
+            mixed: value(&telemetry.mixed, channel),
             targets: Vec::new(),
         })
         .collect();
@@ -275,7 +380,7 @@ pub struct PanelModel {
 /// Which list the panel shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tab {
-    /// The 52 channels with raw, calibrated and target meters.
+    /// The 52 channels with raw, calibrated, layer, final and target meters.
     #[default]
     Channels,
     /// Every avatar target weight.
@@ -325,11 +430,10 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
-/// A horizontal meter of `value` (0 to 1) in `color`, `width` points wide, with the value
-/// written beside it ("-" when absent).
-fn meter(ui: &mut egui::Ui, value: Option<f32>, color: Color32, width: f32) {
+/// A horizontal bar of `value` (0 to 1) in `color`, `width` points wide, without text.
+fn bar(ui: &mut egui::Ui, value: Option<f32>, color: Color32, width: f32) -> egui::Response {
     let height = ui.text_style_height(&egui::TextStyle::Body) * 0.7;
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
+    let (rect, response) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
     let painter = ui.painter();
     painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
     if let Some(v) = value.filter(|v| v.is_finite()) {
@@ -337,8 +441,25 @@ fn meter(ui: &mut egui::Ui, value: Option<f32>, color: Color32, width: f32) {
         fill.set_width(rect.width() * v.clamp(0.0, 1.0));
         painter.rect_filled(fill, 2.0, color);
     }
+    response
+}
+
+/// A horizontal meter of `value` (0 to 1) in `color`, `width` points wide, with the value
+/// written beside it ("-" when absent).
+fn meter(ui: &mut egui::Ui, value: Option<f32>, color: Color32, width: f32) {
+    bar(ui, value, color, width);
     let text = value.map_or_else(|| "  -  ".to_string(), |v| format!("{v:.2}"));
     ui.monospace(text);
+}
+
+/// `name` cut to at most `max` characters, the last of them "…" when it was longer.
+fn truncated(name: &str, max: usize) -> String {
+    if name.chars().count() <= max {
+        return name.to_string();
+    }
+    let mut out: String = name.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// Lays the panel out in `ui` and returns the actions asked for.
@@ -431,6 +552,9 @@ fn status(ui: &mut egui::Ui, model: &PanelModel) {
             ui.label(format!("{fps:.0} fps"));
         }
     });
+    if let Some(report) = &t.mix {
+        ui.label(layers_line(report));
+    }
     ui.label(RichText::new(format!("{}  |  {}", model.input, model.avatar)).weak());
 }
 
@@ -585,32 +709,75 @@ fn matches(filter: &str, name: &str) -> bool {
             .contains(&filter.to_ascii_lowercase())
 }
 
+/// The longest layer name a column header shows (longer ones end in "…").
+const LAYER_HEADER_CHARS: usize = 7;
+
 fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
     let raw_color = Color32::from_rgb(130, 130, 140);
     let cal_color = Color32::from_rgb(70, 150, 230);
+    let layer_color = Color32::from_rgb(170, 120, 220);
+    let final_color = Color32::from_rgb(80, 190, 120);
     let target_color = Color32::from_rgb(230, 140, 60);
+    let columns: Vec<&LayerReport> = model
+        .telemetry
+        .mix
+        .as_deref()
+        .map(|r| layer_columns(r).collect())
+        .unwrap_or_default();
+    // Layer columns take room from the value meters, so the panel keeps its width.
+    let value_width = if columns.is_empty() { 90.0 } else { 56.0 };
+    let layer_width = 44.0;
     egui::ScrollArea::vertical()
         .id_salt("channels")
         .show(ui, |ui| {
             egui::Grid::new("meters")
                 .striped(true)
-                .num_columns(4)
+                .num_columns(5 + columns.len())
                 .show(ui, |ui| {
                     ui.label(RichText::new("channel").strong());
                     ui.label(RichText::new("raw").strong());
                     ui.label(RichText::new("calibrated").strong());
+                    for layer in &columns {
+                        let c = &layer.contribution;
+                        ui.label(
+                            RichText::new(truncated(&layer.name, LAYER_HEADER_CHARS))
+                                .small()
+                                .strong(),
+                        )
+                        .on_hover_text(format!(
+                            "layer `{}`: {}, weight {:.2}",
+                            layer.name, c.mode, c.weight
+                        ));
+                    }
+                    ui.label(RichText::new("final").strong());
                     ui.label(RichText::new("drives").strong());
                     ui.end_row();
                     for row in &model.rows {
                         let name = row.channel.name();
-                        let moving = row.calibrated.is_some_and(|v| v > 0.01)
-                            || row.raw.is_some_and(|v| v > 0.01);
-                        if !matches(&state.filter, name) || (state.active_only && !moving) {
+                        if !matches(&state.filter, name) || (state.active_only && !row.moving()) {
                             continue;
                         }
                         ui.monospace(name);
-                        ui.horizontal(|ui| meter(ui, row.raw, raw_color, 90.0));
-                        ui.horizontal(|ui| meter(ui, row.calibrated, cal_color, 90.0));
+                        ui.horizontal(|ui| meter(ui, row.raw, raw_color, value_width));
+                        ui.horizontal(|ui| meter(ui, row.calibrated, cal_color, value_width));
+                        for (layer, cell) in columns.iter().zip(&row.layers) {
+                            match cell {
+                                Some(cell) => {
+                                    bar(ui, Some(cell.scaled()), layer_color, layer_width)
+                                        .on_hover_text(format!(
+                                            "{}: {:.2} × weight {:.2} = {:.2}",
+                                            layer.name,
+                                            cell.value,
+                                            cell.weight,
+                                            cell.scaled()
+                                        ));
+                                }
+                                None => {
+                                    ui.label("");
+                                }
+                            }
+                        }
+                        ui.horizontal(|ui| meter(ui, row.mixed, final_color, value_width));
                         ui.horizontal_wrapped(|ui| {
                             if row.targets.is_empty() {
                                 ui.label(RichText::new("(nothing)").weak());
@@ -762,6 +929,7 @@ mod tests {
     use crate::arkit::Protocol;
     use crate::avatar::Mesh;
     use crate::mapping::{Driver, TargetBinding};
+    use crate::mixer::{Fade, Layer, Mixer};
     use crate::telemetry::Telemetry;
     use egui::{Event, Pos2, RawInput, Rect};
 
@@ -806,16 +974,63 @@ mod tests {
     }
 
     fn model(with_face: bool, routine: RoutineView) -> PanelModel {
+        model_mixed(with_face, routine, None)
+    }
+
+    /// A fixed-pose layer, always on at `gain`, driving `values` inside `regions`.
+    fn layer(
+        name: &str,
+        mode: BlendMode,
+        regions: &[Region],
+        gain: f32,
+        values: &[(Channel, f32)],
+    ) -> Layer {
+        let mut layer = Layer::new(
+            name,
+            mode,
+            RegionMask::of(regions),
+            Fade::new(true, Duration::ZERO, Duration::ZERO),
+        );
+        layer.gain = gain;
+        for &(c, v) in values {
+            layer.values.set(c, v);
+        }
+        layer
+    }
+
+    /// The panel's model; with `layers`, the calibrated frame goes through a mixer of the
+    /// tracking layer and `layers`, and the mixed frame and the report are published too.
+    fn model_mixed(
+        with_face: bool,
+        routine: RoutineView,
+        layers: Option<Vec<Layer>>,
+    ) -> PanelModel {
         let now = Instant::now();
         let telemetry = Telemetry::new(now);
+        let mut raw = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:39539".parse().unwrap(), now);
         if with_face {
-            let mut raw = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:39539".parse().unwrap(), now);
             raw.set(Channel::JawOpen, 0.5);
             raw.set(Channel::MouthSmileLeft, 0.25);
             telemetry.record_raw(&raw);
             raw.set(Channel::JawOpen, 0.75);
             telemetry.record_calibrated(&raw);
             telemetry.record_tracking(TrackingState::Tracking, now);
+        }
+        if let Some(layers) = layers {
+            let mut stack = vec![layer(
+                LAYER_TRACKING,
+                BlendMode::Override,
+                &Region::ALL,
+                1.0,
+                &[],
+            )];
+            stack.extend(layers);
+            let mut mixer = Mixer::new(stack);
+            if with_face {
+                mixer.set_tracking(&raw);
+            }
+            telemetry.record_mixed(&mixer.mix(now));
+            telemetry.record_mix(mixer.report());
         }
         let snapshot = telemetry.snapshot();
         let avatar = avatar();
@@ -929,6 +1144,184 @@ mod tests {
         assert_eq!(right.targets, vec![("smile".to_string(), 0.125)]);
         assert!(m.rows[Channel::EyeBlinkLeft.index()].targets.is_empty());
         assert_eq!(m.rows.len(), 52);
+    }
+
+    #[test]
+    fn rows_show_each_layers_part_and_the_final_value() {
+        // Without a mixer report: no layer cells, no final value.
+        let plain = model(true, RoutineView::Idle);
+        assert!(plain
+            .rows
+            .iter()
+            .all(|r| r.layers.is_empty() && r.mixed.is_none()));
+        let smile = layer(
+            "smile",
+            BlendMode::Add,
+            &[Region::MouthJaw],
+            0.5,
+            &[(Channel::MouthSmileLeft, 0.5)],
+        );
+        let m = model_mixed(true, RoutineView::Idle, Some(vec![smile]));
+        let left = &m.rows[Channel::MouthSmileLeft.index()];
+        assert_eq!(
+            left.layers,
+            vec![Some(LayerCell {
+                value: 0.5,
+                weight: 0.5
+            })],
+            "one column, for `smile` only: rest and tracking have none"
+        );
+        assert_eq!(left.layers[0].unwrap().scaled(), 0.25);
+        assert_eq!(left.calibrated, Some(0.25));
+        assert_eq!(left.mixed, Some(0.5), "0.25 from the phone, plus 0.5 × 0.5");
+        for row in &m.rows {
+            assert_eq!(row.layers.len(), 1, "{:?}", row.channel);
+            if row.channel != Channel::MouthSmileLeft {
+                assert_eq!(row.layers[0], None, "{:?} has no smile part", row.channel);
+            }
+        }
+        let jaw = &m.rows[Channel::JawOpen.index()];
+        assert_eq!((jaw.calibrated, jaw.mixed), (Some(0.75), Some(0.75)));
+        let brow = &m.rows[Channel::BrowInnerUp.index()];
+        assert_eq!(
+            brow.mixed, None,
+            "no layer drives the brows: no final value"
+        );
+    }
+
+    #[test]
+    fn a_row_moves_when_its_final_value_does() {
+        let row = |raw, calibrated, mixed| ChannelRow {
+            channel: Channel::JawOpen,
+            raw,
+            calibrated,
+            layers: Vec::new(),
+            mixed,
+            targets: Vec::new(),
+        };
+        assert!(!row(None, None, None).moving());
+        assert!(!row(Some(0.0), Some(0.005), Some(0.0)).moving());
+        assert!(row(Some(0.3), None, None).moving());
+        assert!(row(None, Some(0.3), None).moving());
+        assert!(
+            row(Some(0.0), Some(0.0), Some(0.4)).moving(),
+            "a layer moves it"
+        );
+    }
+
+    #[test]
+    fn the_layers_line_lists_the_stack_bottom_to_top() {
+        let m = model_mixed(
+            true,
+            RoutineView::Idle,
+            Some(vec![
+                layer(
+                    "smile",
+                    BlendMode::Add,
+                    &[Region::MouthJaw],
+                    0.42,
+                    &[(Channel::MouthSmileLeft, 1.0)],
+                ),
+                layer(
+                    "wink",
+                    BlendMode::Override,
+                    &[Region::Eyes, Region::Brows],
+                    1.0,
+                    &[(Channel::EyeBlinkLeft, 1.0), (Channel::BrowDownLeft, 0.5)],
+                ),
+            ]),
+        );
+        let report = m.telemetry.mix.as_deref().unwrap();
+        assert_eq!(
+            layers_line(report),
+            "layers: rest · tracking 1.00 · smile 0.42 (add, mouth) · wink 1.00 (eyes, brows)"
+        );
+        let columns: Vec<&str> = layer_columns(report).map(|l| l.name.as_str()).collect();
+        assert_eq!(columns, ["smile", "wink"]);
+    }
+
+    #[test]
+    fn long_layer_names_are_cut_with_an_ellipsis() {
+        assert_eq!(truncated("smile", 7), "smile");
+        assert_eq!(truncated("sevench", 7), "sevench");
+        assert_eq!(truncated("eyebrows_raised", 7), "eyebro…");
+        assert_eq!(truncated("überraschung", 5), "über…");
+    }
+
+    #[test]
+    fn layer_columns_fit_the_panel_and_only_appear_with_layers() {
+        let headers = |m: &PanelModel| {
+            let ctx = egui::Context::default();
+            let mut state = PanelState::default();
+            pass(&ctx, m, &mut state, Vec::new());
+            pass(&ctx, m, &mut state, Vec::new()).0
+        };
+        // Only rest and tracking: just the final column.
+        let plain = model_mixed(true, RoutineView::Idle, Some(Vec::new()));
+        let texts = headers(&plain);
+        let all: Vec<&str> = texts.iter().map(|(t, _)| t.as_str()).collect();
+        assert!(all.contains(&"final"), "{all:?}");
+        assert!(all.contains(&"layers: rest · tracking 1.00"), "{all:?}");
+        // Three more layers with long names: narrow columns, the panel no wider.
+        let mouth = &[Region::MouthJaw];
+        let m = model_mixed(
+            true,
+            RoutineView::Idle,
+            Some(vec![
+                layer(
+                    "grin",
+                    BlendMode::Add,
+                    mouth,
+                    0.42,
+                    &[(Channel::MouthSmileLeft, 1.0)],
+                ),
+                layer(
+                    "lipsync_visemes",
+                    BlendMode::Override,
+                    mouth,
+                    1.0,
+                    &[(Channel::JawOpen, 0.3)],
+                ),
+                layer(
+                    "idle_breathing",
+                    BlendMode::Max,
+                    mouth,
+                    0.2,
+                    &[(Channel::JawOpen, 0.1)],
+                ),
+            ]),
+        );
+        let texts = headers(&m);
+        let all: Vec<&str> = texts.iter().map(|(t, _)| t.as_str()).collect();
+        for expected in [
+            "channel",
+            "calibrated",
+            "grin",
+            "lipsyn…",
+            "idle_b…",
+            "final",
+            "drives",
+        ] {
+            assert!(
+                all.contains(&expected),
+                "`{expected}` is not on the panel: {all:?}"
+            );
+        }
+        let x = |label: &str| texts.iter().find(|(t, _)| t == label).unwrap().1.min.x;
+        assert!(x("calibrated") < x("grin") && x("grin") < x("lipsyn…"));
+        assert!(x("idle_b…") < x("final") && x("final") < x("drives"));
+        for (text, rect) in &texts {
+            assert!(
+                rect.max.x <= 900.0,
+                "`{text}` ends at {} of 900",
+                rect.max.x
+            );
+        }
+        assert!(
+            x("drives") < 700.0,
+            "the targets keep room: {}",
+            x("drives")
+        );
     }
 
     #[test]

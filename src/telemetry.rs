@@ -1,11 +1,12 @@
-//! What the control panel shows about the running pipeline, gathered without GL: the newest raw
-//! and calibrated frames and the tracking state (written by the ingest thread), the input's
-//! counters turned into rates, and rolling windows of sample ages and frame times (kept by the
-//! render thread).
+//! What the control panel shows about the running pipeline, gathered without GL: the newest raw,
+//! calibrated and mixed frames, the mixer's newest report and the tracking state (written by the
+//! ingest thread), the input's counters turned into rates, and rolling windows of sample ages and
+//! frame times (kept by the render thread).
 //!
-//! The ingest side writes through [`Telemetry`], a mutex held for a copy of one frame; the panel
-//! reads a [`TelemetrySnapshot`] a few times a second. Nothing here grows with the number of
-//! packets: the windows have a fixed capacity.
+//! The ingest side writes through [`Telemetry`], a mutex held for a copy of one frame or the swap
+//! of one pointer; the panel reads a [`TelemetrySnapshot`] a few times a second (the mixer report
+//! is shared, not copied). Nothing here grows with the number of packets: the windows have a
+//! fixed capacity.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::arkit::{FaceFrame, Protocol};
 use crate::calibrate::TrackingState;
+use crate::mixer::MixerReport;
 
 /// The ingest side's view of the stream, shared with the render thread.
 #[derive(Debug)]
@@ -21,13 +23,18 @@ pub struct Telemetry {
     shared: Mutex<TelemetrySnapshot>,
 }
 
-/// A copy of what [`Telemetry`] holds at one moment.
-#[derive(Debug, Clone, Copy)]
+/// A copy of what [`Telemetry`] holds at one moment. Cloning it is cheap: the mixer report is
+/// shared.
+#[derive(Debug, Clone)]
 pub struct TelemetrySnapshot {
     /// The newest frame as the phone sent it (before calibration).
     pub raw: Option<FaceFrame>,
-    /// The newest calibrated frame handed to the renderer.
+    /// The newest calibrated (conditioned) tracking frame.
     pub calibrated: Option<FaceFrame>,
+    /// The newest final frame: the mixer's output, handed to the renderer.
+    pub mixed: Option<FaceFrame>,
+    /// The mixer's newest report: what each layer contributed, the rest pose first.
+    pub mix: Option<Arc<MixerReport>>,
     /// The tracking state.
     pub tracking: TrackingState,
     /// When the tracking state last changed.
@@ -50,6 +57,8 @@ impl Telemetry {
             shared: Mutex::new(TelemetrySnapshot {
                 raw: None,
                 calibrated: None,
+                mixed: None,
+                mix: None,
                 tracking: TrackingState::Neutral,
                 tracking_since: now,
                 tracking_changes: 0,
@@ -66,9 +75,22 @@ impl Telemetry {
         self.with(|s| s.raw = Some(*frame));
     }
 
-    /// Records the calibrated frame handed to the renderer.
+    /// Records the calibrated (conditioned) tracking frame.
     pub fn record_calibrated(&self, frame: &FaceFrame) {
         self.with(|s| s.calibrated = Some(*frame));
+    }
+
+    /// Records the final frame: the mixer's output, as handed to the renderer.
+    pub fn record_mixed(&self, frame: &FaceFrame) {
+        self.with(|s| s.mixed = Some(*frame));
+    }
+
+    /// Records the mixer's newest report, replacing the previous one. The report is moved into
+    /// a shared pointer outside the lock, and the previous one is freed outside it too.
+    pub fn record_mix(&self, report: MixerReport) {
+        let report = Arc::new(report);
+        let previous = self.with(|s| s.mix.replace(report));
+        drop(previous);
     }
 
     /// Records a tracking state change at `at`.
@@ -80,9 +102,9 @@ impl Telemetry {
         });
     }
 
-    /// A copy of the current values.
+    /// A copy of the current values (the mixer report shared, not copied).
     pub fn snapshot(&self) -> TelemetrySnapshot {
-        self.with(|s| *s)
+        self.with(|s| s.clone())
     }
 }
 
@@ -267,6 +289,7 @@ impl DrawStats {
 mod tests {
     use super::*;
     use crate::arkit::Channel;
+    use crate::mixer::{BlendMode, Fade, Layer, Mixer, Region, RegionMask, LAYER_TRACKING};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -291,6 +314,67 @@ mod tests {
         assert_eq!(
             s.source(),
             Some((Protocol::Vmc, "10.0.0.2:39539".parse().unwrap()))
+        );
+        assert!(s.mixed.is_none() && s.mix.is_none(), "nothing mixed yet");
+    }
+
+    #[test]
+    fn telemetry_keeps_the_newest_mixed_frame_and_report() {
+        let t0 = Instant::now();
+        let t = Telemetry::new(t0);
+        let mut mixer = Mixer::new(vec![
+            Layer::new(
+                LAYER_TRACKING,
+                BlendMode::Override,
+                RegionMask::ALL,
+                Fade::new(true, Duration::ZERO, Duration::ZERO),
+            ),
+            Layer::new(
+                "smile",
+                BlendMode::Add,
+                RegionMask::of(&[Region::MouthJaw]),
+                Fade::new(true, Duration::ZERO, Duration::ZERO),
+            ),
+        ]);
+        mixer
+            .layer_mut("smile")
+            .unwrap()
+            .values
+            .set(Channel::MouthSmileLeft, 0.5);
+        let mut f = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:39539".parse().unwrap(), t0);
+        f.set(Channel::MouthSmileLeft, 0.25);
+        t.record_calibrated(&f);
+        mixer.set_tracking(&f);
+        let mixed = mixer.mix(t0);
+        t.record_mixed(&mixed);
+        t.record_mix(mixer.report());
+        let s = t.snapshot();
+        assert_eq!(
+            s.calibrated.unwrap().get(Channel::MouthSmileLeft),
+            Some(0.25)
+        );
+        assert_eq!(s.mixed.unwrap().get(Channel::MouthSmileLeft), Some(0.75));
+        let report = s.mix.clone().unwrap();
+        let names: Vec<&str> = report.layers.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["rest", LAYER_TRACKING, "smile"]);
+        // Snapshots share the report rather than copying it.
+        let again = t.snapshot();
+        assert!(Arc::ptr_eq(
+            s.mix.as_ref().unwrap(),
+            again.mix.as_ref().unwrap()
+        ));
+        // A newer report replaces the older one; snapshots already taken keep theirs.
+        mixer.set_active("smile", false, t0);
+        mixer.mix(t0);
+        t.record_mix(mixer.report());
+        let newer = t.snapshot().mix.unwrap();
+        assert!(!Arc::ptr_eq(&report, &newer));
+        assert_eq!(newer.layers[2].contribution.weight, 0.0);
+        assert_eq!(report.layers[2].contribution.weight, 1.0);
+        assert_eq!(
+            Arc::strong_count(&report),
+            3,
+            "held by `report`, `s` and `again` only"
         );
     }
 
