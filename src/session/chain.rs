@@ -31,6 +31,9 @@ use crate::telemetry::Telemetry;
 /// The tracking state as last reported, and how many changes there were.
 pub type TrackingLog = Arc<Mutex<TrackingSummary>>;
 
+/// How often the mixed frame and the mixer's report are published for the control panel.
+const REPORT_PERIOD: Duration = Duration::from_millis(100);
+
 /// What the rest of the program asks of the ingest thread; carried out at its next tick.
 pub enum SessionCommand {
     /// Take the newest raw frame as the performer's neutral.
@@ -105,6 +108,8 @@ pub struct LiveSink {
     last_raw: Option<FaceFrame>,
     /// The calibration routine's copy of the raw frames.
     tap: Option<mpsc::SyncSender<FaceFrame>>,
+    /// When the mixer's report was last published.
+    last_report: Option<Instant>,
 }
 
 impl LiveSink {
@@ -136,6 +141,7 @@ impl LiveSink {
             profiles,
             last_raw: None,
             tap: None,
+            last_report: None,
         })
     }
 
@@ -230,6 +236,18 @@ impl LiveSink {
     fn emit(&mut self, frame: FaceFrame) {
         if let Some(f) = self.forwarder.as_mut() {
             f.send(&frame);
+        }
+        if let Some(t) = &self.out.telemetry {
+            // The panel redraws ten times a second: the report (which allocates) is built no
+            // more often than that.
+            let due = self
+                .last_report
+                .is_none_or(|at| frame.received.saturating_duration_since(at) >= REPORT_PERIOD);
+            t.record_mixed(&frame);
+            if due {
+                self.last_report = Some(frame.received);
+                t.record_mix(self.mixer.report());
+            }
         }
         self.out.sender.send(frame);
         if self.out.wake {
