@@ -651,18 +651,18 @@ impl Input {
 
     /// The totals the control panel shows.
     fn panel_counters(&self) -> facewire::telemetry::InputCounters {
-        use facewire::ingest::PhoneProtocol;
+        use facewire::arkit::Protocol;
         match self {
             Input::Network(h) => {
                 let s = h.stats();
                 let n = h.net_stats();
                 let phones = [
-                    PhoneProtocol::IFacialMocap,
-                    PhoneProtocol::Facemotion3d,
-                    PhoneProtocol::LiveLinkFace,
-                    PhoneProtocol::VTubeStudio,
+                    Protocol::IFacialMocap,
+                    Protocol::Facemotion3d,
+                    Protocol::LiveLinkFace,
+                    Protocol::VTubeStudio,
                 ]
-                .map(|p| *n.phone(p));
+                .map(|p| n.phone(p).copied().unwrap_or_default());
                 facewire::telemetry::InputCounters {
                     datagrams: s.datagrams + phones.iter().map(|p| p.datagrams).sum::<u64>(),
                     frames: s.frames + phones.iter().map(|p| p.frames).sum::<u64>(),
@@ -695,7 +695,7 @@ impl Input {
                 let listening: Vec<String> = h
                     .listeners()
                     .iter()
-                    .map(|l| format!("{} {}", l.kind, l.addr))
+                    .map(|l| format!("{} {}", l.kind.listener_label(), l.addr))
                     .collect();
                 format!("listening: {}", listening.join(", "))
             }
