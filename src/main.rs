@@ -65,7 +65,8 @@ enum Command {
     Calibrate(CalibrateArgs),
     /// Validate a mapping against a model and report what drives nothing.
     Check(CheckArgs),
-    /// Save the raw datagrams a phone sends, with their timing, to a .fwrec file.
+    /// Save the raw datagrams that arrive on every port facewire listens on, with their timing,
+    /// to a .fwrec file.
     Record(RecordArgs),
     /// Send a recording (.fwrec or a Live Link Face CSV) to facewire or another VMC receiver.
     Replay(ReplayArgs),
@@ -243,9 +244,15 @@ struct RecordArgs {
     /// Output file.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
-    /// UDP port to listen on (all interfaces); default: the configured addresses.
+    /// Record only this UDP port (all interfaces unless configured otherwise); default: every
+    /// port `run` listens on (VMC and Face Cap, iFacialMocap, Facemotion3d, Live Link Face,
+    /// VTube Studio).
     #[arg(long)]
     port: Option<u16>,
+    /// The phone's IP address, for the apps that need facewire to ask for data (iFacialMocap,
+    /// Facemotion3d, VTube Studio).
+    #[arg(long, value_name = "IP")]
+    phone: Option<std::net::IpAddr>,
     /// Stop after this many datagrams.
     #[arg(long)]
     count: Option<u64>,
@@ -1641,12 +1648,15 @@ fn live_calibration(
 }
 
 fn record_command(config: &Config, args: RecordArgs) -> Result<()> {
-    let listen = match args.port {
-        Some(p) => vec![SocketAddr::from(([0, 0, 0, 0], p))],
-        None => config.ingest.listen.clone(),
-    };
+    let mut ingest = IngestConfig::from_section(&config.ingest);
+    if let Some(port) = args.port {
+        ingest = ingest.restrict_to_port(port);
+    }
+    if args.phone.is_some() {
+        ingest.phone = args.phone;
+    }
     let handle = record::spawn_recorder(record::RecorderConfig {
-        listen,
+        ingest,
         out: args.out.clone(),
         max_datagrams: args.count,
         max_duration: args.duration.map(|s| Duration::from_secs_f64(s.max(0.0))),

@@ -5,7 +5,8 @@
 //!   OSC decoding in osc.rs, and every axis/sign convention in one table in [`axes`].
 //! - [`spawn`] (server.rs) runs the `facewire-ingest` thread: a current-thread tokio runtime that
 //!   receives on every configured UDP address (OSC and each phone protocol on its own port),
-//!   passes each datagram through the [`guard`] (allow-list, one followed source at a time),
+//!   hands each datagram to the optional raw [`tap`] (the recorder's), passes it through the
+//!   [`guard`] (allow-list, one followed source at a time),
 //!   decodes it and sends the phones their start messages ([`handshake`]).
 //! - [`Stats`] (stats.rs) counts every datagram exactly once; see its identities.
 //! - The phone apps that send one whole frame per datagram have pure decoders of their own:
@@ -27,6 +28,7 @@ mod osc;
 mod phone;
 mod server;
 mod stats;
+pub mod tap;
 mod vmc;
 pub mod vts;
 
@@ -39,10 +41,10 @@ pub use osc::MAX_BUNDLE_DEPTH;
 pub use phone::{
     phone_decoder, DecodeFn, Decoded, PhoneDecoder, PhoneStats, ProtocolError, MAX_PHONE_DATAGRAM,
 };
-pub(crate) use server::poll_recv_any;
 pub use server::{
     default_addr, default_port, spawn, BoundListener, FrameSink, IngestConfig, IngestError,
     IngestHandle, NetStats, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT, TICK_PERIOD,
 };
 pub use stats::{RateLimiter, Stats};
+pub use tap::{RawDatagram, Tap};
 pub use vts::{vts_request, RequestError};

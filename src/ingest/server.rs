@@ -20,6 +20,7 @@ use super::handshake::{self, PhonePorts, Rule, Schedule};
 use super::ifacialmocap::{self, TextSender};
 use super::phone::{PhoneDecoder, PhoneStats};
 use super::stats::{RateLimiter, Stats};
+use super::tap::{RawDatagram, Tap};
 use super::{livelink, vts};
 pub use crate::arkit::FrameSink;
 use crate::arkit::{FaceFrame, Protocol};
@@ -74,7 +75,7 @@ pub struct BoundListener {
 /// [`IngestConfig::default`] is the OSC listener alone on 0.0.0.0:39539, required, with no phone
 /// listeners; [`IngestConfig::from_section`] gives the configuration file's full set (every
 /// protocol on its usual port by default).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct IngestConfig {
     /// UDP addresses to bind for OSC; each one understands both VMC and Face Cap. Port 0 picks a
     /// free port ([`IngestHandle::local_addrs`] tells which).
@@ -96,6 +97,9 @@ pub struct IngestConfig {
     pub lock_release: Duration,
     /// How long a sender may stay quiet before it is logged as silent.
     pub silence_after: Duration,
+    /// Called for every datagram received on any listener, before the guard and decoding
+    /// ([`Tap`]); `None`: no tap.
+    pub tap: Option<Tap>,
 }
 
 impl Default for IngestConfig {
@@ -110,6 +114,7 @@ impl Default for IngestConfig {
             allow: Vec::new(),
             lock_release: DEFAULT_LOCK_RELEASE,
             silence_after: Duration::from_secs(2),
+            tap: None,
         }
     }
 }
@@ -164,6 +169,33 @@ impl IngestConfig {
             lock_release: Duration::from_secs_f32(section.lock_release),
             ..IngestConfig::default()
         }
+    }
+
+    /// Keeps only the listeners on `port`, each one required. When none is configured there, it
+    /// listens on all interfaces at `port` for the protocol whose usual port it is
+    /// ([`default_port`]), or for VMC and Face Cap.
+    pub fn restrict_to_port(mut self, port: u16) -> IngestConfig {
+        self.listen.retain(|a| a.port() == port);
+        self.listen_required = true;
+        self.phones.retain(|p| p.addr.port() == port);
+        for p in &mut self.phones {
+            p.required = true;
+        }
+        if self.listen.is_empty() && self.phones.is_empty() {
+            let addr = SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
+            match Protocol::FAMILIES
+                .into_iter()
+                .find(|&p| !p.is_osc() && default_port(p) == port)
+            {
+                Some(protocol) => self.phones.push(PhoneListen {
+                    protocol,
+                    addr,
+                    required: true,
+                }),
+                None => self.listen.push(addr),
+            }
+        }
+        self
     }
 }
 
@@ -329,12 +361,16 @@ fn bind(addr: SocketAddr) -> Result<(UdpSocket, SocketAddr), IngestError> {
 }
 
 /// Binds every listener of `config` (a required one that fails is an error, an optional one a
-/// warning), then starts the `facewire-ingest` thread, which calls `sink` for every committed
-/// frame of the followed source (and its tick every [`TICK_PERIOD`]) and sends the phone start
-/// messages, until the handle is shut down or dropped.
+/// warning), then starts the `facewire-ingest` thread, which hands every datagram received to
+/// the configured [`Tap`], calls `sink` for every committed frame of the followed source (and its
+/// tick every [`TICK_PERIOD`]) and sends the phone start messages, until the handle is shut down
+/// or dropped.
 ///
 /// Binding happens before this returns, so "address in use" and similar come back here.
-pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHandle, IngestError> {
+pub fn spawn(
+    mut config: IngestConfig,
+    sink: Box<dyn FrameSink>,
+) -> Result<IngestHandle, IngestError> {
     let wanted: Vec<(Protocol, SocketAddr, bool)> = config
         .listen
         .iter()
@@ -405,6 +441,7 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
     let (stop, stopped) = watch::channel(false);
     let receiver = Receiver {
         kinds: listeners.iter().map(|l| l.kind).collect(),
+        locals: listeners.iter().map(|l| l.addr).collect(),
         sockets,
         stats: Arc::clone(&stats),
         net_stats: Arc::clone(&net_stats),
@@ -413,6 +450,7 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
         phone: config.phone,
         handshakes,
         sink,
+        tap: config.tap.take(),
     };
     let thread = std::thread::Builder::new()
         .name(THREAD_NAME.to_string())
@@ -516,6 +554,8 @@ fn slot(protocol: Protocol) -> usize {
 struct Receiver {
     /// What each socket receives (a protocol family, [`Protocol::Vmc`] for OSC).
     kinds: Vec<Protocol>,
+    /// Each socket's bound address.
+    locals: Vec<SocketAddr>,
     /// The bound sockets.
     sockets: Vec<UdpSocket>,
     /// Where OSC counters are published.
@@ -532,6 +572,8 @@ struct Receiver {
     handshakes: Vec<Handshake>,
     /// The frame callback.
     sink: Box<dyn FrameSink>,
+    /// The raw-datagram tap.
+    tap: Option<Tap>,
 }
 
 /// What woke the receive loop.
@@ -681,7 +723,12 @@ impl Receiver {
                 Event::Datagram(socket, len, from) => {
                     consecutive_errors = 0;
                     let kind = self.kinds.get(socket).copied().unwrap_or(Protocol::Vmc);
-                    self.datagram(&mut state, kind, &buf[..len], from, &mut committed);
+                    let local = self
+                        .locals
+                        .get(socket)
+                        .copied()
+                        .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+                    self.datagram(&mut state, kind, local, &buf[..len], from, &mut committed);
                 }
                 Event::RecvError(socket, err) => {
                     state.recv_errors += 1;
@@ -710,16 +757,27 @@ impl Receiver {
         }
     }
 
-    /// Guards, decodes and delivers one datagram.
+    /// Taps, guards, decodes and delivers one datagram received on a `kind` socket bound to
+    /// `local`.
     fn datagram(
         &mut self,
         state: &mut Loop,
         kind: Protocol,
+        local: SocketAddr,
         data: &[u8],
         from: SocketAddr,
         committed: &mut Vec<FaceFrame>,
     ) {
         let now = Instant::now();
+        if let Some(tap) = &mut self.tap {
+            tap.call(RawDatagram {
+                data,
+                from,
+                local,
+                listener: kind,
+                received: now,
+            });
+        }
         // An iFacialMocap or Facemotion3d socket takes both text dialects.
         let family = match kind {
             Protocol::IFacialMocap | Protocol::Facemotion3d => {
@@ -817,9 +875,8 @@ impl Receiver {
 }
 
 /// Polls every socket once, starting after the one that delivered last (so one busy socket cannot
-/// starve the others), and returns the first datagram or error with the socket's index. The
-/// recorder reads its sockets the same way.
-pub(crate) fn poll_recv_any(
+/// starve the others), and returns the first datagram or error with the socket's index.
+fn poll_recv_any(
     cx: &mut Context<'_>,
     sockets: &[UdpSocket],
     buf: &mut [u8],
@@ -852,6 +909,32 @@ mod tests {
             default_addr(Protocol::FaceCap),
             SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT))
         );
+    }
+
+    #[test]
+    fn restricting_to_a_port_keeps_its_listeners_or_picks_its_protocol() {
+        let section = IngestSection::default();
+        let only = IngestConfig::from_section(&section).restrict_to_port(11111);
+        assert!(only.listen.is_empty());
+        assert_eq!(only.phones.len(), 1);
+        assert_eq!(only.phones[0].protocol, Protocol::LiveLinkFace);
+        assert!(only.phones[0].required);
+
+        let osc = IngestConfig::from_section(&section).restrict_to_port(DEFAULT_PORT);
+        assert_eq!(osc.listen, [default_addr(Protocol::Vmc)]);
+        assert!(osc.listen_required && osc.phones.is_empty());
+
+        // A port nothing is configured on: its protocol's listener, or OSC.
+        let none = IngestSection {
+            ifacialmocap: Vec::new(),
+            ..IngestSection::default()
+        };
+        let ifm = IngestConfig::from_section(&none).restrict_to_port(49983);
+        assert!(ifm.listen.is_empty());
+        assert_eq!(ifm.phones[0].protocol, Protocol::IFacialMocap);
+        let other = IngestConfig::from_section(&section).restrict_to_port(40000);
+        assert_eq!(other.listen, [SocketAddr::from(([0, 0, 0, 0], 40000))]);
+        assert!(other.phones.is_empty() && other.listen_required);
     }
 
     #[test]
