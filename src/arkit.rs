@@ -340,6 +340,62 @@ impl Protocol {
             Protocol::VTubeStudio => "vtubestudio",
         }
     }
+
+    /// One protocol of each family, in a fixed order: the kinds of listener socket. The OSC
+    /// socket, which receives both VMC and Face Cap, is named [`Protocol::Vmc`].
+    pub const FAMILIES: [Protocol; 5] = [
+        Protocol::Vmc,
+        Protocol::IFacialMocap,
+        Protocol::Facemotion3d,
+        Protocol::LiveLinkFace,
+        Protocol::VTubeStudio,
+    ];
+
+    /// The family this protocol belongs to: what a listener socket can tell about a datagram
+    /// before decoding it. VMC and Face Cap are both OSC, arrive on one socket and share one
+    /// decoder, so both give [`Protocol::Vmc`]; every other protocol is its own family.
+    pub fn family(self) -> Protocol {
+        match self {
+            Protocol::Vmc | Protocol::FaceCap => Protocol::Vmc,
+            other => other,
+        }
+    }
+
+    /// Whether both protocols belong to the same family ([`Protocol::family`]): they arrive on
+    /// the same kind of socket and count as the same source.
+    pub fn same_family(self, other: Protocol) -> bool {
+        self.family() == other.family()
+    }
+
+    /// Whether this protocol is OSC (VMC or Face Cap).
+    pub fn is_osc(self) -> bool {
+        self.family() == Protocol::Vmc
+    }
+
+    /// What a listener socket of this protocol's family receives, as logs and messages name it:
+    /// `VMC and Face Cap`, `iFacialMocap`, `Facemotion3d`, `Live Link Face`,
+    /// `VTube Studio/MeowFace`.
+    pub fn listener_label(self) -> &'static str {
+        match self {
+            Protocol::Vmc | Protocol::FaceCap => "VMC and Face Cap",
+            Protocol::IFacialMocap => "iFacialMocap",
+            Protocol::Facemotion3d => "Facemotion3d",
+            Protocol::LiveLinkFace => "Live Link Face",
+            Protocol::VTubeStudio => "VTube Studio/MeowFace",
+        }
+    }
+
+    /// The short name of this protocol's family in the source-lock logs: `VMC/Face Cap`,
+    /// `iFacialMocap`, `Facemotion3d`, `Live Link Face`, `VTube Studio`.
+    pub fn family_label(self) -> &'static str {
+        match self {
+            Protocol::Vmc | Protocol::FaceCap => "VMC/Face Cap",
+            Protocol::IFacialMocap => "iFacialMocap",
+            Protocol::Facemotion3d => "Facemotion3d",
+            Protocol::LiveLinkFace => "Live Link Face",
+            Protocol::VTubeStudio => "VTube Studio",
+        }
+    }
 }
 
 impl fmt::Display for Protocol {
@@ -451,6 +507,41 @@ mod tests {
         for p in Protocol::ALL {
             assert_eq!(Protocol::parse(p.name()), Some(p));
         }
+    }
+
+    #[test]
+    fn vmc_and_face_cap_are_one_family_every_phone_its_own() {
+        assert_eq!(Protocol::FaceCap.family(), Protocol::Vmc);
+        assert!(Protocol::FaceCap.same_family(Protocol::Vmc));
+        assert!(Protocol::Vmc.is_osc() && Protocol::FaceCap.is_osc());
+        assert!(!Protocol::IFacialMocap.same_family(Protocol::Facemotion3d));
+        for p in Protocol::ALL {
+            assert!(Protocol::FAMILIES.contains(&p.family()), "{p}");
+            assert_eq!(p.family().family(), p.family());
+            assert_eq!(p.is_osc(), matches!(p, Protocol::Vmc | Protocol::FaceCap));
+            assert_eq!(p.listener_label(), p.family().listener_label());
+            assert_eq!(p.family_label(), p.family().family_label());
+        }
+        for f in Protocol::FAMILIES {
+            assert_eq!(f.family(), f, "{f} names its own family");
+        }
+    }
+
+    #[test]
+    fn listener_and_family_labels_keep_their_log_text() {
+        let labels = Protocol::FAMILIES.map(Protocol::listener_label);
+        assert_eq!(
+            labels,
+            [
+                "VMC and Face Cap",
+                "iFacialMocap",
+                "Facemotion3d",
+                "Live Link Face",
+                "VTube Studio/MeowFace",
+            ]
+        );
+        assert_eq!(Protocol::FaceCap.family_label(), "VMC/Face Cap");
+        assert_eq!(Protocol::VTubeStudio.family_label(), "VTube Studio");
     }
 
     #[test]

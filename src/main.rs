@@ -47,7 +47,8 @@ enum Command {
     Calibrate(CalibrateArgs),
     /// Validate a mapping against a model and report what drives nothing.
     Check(CheckArgs),
-    /// Save the raw datagrams a phone sends, with their timing, to a .fwrec file.
+    /// Save the raw datagrams that arrive on every port facewire listens on, with their timing,
+    /// to a .fwrec file.
     Record(RecordArgs),
     /// Send a recording (.fwrec or a Live Link Face CSV) to facewire or another VMC receiver.
     Replay(ReplayArgs),
@@ -225,7 +226,9 @@ struct RecordArgs {
     /// Output file.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
-    /// UDP port to listen on (all interfaces); default: the configured addresses.
+    /// Record only this UDP port (all interfaces unless configured otherwise); default: every
+    /// port `run` listens on (VMC and Face Cap, iFacialMocap, Facemotion3d, Live Link Face,
+    /// VTube Studio).
     #[arg(long)]
     port: Option<u16>,
     /// Stop after this many datagrams.
@@ -234,6 +237,10 @@ struct RecordArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     duration: Option<f64>,
+    /// The phone's IP address, for the apps that need facewire to ask for data (iFacialMocap,
+    /// Facemotion3d, VTube Studio).
+    #[arg(long, value_name = "IP")]
+    phone: Option<std::net::IpAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -314,7 +321,7 @@ fn run() -> Result<()> {
         Some(Command::Sheet(args)) => contact_sheet(&mut config, args),
         Some(Command::Calibrate(args)) => calibrate_command(&mut config, args),
         Some(Command::Check(args)) => check_command(&mut config, args),
-        Some(Command::Record(args)) => record_command(&config, args),
+        Some(Command::Record(args)) => record_command(&mut config, args),
         Some(Command::Replay(args)) => replay_command(args),
         Some(Command::GenHead(args)) => {
             let bytes = headgen::generate();
@@ -525,31 +532,17 @@ fn confirm(question: &str) -> Result<bool> {
     ))
 }
 
-fn record_command(config: &Config, args: RecordArgs) -> Result<()> {
-    let listen = match args.port {
-        Some(p) => vec![SocketAddr::from(([0, 0, 0, 0], p))],
-        None => config.ingest.listen.clone(),
-    };
-    let handle = record::spawn_recorder(record::RecorderConfig {
-        listen,
-        out: args.out.clone(),
-        max_datagrams: args.count,
-        max_duration: args.duration.map(|s| Duration::from_secs_f64(s.max(0.0))),
-    })?;
+fn record_command(config: &mut Config, args: RecordArgs) -> Result<()> {
+    config.ingest.apply_flags(&[], args.phone);
     eprintln!(
         "recording to {} (Ctrl-C stops; the file is readable up to the last datagram)",
         args.out.display()
     );
-    while !handle.wait_finished(Duration::from_secs(2)) {
-        let s = handle.stats();
-        tracing::info!(
-            datagrams = s.datagrams,
-            bytes = s.bytes,
-            senders = s.senders,
-            "recording"
-        );
-    }
-    let stats = handle.shutdown()?;
+    let limits = (
+        args.count,
+        args.duration.map(|s| Duration::from_secs_f64(s.max(0.0))),
+    );
+    let stats = session::record(config, args.port, &args.out, limits)?;
     println!(
         "recorded {} datagrams ({} bytes) in {:.1} s to {}",
         stats.datagrams,

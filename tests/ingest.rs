@@ -14,9 +14,8 @@ use facewire::config::{ForwardNames, ForwardSection, IngestSection};
 use facewire::forward::Forwarder;
 use facewire::ingest::livelink::{self, LiveLinkPacket};
 use facewire::ingest::{
-    spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, ListenKind, NetStats,
-    PhoneListen, PhonePorts, PhoneProtocol, Stats, FM3D_START, IFM_START, MAX_DATAGRAM,
-    MAX_SENDERS,
+    spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, NetStats, PhoneListen,
+    PhonePorts, Stats, FM3D_START, IFM_START, MAX_DATAGRAM, MAX_SENDERS,
 };
 use glam::Quat;
 use rosc::{OscPacket, OscType};
@@ -538,7 +537,7 @@ fn loopback() -> SocketAddr {
 }
 
 /// A listener of `protocol` on a free loopback port.
-fn phone_listen(protocol: PhoneProtocol) -> PhoneListen {
+fn phone_listen(protocol: Protocol) -> PhoneListen {
     PhoneListen {
         protocol,
         addr: loopback(),
@@ -617,10 +616,10 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
     let (handle, rx) = start_with(IngestConfig {
         listen: vec![loopback()],
         phones: [
-            PhoneProtocol::IFacialMocap,
-            PhoneProtocol::Facemotion3d,
-            PhoneProtocol::LiveLinkFace,
-            PhoneProtocol::VTubeStudio,
+            Protocol::IFacialMocap,
+            Protocol::Facemotion3d,
+            Protocol::LiveLinkFace,
+            Protocol::VTubeStudio,
         ]
         .map(phone_listen)
         .to_vec(),
@@ -637,10 +636,7 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
     let phone = sender();
     let to = |kind| handle.local_addr(kind).unwrap();
     phone
-        .send_to(
-            &llf_packet(0.25),
-            to(ListenKind::Phone(PhoneProtocol::LiveLinkFace)),
-        )
+        .send_to(&llf_packet(0.25), to(Protocol::LiveLinkFace))
         .unwrap();
     let frame = next_frame(&rx);
     assert_eq!(frame.protocol, Protocol::LiveLinkFace);
@@ -651,23 +647,19 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
     // The lock is per source, so each protocol gets a fresh ingest.
     for (kind, datagram, protocol) in [
         (
-            ListenKind::Phone(PhoneProtocol::IFacialMocap),
+            Protocol::IFacialMocap,
             ifacialmocap_sample(),
             Protocol::IFacialMocap,
         ),
-        (
-            ListenKind::Phone(PhoneProtocol::VTubeStudio),
-            vts_sample(),
-            Protocol::VTubeStudio,
-        ),
+        (Protocol::VTubeStudio, vts_sample(), Protocol::VTubeStudio),
         // Facemotion3d's frames may come to the iFacialMocap port; the dialect decides the tag.
         (
-            ListenKind::Phone(PhoneProtocol::IFacialMocap),
+            Protocol::IFacialMocap,
             b"eyeBlinkLeft&29|jawOpen&40|FM_SAD&0|".to_vec(),
             Protocol::Facemotion3d,
         ),
         (
-            ListenKind::Osc,
+            Protocol::Vmc,
             encode(&bundle(vec![val("jawOpen", 0.5), apply()])),
             Protocol::Vmc,
         ),
@@ -675,8 +667,8 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
         let (handle, rx) = start_with(IngestConfig {
             listen: vec![loopback()],
             phones: vec![
-                phone_listen(PhoneProtocol::IFacialMocap),
-                phone_listen(PhoneProtocol::VTubeStudio),
+                phone_listen(Protocol::IFacialMocap),
+                phone_listen(Protocol::VTubeStudio),
             ],
             ..IngestConfig::default()
         });
@@ -694,13 +686,13 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
 fn a_taken_usual_port_is_a_warning_and_a_chosen_one_an_error() {
     let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
     let busy = taken.local_addr().unwrap();
-    let mut optional = phone_listen(PhoneProtocol::LiveLinkFace);
+    let mut optional = phone_listen(Protocol::LiveLinkFace);
     optional.addr = busy;
     optional.required = false;
     let (handle, rx) = start_with(IngestConfig {
         listen: vec![loopback()],
         listen_required: false,
-        phones: vec![optional, phone_listen(PhoneProtocol::VTubeStudio)],
+        phones: vec![optional, phone_listen(Protocol::VTubeStudio)],
         ..IngestConfig::default()
     });
     assert_eq!(handle.skipped().len(), 1);
@@ -710,9 +702,7 @@ fn a_taken_usual_port_is_a_warning_and_a_chosen_one_an_error() {
     sender()
         .send_to(
             &vts_sample(),
-            handle
-                .local_addr(ListenKind::Phone(PhoneProtocol::VTubeStudio))
-                .unwrap(),
+            handle.local_addr(Protocol::VTubeStudio).unwrap(),
         )
         .unwrap();
     assert_eq!(next_frame(&rx).protocol, Protocol::VTubeStudio);
@@ -739,7 +729,7 @@ fn the_configuration_file_defaults_make_every_usual_port_optional() {
         ["0.0.0.0:39539".parse::<SocketAddr>().unwrap()]
     );
     assert!(!config.listen_required);
-    let ports: Vec<(PhoneProtocol, u16, bool)> = config
+    let ports: Vec<(Protocol, u16, bool)> = config
         .phones
         .iter()
         .map(|p| (p.protocol, p.addr.port(), p.required))
@@ -747,10 +737,10 @@ fn the_configuration_file_defaults_make_every_usual_port_optional() {
     assert_eq!(
         ports,
         [
-            (PhoneProtocol::IFacialMocap, 49983, false),
-            (PhoneProtocol::Facemotion3d, 49993, false),
-            (PhoneProtocol::LiveLinkFace, 11111, false),
-            (PhoneProtocol::VTubeStudio, 11125, false),
+            (Protocol::IFacialMocap, 49983, false),
+            (Protocol::Facemotion3d, 49993, false),
+            (Protocol::LiveLinkFace, 11111, false),
+            (Protocol::VTubeStudio, 11125, false),
         ]
     );
     let section = IngestSection {
@@ -841,13 +831,13 @@ impl FakePhone {
 fn ifacialmocap_and_facemotion3d_stream_after_the_start_string() {
     for (protocol, start_string, frame_text, tag) in [
         (
-            PhoneProtocol::IFacialMocap,
+            Protocol::IFacialMocap,
             IFM_START,
             ifacialmocap_sample(),
             Protocol::IFacialMocap,
         ),
         (
-            PhoneProtocol::Facemotion3d,
+            Protocol::Facemotion3d,
             FM3D_START,
             b"eyeBlinkLeft&29|jawOpen&40|FM_SAD&0|=head#1,2,3,0,0,-0.5|".to_vec(),
             Protocol::Facemotion3d,
@@ -873,7 +863,7 @@ fn ifacialmocap_and_facemotion3d_stream_after_the_start_string() {
             phone_ports: ports,
             ..IngestConfig::default()
         });
-        let listener = handle.local_addr(ListenKind::Phone(protocol)).unwrap();
+        let listener = handle.local_addr(protocol).unwrap();
         let frame = next_frame(&rx);
         assert_eq!(frame.protocol, tag);
         assert!(frame.get(Channel::JawOpen).is_some());
@@ -923,7 +913,7 @@ fn vtube_studio_streams_while_requests_come_and_stops_after() {
     });
     let (handle, rx) = start_with(IngestConfig {
         listen: vec![],
-        phones: vec![phone_listen(PhoneProtocol::VTubeStudio)],
+        phones: vec![phone_listen(Protocol::VTubeStudio)],
         phone: Some(IpAddr::from([127, 0, 0, 1])),
         phone_ports: PhonePorts {
             vtubestudio: phone.addr.port(),
@@ -931,9 +921,7 @@ fn vtube_studio_streams_while_requests_come_and_stops_after() {
         },
         ..IngestConfig::default()
     });
-    let listener = handle
-        .local_addr(ListenKind::Phone(PhoneProtocol::VTubeStudio))
-        .unwrap();
+    let listener = handle.local_addr(Protocol::VTubeStudio).unwrap();
     let frame = next_frame(&rx);
     assert_eq!(frame.protocol, Protocol::VTubeStudio);
     assert_eq!(frame.tracking, facewire::arkit::TrackingFlag::Tracked);
@@ -988,12 +976,10 @@ fn a_second_source_is_ignored_and_counted_while_the_first_keeps_flowing() {
     };
     let (handle, rx) = start_with(IngestConfig {
         listen: vec![loopback()],
-        phones: vec![phone_listen(PhoneProtocol::LiveLinkFace)],
+        phones: vec![phone_listen(Protocol::LiveLinkFace)],
         ..IngestConfig::default()
     });
-    let llf = handle
-        .local_addr(ListenKind::Phone(PhoneProtocol::LiveLinkFace))
-        .unwrap();
+    let llf = handle.local_addr(Protocol::LiveLinkFace).unwrap();
     let osc = handle.local_addrs()[0];
     let phone = sender();
     phone.send_to(&llf_packet(0.1), llf).unwrap();
@@ -1027,14 +1013,12 @@ fn a_second_source_is_ignored_and_counted_while_the_first_keeps_flowing() {
 fn the_lock_is_released_after_silence_and_the_preferred_protocol_takes_over() {
     let (handle, rx) = start_with(IngestConfig {
         listen: vec![loopback()],
-        phones: vec![phone_listen(PhoneProtocol::LiveLinkFace)],
+        phones: vec![phone_listen(Protocol::LiveLinkFace)],
         prefer: Some(Protocol::Vmc),
         lock_release: Duration::from_millis(600),
         ..IngestConfig::default()
     });
-    let llf = handle
-        .local_addr(ListenKind::Phone(PhoneProtocol::LiveLinkFace))
-        .unwrap();
+    let llf = handle.local_addr(Protocol::LiveLinkFace).unwrap();
     let osc = handle.local_addrs()[0];
     let phone = sender();
     phone.send_to(&llf_packet(0.1), llf).unwrap();

@@ -11,7 +11,7 @@ use std::time::Instant;
 use facewire::arkit::{Channel, FaceFrame, Protocol, TrackingFlag, COUNT};
 use facewire::ingest::axes;
 use facewire::ingest::livelink::{self, LiveLinkPacket, VALUE_COUNT};
-use facewire::ingest::{Decoded, PhoneDecoder, PhoneProtocol, ProtocolError, MAX_PHONE_DATAGRAM};
+use facewire::ingest::{phone_decoder, Decoded, PhoneDecoder, ProtocolError, MAX_PHONE_DATAGRAM};
 use glam::{Quat, Vec3};
 
 use crate::support::{self, Rng};
@@ -62,7 +62,7 @@ fn live_link_face_capture_decodes_frame_by_frame() {
     let bytes = std::fs::read(dir.join("livelinkface_llv_dao.datagrams_u32be_len.bin")).unwrap();
     let datagrams = length_prefixed(&bytes);
     assert_eq!(datagrams.len(), 180);
-    let mut decoder = PhoneDecoder::new(PhoneProtocol::LiveLinkFace);
+    let mut decoder = PhoneDecoder::new(Protocol::LiveLinkFace).unwrap();
     let mut last_frame = None;
     let mut last_time = f64::NEG_INFINITY;
     let mut frames = Vec::new();
@@ -158,9 +158,8 @@ fn live_link_face_header_only_packets_of_the_capture_mean_face_lost() {
 fn ifacialmocap_sample_decodes() {
     let Some(dir) = captures() else { return };
     let text = std::fs::read(dir.join("ifacialmocap_v1_vpuppr_sample.txt")).unwrap();
-    let decoded = PhoneProtocol::IFacialMocap
-        .decode(&text, addr(), Instant::now())
-        .unwrap();
+    let decoded =
+        phone_decoder(Protocol::IFacialMocap).unwrap()(&text, addr(), Instant::now()).unwrap();
     let f = decoded.frame;
     assert_eq!(f.protocol, Protocol::IFacialMocap);
     assert_eq!(f.present.len(), COUNT);
@@ -191,12 +190,9 @@ fn vts_samples_decode_alike() {
     let pretty = std::fs::read(dir.join("vts_tracking_payload_vpuppr_sample.json")).unwrap();
     let compact =
         std::fs::read(dir.join("vts_tracking_payload_vpuppr_sample.compact.json")).unwrap();
-    let a = PhoneProtocol::VTubeStudio
-        .decode(&pretty, addr(), now)
-        .unwrap();
-    let b = PhoneProtocol::VTubeStudio
-        .decode(&compact, addr(), now)
-        .unwrap();
+    let decode = phone_decoder(Protocol::VTubeStudio).unwrap();
+    let a = decode(&pretty, addr(), now).unwrap();
+    let b = decode(&compact, addr(), now).unwrap();
     assert_eq!(a, b);
     let f = a.frame;
     assert_eq!(f.protocol, Protocol::VTubeStudio);
@@ -337,10 +333,10 @@ fn check_frame(frame: &FaceFrame, protocol: Protocol) {
 
 /// Feeds 100,000 mutations of `seeds` (or `$FACEWIRE_FUZZ_CASES`) to a fresh decoder for `kind`;
 /// no panic, every datagram counted once.
-fn fuzz(kind: PhoneProtocol, seeds: &[Vec<u8>], seed: u64) {
+fn fuzz(kind: Protocol, seeds: &[Vec<u8>], seed: u64) {
     let n = crate::support::fuzz_cases(100_000);
     let mut rng = Rng(crate::support::fuzz_seed(seed));
-    let mut decoder = PhoneDecoder::new(kind);
+    let mut decoder = PhoneDecoder::new(kind).expect("a phone protocol");
     let now = Instant::now();
     let (mut ok, mut rejected) = (0u64, 0u64);
     for _ in 0..n {
@@ -348,7 +344,7 @@ fn fuzz(kind: PhoneProtocol, seeds: &[Vec<u8>], seed: u64) {
         let datagram = mutate(&mut rng, &seeds[pick]);
         match decoder.decode(&datagram, addr(), now) {
             Ok(Decoded { frame, .. }) => {
-                check_frame(&frame, kind.protocol());
+                check_frame(&frame, kind);
                 ok += 1;
             }
             Err(ProtocolError::Oversized { len, max }) => {
@@ -390,7 +386,7 @@ fn own_ifacialmocap(separator: char) -> Vec<u8> {
 fn fuzz_ifacialmocap() {
     let mut seeds = vec![own_ifacialmocap('-'), own_ifacialmocap('&')];
     seeds.extend(capture("ifacialmocap_v1_vpuppr_sample.txt"));
-    fuzz(PhoneProtocol::IFacialMocap, &seeds, 0x1FAC_1A10);
+    fuzz(Protocol::IFacialMocap, &seeds, 0x1FAC_1A10);
 }
 
 #[test]
@@ -427,7 +423,7 @@ fn fuzz_live_link_face() {
                 .map(<[u8]>::to_vec),
         );
     }
-    fuzz(PhoneProtocol::LiveLinkFace, &seeds, 0x11F_11F);
+    fuzz(Protocol::LiveLinkFace, &seeds, 0x11F_11F);
 }
 
 #[test]
@@ -449,7 +445,7 @@ fn fuzz_vtube_studio() {
     );
     let mut seeds = vec![own.into_bytes(), br#"{"FaceFound":false}"#.to_vec()];
     seeds.extend(capture("vts_tracking_payload_vpuppr_sample.compact.json"));
-    fuzz(PhoneProtocol::VTubeStudio, &seeds, 0x7575_2141);
+    fuzz(Protocol::VTubeStudio, &seeds, 0x7575_2141);
 }
 
 /// The datagrams of an LLV "tape": gzip( u8 version = 6, u32 BE count, count × (u32 BE size,
@@ -477,7 +473,8 @@ fn sweep(name: &str, index: usize) -> Option<Vec<FaceFrame>> {
         for (i, (a, b)) in base.iter().zip(packet.values.iter()).enumerate() {
             moved[i] |= a != b;
         }
-        let decoded = PhoneDecoder::new(PhoneProtocol::LiveLinkFace)
+        let decoded = PhoneDecoder::new(Protocol::LiveLinkFace)
+            .unwrap()
             .decode(datagram, addr(), Instant::now())
             .unwrap();
         frames.push(decoded.frame);

@@ -7,8 +7,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use facewire::arkit::{Channel, FaceFrame};
-use facewire::ingest::{self, Decoder, IngestConfig, MAX_DATAGRAM};
+use facewire::arkit::{Channel, FaceFrame, Protocol};
+use facewire::ingest::livelink::{self, LiveLinkPacket};
+use facewire::ingest::{
+    self, Decoder, IngestConfig, PhoneListen, PhonePorts, IFM_START, MAX_DATAGRAM,
+};
 use facewire::record::{
     self, spawn_recorder, spawn_replay, Format, Header, Record, RecordError, RecorderConfig,
     Recording, ReplayOptions, Writer,
@@ -258,7 +261,10 @@ fn records_loopback_udp_with_increasing_timestamps() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("loopback.fwrec");
     let handle = spawn_recorder(RecorderConfig {
-        listen: vec![addr("127.0.0.1:0")],
+        ingest: IngestConfig {
+            listen: vec![addr("127.0.0.1:0")],
+            ..IngestConfig::default()
+        },
         out: out.clone(),
         max_datagrams: None,
         max_duration: None,
@@ -288,6 +294,156 @@ fn records_loopback_udp_with_increasing_timestamps() {
     assert!(records.windows(2).all(|w| w[0].offset <= w[1].offset));
     // The sender slept between datagrams, so the recording spans real time.
     assert!(records.last().unwrap().offset > records[0].offset);
+}
+
+/// Waits (bounded) until the recorder has written `n` datagrams.
+fn wait_for_records(handle: &record::RecorderHandle, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while handle.stats().datagrams < n {
+        assert!(
+            Instant::now() < deadline,
+            "recorded only {:?}",
+            handle.stats()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_recording_holds_every_listener_including_what_the_guard_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("two.fwrec");
+    let handle = spawn_recorder(RecorderConfig {
+        ingest: IngestConfig {
+            listen: vec![addr("127.0.0.1:0")],
+            phones: vec![PhoneListen {
+                protocol: Protocol::LiveLinkFace,
+                addr: addr("127.0.0.1:0"),
+                required: true,
+            }],
+            ..IngestConfig::default()
+        },
+        out: out.clone(),
+        max_datagrams: None,
+        max_duration: None,
+    })
+    .unwrap();
+    let osc = handle.local_addr(Protocol::Vmc).unwrap();
+    let llf = handle.local_addr(Protocol::LiveLinkFace).unwrap();
+    assert_ne!(osc.port(), llf.port());
+    assert_eq!(handle.local_addrs(), [osc, llf]);
+    assert_eq!(handle.local_addr(Protocol::FaceCap), Some(osc));
+
+    let pc = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let phone = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let vmc = encode(&bundle(vec![val("jawOpen", 0.5), apply()]));
+    let mut values = [0.0f32; livelink::VALUE_COUNT];
+    values[Channel::JawOpen.index()] = 0.25;
+    let packet = livelink::encode(&LiveLinkPacket {
+        version: livelink::PACKET_VERSION,
+        device_id: b"TEST-DEVICE",
+        subject: b"test",
+        frame_number: 1,
+        subframe: 0.0,
+        rate_numerator: 60,
+        rate_denominator: 1,
+        declared_count: Some(livelink::VALUE_COUNT as u8),
+        values,
+        value_len: livelink::VALUE_COUNT,
+    });
+    // The VMC sender takes the source lock; the phone's packets are then ignored by the guard,
+    // but the recording is made before the guard and keeps them.
+    pc.send_to(&vmc, osc).unwrap();
+    wait_for_records(&handle, 1);
+    phone.send_to(&packet, llf).unwrap();
+    phone.send_to(b"not a packet", llf).unwrap();
+    pc.send_to(&vmc, osc).unwrap();
+    wait_for_records(&handle, 4);
+    let stats = handle.shutdown().unwrap();
+    assert_eq!((stats.datagrams, stats.senders), (4, 2));
+
+    let recording = Recording::load(&out).unwrap();
+    let records = recording.records();
+    assert_eq!(records.len(), 4);
+    let from = |sender: &UdpSocket| -> Vec<Vec<u8>> {
+        let addr = sender.local_addr().unwrap();
+        records
+            .iter()
+            .filter(|r| r.from == addr)
+            .map(|r| r.datagram.clone())
+            .collect()
+    };
+    assert_eq!(from(&pc), [vmc.clone(), vmc]);
+    assert_eq!(from(&phone), [packet, b"not a packet".to_vec()]);
+    assert!(records.windows(2).all(|w| w[0].offset <= w[1].offset));
+}
+
+#[test]
+fn a_recording_asks_the_phone_to_stream_like_a_live_run() {
+    // A fake iFacialMocap: it streams one frame back to whoever sends it the start string.
+    let phone = UdpSocket::bind("127.0.0.1:0").unwrap();
+    phone
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let phone_addr = phone.local_addr().unwrap();
+    let frame_text = b"eyeBlink_L-29|jawOpen-40|=head#1,2,3,0,0,-0.5|".to_vec();
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(Mutex::new(Vec::new()));
+    let fake = {
+        let stop = Arc::clone(&stop);
+        let answered = Arc::clone(&answered);
+        let frame_text = frame_text.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok((len, from)) = phone.recv_from(&mut buf) {
+                    if &buf[..len] == IFM_START.as_bytes() {
+                        answered.lock().unwrap().push(from);
+                        let _ = phone.send_to(&frame_text, from);
+                    }
+                }
+            }
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ifm.fwrec");
+    let handle = spawn_recorder(RecorderConfig {
+        ingest: IngestConfig {
+            listen: Vec::new(),
+            phones: vec![PhoneListen {
+                protocol: Protocol::IFacialMocap,
+                addr: addr("127.0.0.1:0"),
+                required: true,
+            }],
+            phone: Some(phone_addr.ip()),
+            phone_ports: PhonePorts {
+                ifacialmocap: phone_addr.port(),
+                ..PhonePorts::default()
+            },
+            ..IngestConfig::default()
+        },
+        out: out.clone(),
+        max_datagrams: Some(1),
+        max_duration: None,
+    })
+    .unwrap();
+    let listener = handle.local_addr(Protocol::IFacialMocap).unwrap();
+    assert!(
+        handle.wait_finished(Duration::from_secs(30)),
+        "no frame came"
+    );
+    let stats = handle.shutdown().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    fake.join().unwrap();
+    assert_eq!(stats.datagrams, 1);
+    assert_eq!(
+        answered.lock().unwrap()[0],
+        listener,
+        "asked from the listener"
+    );
+    let recording = Recording::load(&out).unwrap();
+    assert_eq!(recording.records()[0].from, phone_addr);
+    assert_eq!(recording.records()[0].datagram, frame_text);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! - [`Subnet`] is one entry of `ingest.allow` (`"192.168.1.0/24"`, `"10.0.0.7"`, `"fd00::/8"`);
 //!   an empty list allows every address.
 //! - The lock is global: facewire follows one *source* at a time, a source being a protocol family
-//!   (OSC, which carries VMC and Face Cap, or one of the phone protocols) and a sender's IP address
+//!   ([`Protocol::family`]: OSC, which carries VMC and Face Cap and is named [`Protocol::Vmc`], or
+//!   one of the phone protocols) and a sender's IP address
 //!   (not its port: `oscsend` and some apps send every message from a fresh port). The first source
 //!   whose datagram decodes into something takes the lock; datagrams from any other source are
 //!   ignored without being decoded, counted and reported (rate-limited), unless `ingest.prefer`
@@ -25,50 +26,11 @@ pub fn is_allowed(allow: &[Subnet], ip: IpAddr) -> bool {
     allow.is_empty() || allow.iter().any(|s| s.contains(ip))
 }
 
-/// A protocol family: what one listener socket can tell about a datagram before decoding it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Family {
-    /// OSC: VMC or Face Cap (one decoder serves both).
-    Osc,
-    /// iFacialMocap text.
-    IFacialMocap,
-    /// Facemotion3d text.
-    Facemotion3d,
-    /// Live Link Face packets.
-    LiveLinkFace,
-    /// VTube Studio or MeowFace JSON.
-    VTubeStudio,
-}
-
-impl Family {
-    /// The family a protocol belongs to.
-    pub(crate) fn of(protocol: Protocol) -> Family {
-        match protocol {
-            Protocol::Vmc | Protocol::FaceCap => Family::Osc,
-            Protocol::IFacialMocap => Family::IFacialMocap,
-            Protocol::Facemotion3d => Family::Facemotion3d,
-            Protocol::LiveLinkFace => Family::LiveLinkFace,
-            Protocol::VTubeStudio => Family::VTubeStudio,
-        }
-    }
-
-    /// A short name for logs.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Family::Osc => "VMC/Face Cap",
-            Family::IFacialMocap => "iFacialMocap",
-            Family::Facemotion3d => "Facemotion3d",
-            Family::LiveLinkFace => "Live Link Face",
-            Family::VTubeStudio => "VTube Studio",
-        }
-    }
-}
-
 /// The source being followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Locked {
-    /// Its protocol family.
-    family: Family,
+    /// Its protocol family ([`Protocol::family`]).
+    family: Protocol,
     /// Its IP address.
     ip: IpAddr,
     /// The address of its latest datagram (for logs).
@@ -108,8 +70,8 @@ pub(crate) enum Admit {
 pub(crate) struct Guard {
     /// Allowed subnets; empty allows all.
     allow: Vec<Subnet>,
-    /// The family the user prefers, if any.
-    prefer: Option<Family>,
+    /// The family the user prefers, if any ([`Protocol::family`]).
+    prefer: Option<Protocol>,
     /// How long the locked source may be silent before the lock is released.
     release: Duration,
     /// The source being followed.
@@ -127,7 +89,7 @@ impl Guard {
     pub(crate) fn new(allow: Vec<Subnet>, prefer: Option<Protocol>, release: Duration) -> Guard {
         Guard {
             allow,
-            prefer: prefer.map(Family::of),
+            prefer: prefer.map(Protocol::family),
             release,
             locked: None,
             stats: GuardStats::default(),
@@ -141,8 +103,9 @@ impl Guard {
         self.stats
     }
 
-    /// The IP address of the locked source when it is of `family`.
-    pub(crate) fn locked_ip(&self, family: Family) -> Option<IpAddr> {
+    /// The IP address of the locked source when it is of `protocol`'s family.
+    pub(crate) fn locked_ip(&self, protocol: Protocol) -> Option<IpAddr> {
+        let family = protocol.family();
         self.locked.filter(|l| l.family == family).map(|l| l.ip)
     }
 
@@ -155,27 +118,28 @@ impl Guard {
                 self.stats.releases += 1;
                 info!(
                     from = %locked.from,
-                    protocol = locked.family.name(),
+                    protocol = locked.family.family_label(),
                     idle_s = idle.as_secs_f32(),
                     "{} from {} went silent; the next source to send will be followed",
-                    locked.family.name(),
+                    locked.family.family_label(),
                     locked.from
                 );
             }
         }
     }
 
-    /// Decides whether a datagram of `family` from `from` is decoded at all.
-    pub(crate) fn admit(&mut self, family: Family, from: SocketAddr, now: Instant) -> Admit {
+    /// Decides whether a datagram of `protocol`'s family from `from` is decoded at all.
+    pub(crate) fn admit(&mut self, protocol: Protocol, from: SocketAddr, now: Instant) -> Admit {
+        let family = protocol.family();
         if !is_allowed(&self.allow, from.ip()) {
             self.stats.not_allowed += 1;
             if let Some(suppressed) = self.not_allowed_log.allow(now) {
                 warn!(
                     %from,
-                    protocol = family.name(),
+                    protocol = family.family_label(),
                     suppressed,
                     "ignoring {} from {from}: not in ingest.allow",
-                    family.name()
+                    family.family_label()
                 );
             }
             return Admit::NotAllowed;
@@ -196,28 +160,29 @@ impl Guard {
         if let Some(suppressed) = self.other_log.allow(now) {
             warn!(
                 %from,
-                protocol = family.name(),
+                protocol = family.family_label(),
                 following = %locked.from,
-                following_protocol = locked.family.name(),
+                following_protocol = locked.family.family_label(),
                 suppressed,
                 "ignoring {} from {from}: following {} from {} (set ingest.prefer to choose)",
-                family.name(),
-                locked.family.name(),
+                family.family_label(),
+                locked.family.family_label(),
                 locked.from
             );
         }
         Admit::OtherSource
     }
 
-    /// After an admitted datagram was decoded: `recognised` says whether it carried data of its
+    /// After an admitted datagram of `protocol`'s family was decoded: `recognised` says whether it carried data of its
     /// protocol (a frame, or VMC/Face Cap messages). Returns whether its frames are to be used.
     pub(crate) fn commit(
         &mut self,
-        family: Family,
+        protocol: Protocol,
         from: SocketAddr,
         now: Instant,
         recognised: bool,
     ) -> bool {
+        let family = protocol.family();
         if let Some(locked) = self.locked {
             if locked.family == family && locked.ip == from.ip() {
                 return true;
@@ -230,20 +195,20 @@ impl Guard {
             self.stats.switches += 1;
             info!(
                 %from,
-                protocol = family.name(),
+                protocol = family.family_label(),
                 previous = %previous.from,
-                previous_protocol = previous.family.name(),
+                previous_protocol = previous.family.family_label(),
                 "switching to the preferred {} from {from} (was following {} from {})",
-                family.name(),
-                previous.family.name(),
+                family.family_label(),
+                previous.family.family_label(),
                 previous.from
             );
         } else {
             info!(
                 %from,
-                protocol = family.name(),
+                protocol = family.family_label(),
                 "following {} from {from}",
-                family.name()
+                family.family_label()
             );
         }
         self.stats.locks += 1;
@@ -280,23 +245,26 @@ mod tests {
         let a = sock("10.0.0.1:5000");
         let b = sock("10.0.0.2:5000");
         // Nothing recognised yet: no lock.
-        assert_eq!(guard.admit(Family::VTubeStudio, b, t0), Admit::Decode);
-        assert!(!guard.commit(Family::VTubeStudio, b, t0, false));
-        assert_eq!(guard.admit(Family::IFacialMocap, a, t0), Admit::Decode);
-        assert!(guard.commit(Family::IFacialMocap, a, t0, true));
+        assert_eq!(guard.admit(Protocol::VTubeStudio, b, t0), Admit::Decode);
+        assert!(!guard.commit(Protocol::VTubeStudio, b, t0, false));
+        assert_eq!(guard.admit(Protocol::IFacialMocap, a, t0), Admit::Decode);
+        assert!(guard.commit(Protocol::IFacialMocap, a, t0, true));
         // The same host from another port is the same source.
         let a2 = sock("10.0.0.1:6000");
-        assert_eq!(guard.admit(Family::IFacialMocap, a2, t0), Admit::Decode);
-        assert!(guard.commit(Family::IFacialMocap, a2, t0, true));
+        assert_eq!(guard.admit(Protocol::IFacialMocap, a2, t0), Admit::Decode);
+        assert!(guard.commit(Protocol::IFacialMocap, a2, t0, true));
         // Another host, or another protocol from the same host, is ignored.
-        assert_eq!(guard.admit(Family::IFacialMocap, b, t0), Admit::OtherSource);
-        assert_eq!(guard.admit(Family::Osc, a, t0), Admit::OtherSource);
+        assert_eq!(
+            guard.admit(Protocol::IFacialMocap, b, t0),
+            Admit::OtherSource
+        );
+        assert_eq!(guard.admit(Protocol::Vmc, a, t0), Admit::OtherSource);
         assert_eq!(guard.stats().other_source, 2);
         // Silence releases the lock; the next source takes it.
         let later = t0 + Duration::from_secs(4);
-        assert_eq!(guard.admit(Family::Osc, b, later), Admit::Decode);
-        assert!(guard.commit(Family::Osc, b, later, true));
-        assert_eq!(guard.locked_ip(Family::Osc), Some(b.ip()));
+        assert_eq!(guard.admit(Protocol::Vmc, b, later), Admit::Decode);
+        assert!(guard.commit(Protocol::Vmc, b, later, true));
+        assert_eq!(guard.locked_ip(Protocol::Vmc), Some(b.ip()));
         let stats = guard.stats();
         assert_eq!((stats.locks, stats.releases, stats.switches), (2, 1, 0));
     }
@@ -307,15 +275,34 @@ mod tests {
         let mut guard = Guard::new(Vec::new(), Some(Protocol::Vmc), Duration::from_secs(3));
         let phone = sock("10.0.0.1:5000");
         let pc = sock("10.0.0.2:39540");
-        assert!(guard.commit(Family::VTubeStudio, phone, t0, true));
-        assert_eq!(guard.admit(Family::Osc, pc, t0), Admit::Decode);
-        assert!(guard.commit(Family::Osc, pc, t0, true));
+        assert!(guard.commit(Protocol::VTubeStudio, phone, t0, true));
+        assert_eq!(guard.admit(Protocol::Vmc, pc, t0), Admit::Decode);
+        assert!(guard.commit(Protocol::Vmc, pc, t0, true));
         assert_eq!(guard.stats().switches, 1);
         // Now the phone is the other source, and it is not preferred.
         assert_eq!(
-            guard.admit(Family::VTubeStudio, phone, t0),
+            guard.admit(Protocol::VTubeStudio, phone, t0),
             Admit::OtherSource
         );
+    }
+
+    #[test]
+    fn vmc_and_face_cap_are_one_source() {
+        let t0 = Instant::now();
+        let mut guard = Guard::new(Vec::new(), Some(Protocol::FaceCap), Duration::from_secs(3));
+        let pc = sock("10.0.0.2:39540");
+        let phone = sock("10.0.0.1:5000");
+        assert!(guard.commit(Protocol::Vmc, pc, t0, true));
+        assert_eq!(guard.admit(Protocol::FaceCap, pc, t0), Admit::Decode);
+        assert!(guard.commit(Protocol::FaceCap, pc, t0, true));
+        assert_eq!(guard.locked_ip(Protocol::FaceCap), Some(pc.ip()));
+        assert_eq!(guard.locked_ip(Protocol::LiveLinkFace), None);
+        // Preferring Face Cap prefers the OSC family: the phone cannot take over from VMC.
+        assert_eq!(
+            guard.admit(Protocol::LiveLinkFace, phone, t0),
+            Admit::OtherSource
+        );
+        assert_eq!(guard.stats().locks, 1);
     }
 
     #[test]
@@ -324,11 +311,11 @@ mod tests {
         let allow = vec!["192.168.1.0/24".parse().unwrap()];
         let mut guard = Guard::new(allow, None, Duration::from_secs(3));
         assert_eq!(
-            guard.admit(Family::Osc, sock("192.168.2.1:1"), t0),
+            guard.admit(Protocol::Vmc, sock("192.168.2.1:1"), t0),
             Admit::NotAllowed
         );
         assert_eq!(
-            guard.admit(Family::Osc, sock("192.168.1.9:1"), t0),
+            guard.admit(Protocol::Vmc, sock("192.168.1.9:1"), t0),
             Admit::Decode
         );
         assert_eq!(guard.stats().not_allowed, 1);

@@ -5,13 +5,17 @@
 //!   OSC decoding in osc.rs, and every axis/sign convention in one table in [`axes`].
 //! - [`spawn`] (server.rs) runs the `facewire-ingest` thread: a current-thread tokio runtime that
 //!   receives on every configured UDP address (OSC and each phone protocol on its own port),
-//!   passes each datagram through the [`guard`] (allow-list, one followed source at a time),
+//!   hands each datagram to the optional raw [`tap`] (the recorder's), passes it through the
+//!   [`guard`] (allow-list, one followed source at a time),
 //!   decodes it and sends the phones their start messages ([`handshake`]).
 //! - [`Stats`] (stats.rs) counts every datagram exactly once; see its identities.
 //! - The phone apps that send one whole frame per datagram have pure decoders of their own:
 //!   [`ifacialmocap`] (iFacialMocap and Facemotion3d text), [`livelink`] (Live Link Face packets)
 //!   and [`vts`] (VTube Studio and MeowFace JSON), sharing [`Decoded`], [`ProtocolError`] and the
 //!   counting [`PhoneDecoder`] (phone.rs).
+//! - Protocols are named by [`Protocol`](crate::arkit::Protocol) everywhere; a listener socket is
+//!   named by its protocol family ([`Protocol::family`](crate::arkit::Protocol::family)), VMC for
+//!   the OSC socket that also takes Face Cap.
 
 pub mod axes;
 mod decoder;
@@ -24,6 +28,7 @@ mod osc;
 mod phone;
 mod server;
 mod stats;
+pub mod tap;
 mod vmc;
 pub mod vts;
 
@@ -34,12 +39,12 @@ pub use ifacialmocap::{TextSender, FM3D_PORT, FM3D_START, IFM_PORT, IFM_START, I
 pub use livelink::LiveLinkPacket;
 pub use osc::MAX_BUNDLE_DEPTH;
 pub use phone::{
-    Decoded, PhoneDecoder, PhoneProtocol, PhoneStats, ProtocolError, MAX_PHONE_DATAGRAM,
+    phone_decoder, DecodeFn, Decoded, PhoneDecoder, PhoneStats, ProtocolError, MAX_PHONE_DATAGRAM,
 };
-pub(crate) use server::poll_recv_any;
 pub use server::{
-    default_addr, spawn, BoundListener, FrameSink, IngestConfig, IngestError, IngestHandle,
-    ListenKind, NetStats, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT, TICK_PERIOD,
+    default_addr, default_port, spawn, BoundListener, FrameSink, IngestConfig, IngestError,
+    IngestHandle, NetStats, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT, TICK_PERIOD,
 };
 pub use stats::{RateLimiter, Stats};
+pub use tap::{RawDatagram, Tap};
 pub use vts::{vts_request, RequestError};

@@ -97,64 +97,34 @@ impl From<serde_json::Error> for ProtocolError {
     }
 }
 
-/// Which phone protocol a [`PhoneDecoder`] decodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PhoneProtocol {
-    /// iFacialMocap text frames ([`ifacialmocap::decode`]).
-    IFacialMocap,
-    /// Facemotion3d text frames ([`ifacialmocap::decode`] with the Facemotion3d tag).
-    Facemotion3d,
-    /// Live Link Face binary packets ([`livelink::decode`]).
-    LiveLinkFace,
-    /// VTube Studio phone protocol and MeowFace JSON ([`vts::decode`]).
-    VTubeStudio,
-}
+/// A phone protocol's pure decoder: one datagram, its sender and receive time in, at most one
+/// frame out.
+pub type DecodeFn = fn(&[u8], SocketAddr, Instant) -> Result<Decoded, ProtocolError>;
 
-impl PhoneProtocol {
-    /// The protocol tag its frames carry.
-    pub fn protocol(self) -> Protocol {
-        match self {
-            PhoneProtocol::IFacialMocap => Protocol::IFacialMocap,
-            PhoneProtocol::Facemotion3d => Protocol::Facemotion3d,
-            PhoneProtocol::LiveLinkFace => Protocol::LiveLinkFace,
-            PhoneProtocol::VTubeStudio => Protocol::VTubeStudio,
-        }
-    }
-
-    /// The PC port the phone sends to by default. For VTube Studio this is our choice: the PC
-    /// names its ports in the request ([`vts::DEFAULT_PC_PORT`]).
-    pub fn default_port(self) -> u16 {
-        match self {
-            PhoneProtocol::IFacialMocap => ifacialmocap::IFM_PORT,
-            PhoneProtocol::Facemotion3d => ifacialmocap::FM3D_PORT,
-            PhoneProtocol::LiveLinkFace => livelink::DEFAULT_PORT,
-            PhoneProtocol::VTubeStudio => vts::DEFAULT_PC_PORT,
-        }
-    }
-
-    /// Decodes one datagram with this protocol's pure decoder.
-    pub fn decode(
-        self,
-        datagram: &[u8],
-        from: SocketAddr,
-        received: Instant,
-    ) -> Result<Decoded, ProtocolError> {
-        match self {
-            PhoneProtocol::IFacialMocap => ifacialmocap::decode(
+/// The pure decoder of a phone protocol: [`ifacialmocap::decode`] for iFacialMocap and (with its
+/// tag) Facemotion3d, [`livelink::decode`], [`vts::decode`]. `None` for VMC and Face Cap, which
+/// are OSC and go through the [`Decoder`](super::Decoder) with its per-sender state.
+pub fn phone_decoder(protocol: Protocol) -> Option<DecodeFn> {
+    match protocol {
+        Protocol::Vmc | Protocol::FaceCap => None,
+        Protocol::IFacialMocap => Some(|datagram, from, received| {
+            ifacialmocap::decode(
                 datagram,
                 from,
                 received,
                 ifacialmocap::TextSender::IFacialMocap,
-            ),
-            PhoneProtocol::Facemotion3d => ifacialmocap::decode(
+            )
+        }),
+        Protocol::Facemotion3d => Some(|datagram, from, received| {
+            ifacialmocap::decode(
                 datagram,
                 from,
                 received,
                 ifacialmocap::TextSender::Facemotion3d,
-            ),
-            PhoneProtocol::LiveLinkFace => livelink::decode(datagram, from, received),
-            PhoneProtocol::VTubeStudio => vts::decode(datagram, from, received),
-        }
+            )
+        }),
+        Protocol::LiveLinkFace => Some(livelink::decode),
+        Protocol::VTubeStudio => Some(vts::decode),
     }
 }
 
@@ -224,7 +194,9 @@ impl PhoneStats {
 #[derive(Debug, Clone)]
 pub struct PhoneDecoder {
     /// The protocol decoded.
-    protocol: PhoneProtocol,
+    protocol: Protocol,
+    /// Its pure decoder.
+    decode: DecodeFn,
     /// Counters.
     stats: PhoneStats,
     /// Limits the rejected-datagram log lines.
@@ -234,18 +206,20 @@ pub struct PhoneDecoder {
 }
 
 impl PhoneDecoder {
-    /// A decoder for `protocol` with zero counters.
-    pub fn new(protocol: PhoneProtocol) -> PhoneDecoder {
-        PhoneDecoder {
+    /// A decoder for `protocol` with zero counters; `None` for VMC and Face Cap, which are not
+    /// phone protocols ([`phone_decoder`]).
+    pub fn new(protocol: Protocol) -> Option<PhoneDecoder> {
+        Some(PhoneDecoder {
             protocol,
+            decode: phone_decoder(protocol)?,
             stats: PhoneStats::default(),
             rejected_log: RateLimiter::per_second(),
             dropped_log: RateLimiter::per_second(),
-        }
+        })
     }
 
     /// The protocol decoded.
-    pub fn protocol(&self) -> PhoneProtocol {
+    pub fn protocol(&self) -> Protocol {
         self.protocol
     }
 
@@ -262,9 +236,9 @@ impl PhoneDecoder {
         from: SocketAddr,
         received: Instant,
     ) -> Result<Decoded, ProtocolError> {
-        let result = self.protocol.decode(datagram, from, received);
+        let result = (self.decode)(datagram, from, received);
         self.stats.record(datagram.len(), &result);
-        let protocol = self.protocol.protocol().name();
+        let protocol = self.protocol.name();
         match &result {
             Ok(decoded) => {
                 trace!(
@@ -353,29 +327,42 @@ mod tests {
     #[test]
     fn decoder_tags_frames_with_its_protocol() {
         let now = Instant::now();
-        for (kind, tag) in [
-            (PhoneProtocol::IFacialMocap, Protocol::IFacialMocap),
-            (PhoneProtocol::Facemotion3d, Protocol::Facemotion3d),
-        ] {
-            let mut decoder = PhoneDecoder::new(kind);
+        for protocol in [Protocol::IFacialMocap, Protocol::Facemotion3d] {
+            let mut decoder = PhoneDecoder::new(protocol).unwrap();
+            assert_eq!(decoder.protocol(), protocol);
             let decoded = decoder.decode(b"jawOpen-50|", addr(), now).unwrap();
-            assert_eq!(decoded.frame.protocol, tag);
+            assert_eq!(decoded.frame.protocol, protocol);
             assert_eq!(decoder.stats().frames, 1);
         }
-        let mut decoder = PhoneDecoder::new(PhoneProtocol::VTubeStudio);
+        let mut decoder = PhoneDecoder::new(Protocol::VTubeStudio).unwrap();
         assert!(decoder.decode(b"{", addr(), now).is_err());
         assert_eq!(decoder.stats().malformed, 1);
         assert!(decoder.stats().is_consistent());
     }
 
     #[test]
-    fn default_ports() {
-        assert_eq!(PhoneProtocol::IFacialMocap.default_port(), 49983);
-        assert_eq!(PhoneProtocol::Facemotion3d.default_port(), 49993);
-        assert_eq!(PhoneProtocol::LiveLinkFace.default_port(), 11111);
-        assert_eq!(
-            PhoneProtocol::VTubeStudio.default_port(),
-            vts::DEFAULT_PC_PORT
-        );
+    fn only_the_phone_protocols_have_a_phone_decoder() {
+        let now = Instant::now();
+        assert!(phone_decoder(Protocol::Vmc).is_none());
+        assert!(phone_decoder(Protocol::FaceCap).is_none());
+        assert!(PhoneDecoder::new(Protocol::FaceCap).is_none());
+        for protocol in [
+            Protocol::IFacialMocap,
+            Protocol::Facemotion3d,
+            Protocol::LiveLinkFace,
+            Protocol::VTubeStudio,
+        ] {
+            let decode = phone_decoder(protocol).unwrap();
+            // Hostile input is an error, never a panic.
+            assert!(decode(&[0xFF; 3], addr(), now).is_err(), "{protocol}");
+            let oversized = vec![b'a'; MAX_PHONE_DATAGRAM + 1];
+            assert!(
+                matches!(
+                    decode(&oversized, addr(), now),
+                    Err(ProtocolError::Oversized { .. })
+                ),
+                "{protocol}"
+            );
+        }
     }
 }

@@ -1,6 +1,5 @@
 //! The ingest thread: a current-thread tokio runtime receiving every protocol's UDP datagrams, guarding, decoding and handshaking.
 
-use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -16,12 +15,13 @@ use tokio::time::MissedTickBehavior;
 use tracing::{debug, error, info, trace, warn};
 
 use super::decoder::{Decoder, MAX_DATAGRAM};
-use super::guard::{Admit, Family, Guard, GuardStats, Subnet};
+use super::guard::{Admit, Guard, GuardStats, Subnet};
 use super::handshake::{self, PhonePorts, Rule, Schedule};
 use super::ifacialmocap::{self, TextSender};
-use super::phone::{PhoneDecoder, PhoneProtocol, PhoneStats};
+use super::phone::{PhoneDecoder, PhoneStats};
 use super::stats::{RateLimiter, Stats};
-use super::vts;
+use super::tap::{RawDatagram, Tap};
+use super::{livelink, vts};
 pub use crate::arkit::FrameSink;
 use crate::arkit::{FaceFrame, Protocol};
 use crate::config::IngestSection;
@@ -47,33 +47,12 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 /// The longest pause after repeated receive errors.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
-/// What a listener socket receives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ListenKind {
-    /// OSC: VMC and Face Cap.
-    Osc,
-    /// One phone protocol. An iFacialMocap or Facemotion3d socket takes both text dialects and
-    /// tags each frame by its dialect.
-    Phone(PhoneProtocol),
-}
-
-impl fmt::Display for ListenKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ListenKind::Osc => "VMC and Face Cap",
-            ListenKind::Phone(PhoneProtocol::IFacialMocap) => "iFacialMocap",
-            ListenKind::Phone(PhoneProtocol::Facemotion3d) => "Facemotion3d",
-            ListenKind::Phone(PhoneProtocol::LiveLinkFace) => "Live Link Face",
-            ListenKind::Phone(PhoneProtocol::VTubeStudio) => "VTube Studio/MeowFace",
-        })
-    }
-}
-
 /// One phone-protocol listener to bind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhoneListen {
-    /// The protocol it receives.
-    pub protocol: PhoneProtocol,
+    /// The protocol it receives. An iFacialMocap or Facemotion3d socket takes both text dialects
+    /// and tags each frame by its dialect; a VMC or Face Cap entry is one more OSC socket.
+    pub protocol: Protocol,
     /// The UDP address to bind; port 0 picks a free port.
     pub addr: SocketAddr,
     /// Whether failing to bind it stops [`spawn`] with an error (an address the user chose);
@@ -84,8 +63,9 @@ pub struct PhoneListen {
 /// One socket the ingest thread listens on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoundListener {
-    /// What it receives.
-    pub kind: ListenKind,
+    /// What it receives: a protocol family ([`Protocol::family`]), [`Protocol::Vmc`] for an OSC
+    /// socket (VMC and Face Cap). [`Protocol::listener_label`] names it in messages.
+    pub kind: Protocol,
     /// The bound address (port 0 resolved), or for a skipped listener the configured one.
     pub addr: SocketAddr,
 }
@@ -95,7 +75,7 @@ pub struct BoundListener {
 /// [`IngestConfig::default`] is the OSC listener alone on 0.0.0.0:39539, required, with no phone
 /// listeners; [`IngestConfig::from_section`] gives the configuration file's full set (every
 /// protocol on its usual port by default).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct IngestConfig {
     /// UDP addresses to bind for OSC; each one understands both VMC and Face Cap. Port 0 picks a
     /// free port ([`IngestHandle::local_addrs`] tells which).
@@ -117,6 +97,9 @@ pub struct IngestConfig {
     pub lock_release: Duration,
     /// How long a sender may stay quiet before it is logged as silent.
     pub silence_after: Duration,
+    /// Called for every datagram received on any listener, before the guard and decoding
+    /// ([`Tap`]); `None`: no tap.
+    pub tap: Option<Tap>,
 }
 
 impl Default for IngestConfig {
@@ -131,17 +114,27 @@ impl Default for IngestConfig {
             allow: Vec::new(),
             lock_release: DEFAULT_LOCK_RELEASE,
             silence_after: Duration::from_secs(2),
+            tap: None,
         }
     }
 }
 
-/// The usual address of a listener kind: all interfaces on its default port.
-pub fn default_addr(kind: ListenKind) -> SocketAddr {
-    let port = match kind {
-        ListenKind::Osc => DEFAULT_PORT,
-        ListenKind::Phone(protocol) => protocol.default_port(),
-    };
-    SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))
+/// The PC port a protocol's sender sends to by default: [`DEFAULT_PORT`] for VMC and Face Cap,
+/// the app's own port for iFacialMocap, Facemotion3d and Live Link Face. For VTube Studio this is
+/// our choice: the PC names its ports in the request ([`vts::DEFAULT_PC_PORT`]).
+pub fn default_port(protocol: Protocol) -> u16 {
+    match protocol {
+        Protocol::Vmc | Protocol::FaceCap => DEFAULT_PORT,
+        Protocol::IFacialMocap => ifacialmocap::IFM_PORT,
+        Protocol::Facemotion3d => ifacialmocap::FM3D_PORT,
+        Protocol::LiveLinkFace => livelink::DEFAULT_PORT,
+        Protocol::VTubeStudio => vts::DEFAULT_PC_PORT,
+    }
+}
+
+/// The usual address of a protocol's listener: all interfaces on its [`default_port`].
+pub fn default_addr(protocol: Protocol) -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::UNSPECIFIED, default_port(protocol)))
 }
 
 impl IngestConfig {
@@ -150,21 +143,21 @@ impl IngestConfig {
     /// by the user and must bind.
     pub fn from_section(section: &IngestSection) -> IngestConfig {
         let phone_lists = [
-            (PhoneProtocol::IFacialMocap, &section.ifacialmocap),
-            (PhoneProtocol::Facemotion3d, &section.facemotion3d),
-            (PhoneProtocol::LiveLinkFace, &section.livelinkface),
-            (PhoneProtocol::VTubeStudio, &section.vtubestudio),
+            (Protocol::IFacialMocap, &section.ifacialmocap),
+            (Protocol::Facemotion3d, &section.facemotion3d),
+            (Protocol::LiveLinkFace, &section.livelinkface),
+            (Protocol::VTubeStudio, &section.vtubestudio),
         ];
         let mut phones = Vec::new();
         for (protocol, addrs) in phone_lists {
-            let usual = default_addr(ListenKind::Phone(protocol));
+            let usual = default_addr(protocol);
             phones.extend(addrs.iter().map(|&addr| PhoneListen {
                 protocol,
                 addr,
                 required: addr != usual,
             }));
         }
-        let usual = default_addr(ListenKind::Osc);
+        let usual = default_addr(Protocol::Vmc);
         IngestConfig {
             listen: section.listen.clone(),
             listen_required: section.listen.iter().any(|&a| a != usual),
@@ -176,6 +169,33 @@ impl IngestConfig {
             lock_release: Duration::from_secs_f32(section.lock_release),
             ..IngestConfig::default()
         }
+    }
+
+    /// Keeps only the listeners on `port`, each one required. When none is configured there, it
+    /// listens on all interfaces at `port` for the protocol whose usual port it is
+    /// ([`default_port`]), or for VMC and Face Cap.
+    pub fn restrict_to_port(mut self, port: u16) -> IngestConfig {
+        self.listen.retain(|a| a.port() == port);
+        self.listen_required = true;
+        self.phones.retain(|p| p.addr.port() == port);
+        for p in &mut self.phones {
+            p.required = true;
+        }
+        if self.listen.is_empty() && self.phones.is_empty() {
+            let addr = SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
+            match Protocol::FAMILIES
+                .into_iter()
+                .find(|&p| !p.is_osc() && default_port(p) == port)
+            {
+                Some(protocol) => self.phones.push(PhoneListen {
+                    protocol,
+                    addr,
+                    required: true,
+                }),
+                None => self.listen.push(addr),
+            }
+        }
+        self
     }
 }
 
@@ -232,13 +252,15 @@ pub struct NetStats {
 }
 
 impl NetStats {
-    /// The counters of one phone protocol.
-    pub fn phone(&self, protocol: PhoneProtocol) -> &PhoneStats {
+    /// The counters of one phone protocol; `None` for VMC and Face Cap, whose counters are the
+    /// OSC [`Stats`].
+    pub fn phone(&self, protocol: Protocol) -> Option<&PhoneStats> {
         match protocol {
-            PhoneProtocol::IFacialMocap => &self.ifacialmocap,
-            PhoneProtocol::Facemotion3d => &self.facemotion3d,
-            PhoneProtocol::LiveLinkFace => &self.livelinkface,
-            PhoneProtocol::VTubeStudio => &self.vtubestudio,
+            Protocol::Vmc | Protocol::FaceCap => None,
+            Protocol::IFacialMocap => Some(&self.ifacialmocap),
+            Protocol::Facemotion3d => Some(&self.facemotion3d),
+            Protocol::LiveLinkFace => Some(&self.livelinkface),
+            Protocol::VTubeStudio => Some(&self.vtubestudio),
         }
     }
 }
@@ -273,11 +295,12 @@ impl IngestHandle {
         &self.listeners
     }
 
-    /// The first bound address of `kind`, if any.
-    pub fn local_addr(&self, kind: ListenKind) -> Option<SocketAddr> {
+    /// The first bound address of a listener of `protocol`'s family, if any (the OSC socket for
+    /// VMC and Face Cap).
+    pub fn local_addr(&self, protocol: Protocol) -> Option<SocketAddr> {
         self.listeners
             .iter()
-            .find(|l| l.kind == kind)
+            .find(|l| l.kind.same_family(protocol))
             .map(|l| l.addr)
     }
 
@@ -338,21 +361,25 @@ fn bind(addr: SocketAddr) -> Result<(UdpSocket, SocketAddr), IngestError> {
 }
 
 /// Binds every listener of `config` (a required one that fails is an error, an optional one a
-/// warning), then starts the `facewire-ingest` thread, which calls `sink` for every committed
-/// frame of the followed source (and its tick every [`TICK_PERIOD`]) and sends the phone start
-/// messages, until the handle is shut down or dropped.
+/// warning), then starts the `facewire-ingest` thread, which hands every datagram received to
+/// the configured [`Tap`], calls `sink` for every committed frame of the followed source (and its
+/// tick every [`TICK_PERIOD`]) and sends the phone start messages, until the handle is shut down
+/// or dropped.
 ///
 /// Binding happens before this returns, so "address in use" and similar come back here.
-pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHandle, IngestError> {
-    let wanted: Vec<(ListenKind, SocketAddr, bool)> = config
+pub fn spawn(
+    mut config: IngestConfig,
+    sink: Box<dyn FrameSink>,
+) -> Result<IngestHandle, IngestError> {
+    let wanted: Vec<(Protocol, SocketAddr, bool)> = config
         .listen
         .iter()
-        .map(|&addr| (ListenKind::Osc, addr, config.listen_required))
+        .map(|&addr| (Protocol::Vmc, addr, config.listen_required))
         .chain(
             config
                 .phones
                 .iter()
-                .map(|p| (ListenKind::Phone(p.protocol), p.addr, p.required)),
+                .map(|p| (p.protocol.family(), p.addr, p.required)),
         )
         .collect();
     if wanted.is_empty() {
@@ -382,11 +409,12 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
                     let cause = std::error::Error::source(&err)
                         .map(ToString::to_string)
                         .unwrap_or_default();
+                    let label = kind.listener_label();
                     warn!(
                         %addr,
-                        %kind,
+                        kind = label,
                         %cause,
-                        "not listening for {kind} on {addr} ({cause}); the other protocols run"
+                        "not listening for {label} on {addr} ({cause}); the other protocols run"
                     );
                     skipped.push(BoundListener { kind, addr });
                     first_error.get_or_insert(err);
@@ -398,12 +426,13 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
         return Err(first_error.unwrap_or(IngestError::NoListenAddress));
     }
     for l in &listeners {
-        info!(addr = %l.addr, kind = %l.kind, "listening for {} on {} (UDP)", l.kind, l.addr);
+        let kind = l.kind.listener_label();
+        info!(addr = %l.addr, kind, "listening for {kind} on {} (UDP)", l.addr);
     }
     let handshakes = handshakes(&config, &listeners);
     let local_addrs = listeners
         .iter()
-        .filter(|l| l.kind == ListenKind::Osc)
+        .filter(|l| l.kind == Protocol::Vmc)
         .map(|l| l.addr)
         .collect();
 
@@ -412,6 +441,7 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
     let (stop, stopped) = watch::channel(false);
     let receiver = Receiver {
         kinds: listeners.iter().map(|l| l.kind).collect(),
+        locals: listeners.iter().map(|l| l.addr).collect(),
         sockets,
         stats: Arc::clone(&stats),
         net_stats: Arc::clone(&net_stats),
@@ -420,6 +450,7 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
         phone: config.phone,
         handshakes,
         sink,
+        tap: config.tap.take(),
     };
     let thread = std::thread::Builder::new()
         .name(THREAD_NAME.to_string())
@@ -440,7 +471,7 @@ pub fn spawn(config: IngestConfig, sink: Box<dyn FrameSink>) -> Result<IngestHan
 /// One start message and when to send it.
 struct Handshake {
     /// The protocol it starts.
-    family: Family,
+    family: Protocol,
     /// The index of the socket it is sent from (the phone answers to the sender's address).
     socket: usize,
     /// The phone's port.
@@ -455,19 +486,15 @@ struct Handshake {
 
 /// The start messages for the bound listeners that need one.
 fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handshake> {
-    let first = |protocol| {
-        listeners
-            .iter()
-            .position(|l| l.kind == ListenKind::Phone(protocol))
-    };
+    let first = |protocol| listeners.iter().position(|l| l.kind == protocol);
     let text_rule = Rule::WhileMissing {
         retry: handshake::TEXT_RETRY,
         silence: handshake::TEXT_SILENCE,
     };
     let mut out = Vec::new();
-    if let Some(socket) = first(PhoneProtocol::IFacialMocap) {
+    if let Some(socket) = first(Protocol::IFacialMocap) {
         out.push(Handshake {
-            family: Family::IFacialMocap,
+            family: Protocol::IFacialMocap,
             socket,
             port: config.phone_ports.ifacialmocap,
             message: ifacialmocap::handshake(TextSender::IFacialMocap, false).into_bytes(),
@@ -475,9 +502,9 @@ fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handsha
             announced: None,
         });
     }
-    if let Some(socket) = first(PhoneProtocol::Facemotion3d) {
+    if let Some(socket) = first(Protocol::Facemotion3d) {
         out.push(Handshake {
-            family: Family::Facemotion3d,
+            family: Protocol::Facemotion3d,
             socket,
             port: config.phone_ports.facemotion3d,
             message: ifacialmocap::handshake(TextSender::Facemotion3d, false).into_bytes(),
@@ -485,11 +512,11 @@ fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handsha
             announced: None,
         });
     }
-    if let Some(socket) = first(PhoneProtocol::VTubeStudio) {
+    if let Some(socket) = first(Protocol::VTubeStudio) {
         // The phone streams to the request's source address on every port it names.
         let ports: Vec<u16> = listeners
             .iter()
-            .filter(|l| l.kind == ListenKind::Phone(PhoneProtocol::VTubeStudio))
+            .filter(|l| l.kind == Protocol::VTubeStudio)
             .map(|l| l.addr.port())
             .take(vts::MAX_REQUEST_PORTS)
             .collect();
@@ -499,7 +526,7 @@ fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handsha
             handshake::VTS_REQUEST_TIME_S,
         ) {
             Ok(request) => out.push(Handshake {
-                family: Family::VTubeStudio,
+                family: Protocol::VTubeStudio,
                 socket,
                 port: config.phone_ports.vtubestudio,
                 message: request.into_bytes(),
@@ -512,21 +539,23 @@ fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handsha
     out
 }
 
-/// The slot of a family in per-family arrays.
-fn slot(family: Family) -> usize {
-    match family {
-        Family::Osc => 0,
-        Family::IFacialMocap => 1,
-        Family::Facemotion3d => 2,
-        Family::LiveLinkFace => 3,
-        Family::VTubeStudio => 4,
+/// The slot of a protocol's family in per-family arrays ([`Protocol::FAMILIES`] order).
+fn slot(protocol: Protocol) -> usize {
+    match protocol {
+        Protocol::Vmc | Protocol::FaceCap => 0,
+        Protocol::IFacialMocap => 1,
+        Protocol::Facemotion3d => 2,
+        Protocol::LiveLinkFace => 3,
+        Protocol::VTubeStudio => 4,
     }
 }
 
 /// Everything the receive loop owns.
 struct Receiver {
-    /// What each socket receives.
-    kinds: Vec<ListenKind>,
+    /// What each socket receives (a protocol family, [`Protocol::Vmc`] for OSC).
+    kinds: Vec<Protocol>,
+    /// Each socket's bound address.
+    locals: Vec<SocketAddr>,
     /// The bound sockets.
     sockets: Vec<UdpSocket>,
     /// Where OSC counters are published.
@@ -543,6 +572,8 @@ struct Receiver {
     handshakes: Vec<Handshake>,
     /// The frame callback.
     sink: Box<dyn FrameSink>,
+    /// The raw-datagram tap.
+    tap: Option<Tap>,
 }
 
 /// What woke the receive loop.
@@ -563,8 +594,8 @@ enum Event {
 struct Loop {
     /// The OSC decoder.
     decoder: Decoder,
-    /// The phone decoders, in [`slot`] order minus OSC.
-    phones: [PhoneDecoder; 4],
+    /// One decoder per phone protocol.
+    phones: Vec<PhoneDecoder>,
     /// When each family last delivered a frame to the sink.
     last_frame: [Option<Instant>; 5],
     /// Whether each phone family is reported as active (for the receiving/silent logs).
@@ -580,21 +611,27 @@ struct Loop {
 }
 
 impl Loop {
-    /// The phone decoder of a phone family.
-    fn phone(&mut self, family: Family) -> Option<&mut PhoneDecoder> {
-        match family {
-            Family::Osc => None,
-            other => self.phones.get_mut(slot(other) - 1),
-        }
+    /// The decoder of a phone protocol; `None` for VMC and Face Cap.
+    fn phone(&mut self, protocol: Protocol) -> Option<&mut PhoneDecoder> {
+        self.phones.iter_mut().find(|d| d.protocol() == protocol)
+    }
+
+    /// The counters of a phone protocol's decoder (zero for VMC and Face Cap).
+    fn phone_stats(&self, protocol: Protocol) -> PhoneStats {
+        self.phones
+            .iter()
+            .find(|d| d.protocol() == protocol)
+            .map(PhoneDecoder::stats)
+            .unwrap_or_default()
     }
 
     /// The counters besides the OSC ones.
     fn net_stats(&self, guard: &Guard) -> NetStats {
         NetStats {
-            ifacialmocap: self.phones[0].stats(),
-            facemotion3d: self.phones[1].stats(),
-            livelinkface: self.phones[2].stats(),
-            vtubestudio: self.phones[3].stats(),
+            ifacialmocap: self.phone_stats(Protocol::IFacialMocap),
+            facemotion3d: self.phone_stats(Protocol::Facemotion3d),
+            livelinkface: self.phone_stats(Protocol::LiveLinkFace),
+            vtubestudio: self.phone_stats(Protocol::VTubeStudio),
             guard: guard.stats(),
             handshakes_sent: self.handshakes_sent,
             handshake_errors: self.handshake_errors,
@@ -618,12 +655,10 @@ impl Receiver {
     async fn run(mut self, mut stopped: watch::Receiver<bool>) {
         let mut state = Loop {
             decoder: Decoder::new(),
-            phones: [
-                PhoneDecoder::new(PhoneProtocol::IFacialMocap),
-                PhoneDecoder::new(PhoneProtocol::Facemotion3d),
-                PhoneDecoder::new(PhoneProtocol::LiveLinkFace),
-                PhoneDecoder::new(PhoneProtocol::VTubeStudio),
-            ],
+            phones: Protocol::FAMILIES
+                .into_iter()
+                .filter_map(PhoneDecoder::new)
+                .collect(),
             last_frame: [None; 5],
             active: [false; 5],
             recv_errors: 0,
@@ -670,17 +705,16 @@ impl Receiver {
                         .sweep_silent(now, self.silence_after, |from, protocol, idle| {
                             info!(%from, %protocol, idle_s = idle.as_secs_f32(), "{protocol} sender {from} went silent");
                         });
-                    for family in [
-                        Family::IFacialMocap,
-                        Family::Facemotion3d,
-                        Family::LiveLinkFace,
-                        Family::VTubeStudio,
-                    ] {
+                    for family in Protocol::FAMILIES.into_iter().filter(|p| !p.is_osc()) {
                         let i = slot(family);
                         let idle = state.last_frame[i].map(|t| now.saturating_duration_since(t));
                         if state.active[i] && idle.is_some_and(|idle| idle >= self.silence_after) {
                             state.active[i] = false;
-                            info!(protocol = family.name(), "{} went silent", family.name());
+                            info!(
+                                protocol = family.family_label(),
+                                "{} went silent",
+                                family.family_label()
+                            );
                         }
                     }
                     self.guard.expire(now);
@@ -688,8 +722,13 @@ impl Receiver {
                 }
                 Event::Datagram(socket, len, from) => {
                     consecutive_errors = 0;
-                    let kind = self.kinds.get(socket).copied().unwrap_or(ListenKind::Osc);
-                    self.datagram(&mut state, kind, &buf[..len], from, &mut committed);
+                    let kind = self.kinds.get(socket).copied().unwrap_or(Protocol::Vmc);
+                    let local = self
+                        .locals
+                        .get(socket)
+                        .copied()
+                        .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+                    self.datagram(&mut state, kind, local, &buf[..len], from, &mut committed);
                 }
                 Event::RecvError(socket, err) => {
                     state.recv_errors += 1;
@@ -718,35 +757,45 @@ impl Receiver {
         }
     }
 
-    /// Guards, decodes and delivers one datagram.
+    /// Taps, guards, decodes and delivers one datagram received on a `kind` socket bound to
+    /// `local`.
     fn datagram(
         &mut self,
         state: &mut Loop,
-        kind: ListenKind,
+        kind: Protocol,
+        local: SocketAddr,
         data: &[u8],
         from: SocketAddr,
         committed: &mut Vec<FaceFrame>,
     ) {
         let now = Instant::now();
+        if let Some(tap) = &mut self.tap {
+            tap.call(RawDatagram {
+                data,
+                from,
+                local,
+                listener: kind,
+                received: now,
+            });
+        }
+        // An iFacialMocap or Facemotion3d socket takes both text dialects.
         let family = match kind {
-            ListenKind::Osc => Family::Osc,
-            ListenKind::Phone(PhoneProtocol::IFacialMocap | PhoneProtocol::Facemotion3d) => {
+            Protocol::IFacialMocap | Protocol::Facemotion3d => {
                 if ifacialmocap::looks_like_facemotion3d(data) {
-                    Family::Facemotion3d
+                    Protocol::Facemotion3d
                 } else {
-                    Family::IFacialMocap
+                    Protocol::IFacialMocap
                 }
             }
-            ListenKind::Phone(PhoneProtocol::LiveLinkFace) => Family::LiveLinkFace,
-            ListenKind::Phone(PhoneProtocol::VTubeStudio) => Family::VTubeStudio,
+            other => other.family(),
         };
         if self.guard.admit(family, from, now) != Admit::Decode {
-            trace!(%from, protocol = family.name(), "datagram ignored by the guard");
+            trace!(%from, protocol = family.family_label(), "datagram ignored by the guard");
             self.publish(state);
             return;
         }
         committed.clear();
-        if family == Family::Osc {
+        if family.is_osc() {
             let outcome = state.decoder.decode(data, from, now, |frame| {
                 committed.push(*frame);
             });
@@ -769,7 +818,7 @@ impl Receiver {
                     let i = slot(family);
                     if !state.active[i] {
                         state.active[i] = true;
-                        info!(%from, protocol = family.name(), "receiving {} from {from}", family.name());
+                        info!(%from, protocol = family.family_label(), "receiving {} from {from}", family.family_label());
                     }
                 }
             }
@@ -806,15 +855,15 @@ impl Receiver {
                     state.handshakes_sent += 1;
                     if hs.announced != Some(to) {
                         hs.announced = Some(to);
-                        info!(%to, protocol = hs.family.name(), "asking the phone at {to} to stream {}", hs.family.name());
+                        info!(%to, protocol = hs.family.family_label(), "asking the phone at {to} to stream {}", hs.family.family_label());
                     } else {
-                        trace!(%to, protocol = hs.family.name(), "start message sent");
+                        trace!(%to, protocol = hs.family.family_label(), "start message sent");
                     }
                 }
                 Err(err) => {
                     state.handshake_errors += 1;
                     if let Some(suppressed) = state.handshake_log.allow(now) {
-                        warn!(%to, protocol = hs.family.name(), cause = %err, suppressed, "cannot send the start message to the phone");
+                        warn!(%to, protocol = hs.family.family_label(), cause = %err, suppressed, "cannot send the start message to the phone");
                     }
                 }
             }
@@ -826,9 +875,8 @@ impl Receiver {
 }
 
 /// Polls every socket once, starting after the one that delivered last (so one busy socket cannot
-/// starve the others), and returns the first datagram or error with the socket's index. The
-/// recorder reads its sockets the same way.
-pub(crate) fn poll_recv_any(
+/// starve the others), and returns the first datagram or error with the socket's index.
+fn poll_recv_any(
     cx: &mut Context<'_>,
     sockets: &[UdpSocket],
     buf: &mut [u8],
@@ -846,4 +894,69 @@ pub(crate) fn poll_recv_any(
         }
     }
     Poll::Pending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_protocol_has_a_usual_port() {
+        let ports = Protocol::ALL.map(default_port);
+        assert_eq!(ports, [39539, 39539, 49983, 49993, 11111, 11125]);
+        assert_eq!(default_port(Protocol::VTubeStudio), vts::DEFAULT_PC_PORT);
+        assert_eq!(
+            default_addr(Protocol::FaceCap),
+            SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT))
+        );
+    }
+
+    #[test]
+    fn restricting_to_a_port_keeps_its_listeners_or_picks_its_protocol() {
+        let section = IngestSection::default();
+        let only = IngestConfig::from_section(&section).restrict_to_port(11111);
+        assert!(only.listen.is_empty());
+        assert_eq!(only.phones.len(), 1);
+        assert_eq!(only.phones[0].protocol, Protocol::LiveLinkFace);
+        assert!(only.phones[0].required);
+
+        let osc = IngestConfig::from_section(&section).restrict_to_port(DEFAULT_PORT);
+        assert_eq!(osc.listen, [default_addr(Protocol::Vmc)]);
+        assert!(osc.listen_required && osc.phones.is_empty());
+
+        // A port nothing is configured on: its protocol's listener, or OSC.
+        let none = IngestSection {
+            ifacialmocap: Vec::new(),
+            ..IngestSection::default()
+        };
+        let ifm = IngestConfig::from_section(&none).restrict_to_port(49983);
+        assert!(ifm.listen.is_empty());
+        assert_eq!(ifm.phones[0].protocol, Protocol::IFacialMocap);
+        let other = IngestConfig::from_section(&section).restrict_to_port(40000);
+        assert_eq!(other.listen, [SocketAddr::from(([0, 0, 0, 0], 40000))]);
+        assert!(other.phones.is_empty() && other.listen_required);
+    }
+
+    #[test]
+    fn slots_follow_the_family_order() {
+        for (i, family) in Protocol::FAMILIES.into_iter().enumerate() {
+            assert_eq!(slot(family), i);
+        }
+        assert_eq!(slot(Protocol::FaceCap), slot(Protocol::Vmc));
+    }
+
+    #[test]
+    fn net_stats_are_keyed_by_protocol() {
+        let stats = NetStats {
+            livelinkface: PhoneStats {
+                datagrams: 7,
+                ..PhoneStats::default()
+            },
+            ..NetStats::default()
+        };
+        assert_eq!(stats.phone(Protocol::LiveLinkFace).unwrap().datagrams, 7);
+        assert_eq!(stats.phone(Protocol::VTubeStudio).unwrap().datagrams, 0);
+        assert!(stats.phone(Protocol::Vmc).is_none());
+        assert!(stats.phone(Protocol::FaceCap).is_none());
+    }
 }

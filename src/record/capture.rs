@@ -1,41 +1,35 @@
-//! The recorder thread: every UDP datagram received, with its time and sender, into a `.fwrec`.
+//! The recorder: every UDP datagram the ingest listeners receive, with its time and sender, into a `.fwrec`.
+//!
+//! The recorder binds nothing itself. It starts the ingest thread ([`ingest::spawn`]) with a raw
+//! [`Tap`] that writes each datagram to the file before the guard and decoding see it, so a
+//! recording holds every listener's traffic (VMC and Face Cap, every phone protocol) and the
+//! phones that need a start message get it from the ingest thread's handshakes, as in a live run.
 
 use std::fs::File;
-use std::future::poll_fn;
-use std::io::{self, BufWriter};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::io::BufWriter;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::net::UdpSocket;
-use tokio::sync::watch;
-use tracing::{debug, error, info, trace, warn};
+use tracing::{debug, error, info, trace};
 
 use super::format::{FormatError, Header, Writer};
 use super::RecordError;
-use crate::ingest::{poll_recv_any, RateLimiter, MAX_DATAGRAM};
-
-/// The name of the recorder thread.
-const THREAD_NAME: &str = "facewire-record";
+use crate::arkit::{FaceFrame, FrameSink, Protocol};
+use crate::ingest::{self, BoundListener, IngestConfig, IngestHandle, RawDatagram, Tap};
 
 /// How many distinct senders are remembered for the "recording from" log line; later ones are
 /// recorded but not announced, so a flood of spoofed sources cannot grow memory.
 const MAX_ANNOUNCED: usize = 16;
 
-/// How often the recorder checks its duration limit when no datagram arrives.
-const CHECK_PERIOD: Duration = Duration::from_millis(50);
-
-/// The pause after a receive error, so a failing socket cannot spin the thread.
-const ERROR_PAUSE: Duration = Duration::from_millis(20);
-
 /// What to record, where, and when to stop.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct RecorderConfig {
-    /// UDP addresses to bind. Port 0 picks a free port ([`RecorderHandle::local_addrs`] tells
-    /// which).
-    pub listen: Vec<SocketAddr>,
+    /// The listeners to record from, as for a live run: every datagram any of them receives is
+    /// recorded, and the phones are sent their start messages. Its `tap` is replaced by the
+    /// recorder's. Port 0 picks a free port ([`RecorderHandle::listeners`] tells which).
+    pub ingest: IngestConfig,
     /// The `.fwrec` file to write; it is created (or truncated) before [`spawn_recorder`] returns.
     pub out: PathBuf,
     /// Stop after this many datagrams; `None` records until shut down.
@@ -53,7 +47,7 @@ pub struct RecordStats {
     pub bytes: u64,
     /// Distinct sender addresses seen (counted up to 16).
     pub senders: u64,
-    /// Failed receives.
+    /// Failed receives (on any listener).
     pub recv_errors: u64,
     /// How long it has been recording.
     pub elapsed: Duration,
@@ -61,7 +55,7 @@ pub struct RecordStats {
     pub finished: bool,
 }
 
-/// What the recorder thread shares with its handle.
+/// What the recorder shares with its handle.
 type Shared = super::Progress<RecordStats>;
 
 impl super::Finish for RecordStats {
@@ -74,25 +68,52 @@ impl super::Finish for RecordStats {
 /// [`RecorderHandle::shutdown`].
 #[derive(Debug)]
 pub struct RecorderHandle {
-    /// The bound addresses, in configuration order.
+    /// Every bound listener, OSC first.
+    listeners: Vec<BoundListener>,
+    /// Their addresses, in the same order.
     local_addrs: Vec<SocketAddr>,
+    /// Optional listeners that could not be bound.
+    skipped: Vec<BoundListener>,
+    /// The file and the limits, shared with the tap and the sink on the ingest thread.
+    capture: Arc<Mutex<Capture>>,
     /// Counters and the finished signal.
     shared: Arc<Shared>,
-    /// Tells the thread to stop.
-    stop: watch::Sender<bool>,
-    /// The thread, which returns the first write error; `None` once joined.
-    thread: Option<JoinHandle<Result<(), RecordError>>>,
+    /// The ingest thread; `None` once stopped.
+    ingest: Option<IngestHandle>,
 }
 
 impl RecorderHandle {
-    /// The bound addresses, in configuration order, with port 0 resolved.
+    /// Every bound address, OSC first, then the phone listeners in configuration order, with
+    /// port 0 resolved.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
     }
 
+    /// Every bound listener, in the order of [`RecorderHandle::local_addrs`].
+    pub fn listeners(&self) -> &[BoundListener] {
+        &self.listeners
+    }
+
+    /// The first bound address of a listener of `protocol`'s family, if any.
+    pub fn local_addr(&self, protocol: Protocol) -> Option<SocketAddr> {
+        self.listeners
+            .iter()
+            .find(|l| l.kind.same_family(protocol))
+            .map(|l| l.addr)
+    }
+
+    /// Optional listeners that could not be bound (their port was in use).
+    pub fn skipped(&self) -> &[BoundListener] {
+        &self.skipped
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> RecordStats {
-        self.shared.snapshot()
+        let mut stats = self.shared.snapshot();
+        if let Some(ingest) = &self.ingest {
+            stats.recv_errors = ingest.stats().recv_errors;
+        }
+        stats
     }
 
     /// Waits up to `timeout` for the recorder to stop by itself (a limit reached or a write
@@ -104,76 +125,102 @@ impl RecorderHandle {
     /// Stops recording, flushes the file and returns the final counters, or the error that
     /// stopped the recording early (what was written before it stays readable).
     pub fn shutdown(mut self) -> Result<RecordStats, RecordError> {
-        self.stop_and_join()?;
+        self.stop()?;
         Ok(self.stats())
     }
 
-    /// Signals the thread and joins it; idempotent.
-    fn stop_and_join(&mut self) -> Result<(), RecordError> {
-        let Some(thread) = self.thread.take() else {
+    /// Stops the ingest thread and finishes the file; idempotent.
+    fn stop(&mut self) -> Result<(), RecordError> {
+        let Some(ingest) = self.ingest.take() else {
             return Ok(());
         };
-        // An error only means the thread already ended and dropped its receiver.
-        let _ = self.stop.send(true);
-        match thread.join() {
-            Ok(result) => {
-                debug!("recorder thread stopped");
-                result
-            }
-            Err(_) => {
-                error!("the recorder thread panicked");
-                Ok(())
-            }
-        }
+        let recv_errors = ingest.stats().recv_errors;
+        ingest.shutdown();
+        self.shared.lock().recv_errors = recv_errors;
+        let mut capture = lock(&self.capture);
+        capture.finish(Instant::now());
+        debug!("recorder stopped");
+        capture.error.take().map_or(Ok(()), Err)
     }
 }
 
 impl Drop for RecorderHandle {
     fn drop(&mut self) {
-        if let Err(err) = self.stop_and_join() {
+        if let Err(err) = self.stop() {
             error!(cause = %err, "the recording failed");
         }
     }
 }
 
-/// Binds every address in `config.listen`, creates `config.out` with its header, and starts the
-/// `facewire-record` thread, which appends every datagram received until a limit is reached or
-/// the handle is shut down or dropped.
+/// Locks the capture state (a panic elsewhere does not stop the recording).
+fn lock(capture: &Mutex<Capture>) -> MutexGuard<'_, Capture> {
+    capture.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts the ingest thread with `config.ingest` and a tap that appends every datagram any
+/// listener receives to `config.out` (created with its header), until a limit is reached or the
+/// handle is shut down or dropped.
 ///
-/// The file is flushed after every datagram, so a recording interrupted by anything (Ctrl-C, a
-/// crash, a full disk) is readable up to its last complete record.
-pub fn spawn_recorder(config: RecorderConfig) -> Result<RecorderHandle, RecordError> {
-    if config.listen.is_empty() {
-        return Err(RecordError::NoListenAddress);
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(RecordError::Runtime)?;
+/// Binding happens first, so "address in use" comes back here and leaves an existing file
+/// untouched. The file is flushed after every datagram, so a recording interrupted by anything
+/// (Ctrl-C, a crash, a full disk) is readable up to its last complete record.
+pub fn spawn_recorder(mut config: RecorderConfig) -> Result<RecorderHandle, RecordError> {
+    let shared = Arc::new(Shared::default());
+    let capture = Arc::new(Mutex::new(Capture {
+        writer: None,
+        out: config.out.clone(),
+        max_datagrams: config.max_datagrams,
+        max_duration: config.max_duration,
+        start: Instant::now(),
+        announced: Vec::new(),
+        error: None,
+        shared: Arc::clone(&shared),
+    }));
+    // Held until the file is ready: a datagram that arrives before waits for it.
+    let mut ready = lock(&capture);
+    let tapped = Arc::clone(&capture);
+    config.ingest.tap = Some(Tap::new(move |datagram| {
+        lock(&tapped).datagram(datagram);
+    }));
+    let sink = Box::new(LimitSink {
+        capture: Arc::clone(&capture),
+    });
+    let ingest = ingest::spawn(config.ingest, sink).map_err(RecordError::Ingest)?;
 
-    let mut sockets = Vec::with_capacity(config.listen.len());
-    let mut local_addrs = Vec::with_capacity(config.listen.len());
-    {
-        // Registering a socket with tokio needs the runtime's reactor.
-        let _guard = runtime.enter();
-        for &addr in &config.listen {
-            let std_socket = std::net::UdpSocket::bind(addr)
-                .map_err(|source| RecordError::Bind { addr, source })?;
-            let socket_error = |source| RecordError::Socket { addr, source };
-            std_socket.set_nonblocking(true).map_err(socket_error)?;
-            let local = std_socket.local_addr().map_err(socket_error)?;
-            let socket = UdpSocket::from_std(std_socket).map_err(socket_error)?;
-            sockets.push(socket);
-            local_addrs.push(local);
+    let writer = match create(&config.out) {
+        Ok(writer) => writer,
+        Err(err) => {
+            drop(ready);
+            ingest.shutdown();
+            return Err(err);
         }
-    }
+    };
+    ready.writer = Some(writer);
+    ready.start = Instant::now();
+    drop(ready);
 
+    let listeners = ingest.listeners().to_vec();
+    for l in &listeners {
+        let kind = l.kind.listener_label();
+        info!(addr = %l.addr, kind, out = %config.out.display(), "recording UDP datagrams on {} ({kind}) into {}", l.addr, config.out.display());
+    }
+    Ok(RecorderHandle {
+        local_addrs: listeners.iter().map(|l| l.addr).collect(),
+        skipped: ingest.skipped().to_vec(),
+        listeners,
+        capture,
+        shared,
+        ingest: Some(ingest),
+    })
+}
+
+/// Creates (or truncates) the file and writes its header.
+fn create(out: &Path) -> Result<Writer<BufWriter<File>>, RecordError> {
     let write_error = |source: FormatError| RecordError::Write {
-        path: config.out.clone(),
+        path: out.to_path_buf(),
         source,
     };
-    let file = File::create(&config.out).map_err(|e| write_error(e.into()))?;
+    let file = File::create(out).map_err(|e| write_error(e.into()))?;
     let started_unix_us = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
@@ -184,182 +231,139 @@ pub fn spawn_recorder(config: RecorderConfig) -> Result<RecorderHandle, RecordEr
     };
     let mut writer = Writer::new(BufWriter::new(file), header).map_err(write_error)?;
     writer.flush().map_err(write_error)?;
-
-    for addr in &local_addrs {
-        info!(%addr, out = %config.out.display(), "recording UDP datagrams on {addr} into {}", config.out.display());
-    }
-
-    let shared = Arc::new(Shared::default());
-    let (stop, stopped) = watch::channel(false);
-    let recorder = Recorder {
-        sockets,
-        writer,
-        config,
-        shared: Arc::clone(&shared),
-        start: Instant::now(),
-        announced: Vec::new(),
-    };
-    let thread = std::thread::Builder::new()
-        .name(THREAD_NAME.to_string())
-        .spawn(move || runtime.block_on(recorder.run(stopped)))
-        .map_err(|source| RecordError::Thread {
-            name: THREAD_NAME,
-            source,
-        })?;
-    Ok(RecorderHandle {
-        local_addrs,
-        shared,
-        stop,
-        thread: Some(thread),
-    })
+    Ok(writer)
 }
 
-/// Everything the recording loop owns.
-struct Recorder {
-    /// The bound sockets.
-    sockets: Vec<UdpSocket>,
-    /// The file.
-    writer: Writer<BufWriter<File>>,
-    /// Limits and the output path.
-    config: RecorderConfig,
-    /// Counters and the finished signal.
-    shared: Arc<Shared>,
+/// The file and the limits; the tap writes to it, the sink's tick enforces the duration.
+#[derive(Debug)]
+struct Capture {
+    /// The file; `None` before it is created and once the recording is finished.
+    writer: Option<Writer<BufWriter<File>>>,
+    /// The file's path, for errors and logs.
+    out: PathBuf,
+    /// Stop after this many datagrams.
+    max_datagrams: Option<u64>,
+    /// Stop this long after the start.
+    max_duration: Option<Duration>,
     /// When the recording started: offsets are measured from here.
     start: Instant,
     /// Senders already logged, at most [`MAX_ANNOUNCED`].
     announced: Vec<SocketAddr>,
+    /// The write error that stopped the recording, until the handle takes it.
+    error: Option<RecordError>,
+    /// Counters and the finished signal.
+    shared: Arc<Shared>,
 }
 
-/// What woke the recording loop.
-enum Event {
-    /// Shutdown was requested (or the handle is gone).
-    Stop,
-    /// Time to check the duration limit.
-    Check,
-    /// A datagram of this length arrived in the buffer.
-    Datagram(usize, SocketAddr),
-    /// A socket failed to receive.
-    RecvError(SocketAddr, io::Error),
-}
+impl Capture {
+    /// Writes one datagram, unless the recording is finished or its duration is up.
+    fn datagram(&mut self, datagram: RawDatagram<'_>) {
+        if self.duration_up(datagram.received) {
+            self.finish(datagram.received);
+        }
+        let Some(writer) = &mut self.writer else {
+            return;
+        };
+        let offset = datagram.received.saturating_duration_since(self.start);
+        let RawDatagram {
+            data, from, local, ..
+        } = datagram;
+        trace!(%from, %local, len = data.len(), "recorded a datagram");
+        if let Err(source) = writer
+            .write(offset, from, data)
+            .and_then(|()| writer.flush())
+        {
+            self.error = Some(RecordError::Write {
+                path: self.out.clone(),
+                source,
+            });
+            self.finish(datagram.received);
+            return;
+        }
+        let records = writer.records();
+        let new_sender = !self.announced.contains(&from) && self.announced.len() < MAX_ANNOUNCED;
+        if new_sender {
+            self.announced.push(from);
+            info!(%from, %local, "recording datagrams from {from} (to {local})");
+        }
+        {
+            let mut stats = self.shared.lock();
+            stats.datagrams += 1;
+            stats.bytes += data.len() as u64;
+            stats.elapsed = offset;
+            stats.senders += u64::from(new_sender);
+        }
+        if self.max_datagrams.is_some_and(|max| records >= max) {
+            self.finish(datagram.received);
+        }
+    }
 
-impl Recorder {
-    /// The recording loop; returns the error that stopped it, if any.
-    async fn run(mut self, mut stopped: watch::Receiver<bool>) -> Result<(), RecordError> {
-        let result = self.receive(&mut stopped).await;
-        let flushed = self.writer.flush().map_err(|source| RecordError::Write {
-            path: self.config.out.clone(),
-            source,
-        });
-        let result = result.and(flushed);
+    /// Updates the elapsed time and stops the recording once its duration is up.
+    fn tick(&mut self, now: Instant) {
+        if self.writer.is_none() {
+            return;
+        }
+        if self.duration_up(now) {
+            self.finish(now);
+        } else {
+            self.shared.lock().elapsed = now.saturating_duration_since(self.start);
+        }
+    }
+
+    /// Whether the duration limit has passed at `now` (never before the file exists).
+    fn duration_up(&self, now: Instant) -> bool {
+        self.writer.is_some()
+            && self
+                .max_duration
+                .is_some_and(|max| now.saturating_duration_since(self.start) >= max)
+    }
+
+    /// Flushes and closes the file, marks the counters finished and logs the result; idempotent.
+    fn finish(&mut self, now: Instant) {
+        let Some(mut writer) = self.writer.take() else {
+            return;
+        };
+        if let Err(source) = writer.flush() {
+            self.error.get_or_insert(RecordError::Write {
+                path: self.out.clone(),
+                source,
+            });
+        }
+        drop(writer);
         let stats = {
             let mut stats = self.shared.lock();
-            stats.elapsed = self.start.elapsed();
+            stats.elapsed = now.saturating_duration_since(self.start);
             stats.finished = true;
             *stats
         };
         self.shared.notify();
-        match &result {
-            Ok(()) => info!(
+        match &self.error {
+            None => info!(
                 datagrams = stats.datagrams,
                 bytes = stats.bytes,
                 seconds = stats.elapsed.as_secs_f64(),
-                out = %self.config.out.display(),
+                out = %self.out.display(),
                 "recording finished"
             ),
-            Err(err) => {
+            Some(err) => {
                 error!(cause = %err, datagrams = stats.datagrams, "recording stopped early")
             }
         }
-        result
     }
+}
 
-    /// Receives and writes until a limit, a stop request or a write error.
-    async fn receive(&mut self, stopped: &mut watch::Receiver<bool>) -> Result<(), RecordError> {
-        let mut buf = vec![0u8; MAX_DATAGRAM];
-        let mut next_socket = 0;
-        let mut check = tokio::time::interval(CHECK_PERIOD);
-        let mut error_log = RateLimiter::per_second();
-        loop {
-            if self.limit_reached() {
-                return Ok(());
-            }
-            let event = tokio::select! {
-                biased;
-                _ = stopped.changed() => Event::Stop,
-                _ = check.tick() => Event::Check,
-                (index, result) = poll_fn(|cx| poll_recv_any(cx, &self.sockets, &mut buf, &mut next_socket)) => {
-                    match result {
-                        Ok((len, from)) => Event::Datagram(len, from),
-                        Err(err) => {
-                            let socket = self.sockets[index]
-                                .local_addr()
-                                .unwrap_or_else(|_| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
-                            Event::RecvError(socket, err)
-                        }
-                    }
-                }
-            };
-            match event {
-                Event::Stop => return Ok(()),
-                Event::Check => {
-                    self.lock_stats().elapsed = self.start.elapsed();
-                }
-                Event::Datagram(len, from) => {
-                    let offset = self.start.elapsed();
-                    trace!(%from, len, "recorded a datagram");
-                    let written = self
-                        .writer
-                        .write(offset, from, &buf[..len])
-                        .and_then(|()| self.writer.flush());
-                    if let Err(source) = written {
-                        return Err(RecordError::Write {
-                            path: self.config.out.clone(),
-                            source,
-                        });
-                    }
-                    let new_sender =
-                        !self.announced.contains(&from) && self.announced.len() < MAX_ANNOUNCED;
-                    if new_sender {
-                        self.announced.push(from);
-                        info!(%from, "recording datagrams from {from}");
-                    }
-                    let mut stats = self.lock_stats();
-                    stats.datagrams += 1;
-                    stats.bytes += len as u64;
-                    stats.elapsed = offset;
-                    stats.senders += u64::from(new_sender);
-                }
-                Event::RecvError(socket, err) => {
-                    self.lock_stats().recv_errors += 1;
-                    if let Some(suppressed) = error_log.allow(Instant::now()) {
-                        warn!(%socket, cause = %err, suppressed, "UDP receive failed; continuing");
-                    }
-                    tokio::select! {
-                        biased;
-                        _ = stopped.changed() => return Ok(()),
-                        _ = tokio::time::sleep(ERROR_PAUSE) => {}
-                    }
-                }
-            }
-        }
-    }
+/// The recorder's frame sink: frames are not recorded (the raw datagrams are); its tick enforces
+/// the duration limit while no datagram arrives.
+struct LimitSink {
+    /// The recording.
+    capture: Arc<Mutex<Capture>>,
+}
 
-    /// The counters, locked.
-    fn lock_stats(&self) -> std::sync::MutexGuard<'_, RecordStats> {
-        self.shared.lock()
-    }
+impl FrameSink for LimitSink {
+    fn frame(&mut self, _frame: FaceFrame) {}
 
-    /// Whether the datagram count or duration limit is reached.
-    fn limit_reached(&self) -> bool {
-        let count = self
-            .config
-            .max_datagrams
-            .is_some_and(|max| self.writer.records() >= max);
-        let time = self
-            .config
-            .max_duration
-            .is_some_and(|max| self.start.elapsed() >= max);
-        count || time
+    fn tick(&mut self, now: Instant) {
+        lock(&self.capture).tick(now);
     }
 }
 
@@ -368,12 +372,20 @@ mod tests {
     use super::*;
     use crate::record::Recording;
 
+    /// Ingest with only an OSC listener on a free loopback port.
+    fn loopback() -> IngestConfig {
+        IngestConfig {
+            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            ..IngestConfig::default()
+        }
+    }
+
     #[test]
     fn stops_after_the_datagram_limit() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("take.fwrec");
         let handle = spawn_recorder(RecorderConfig {
-            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            ingest: loopback(),
             out: out.clone(),
             max_datagrams: Some(3),
             max_duration: None,
@@ -408,7 +420,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("empty.fwrec");
         let handle = spawn_recorder(RecorderConfig {
-            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            ingest: loopback(),
             out: out.clone(),
             max_datagrams: None,
             max_duration: Some(Duration::from_millis(30)),
@@ -417,6 +429,7 @@ mod tests {
         assert!(handle.wait_finished(Duration::from_secs(30)));
         let stats = handle.shutdown().unwrap();
         assert_eq!(stats.datagrams, 0);
+        assert!(stats.elapsed >= Duration::from_millis(30));
         let recording = Recording::load(&out).unwrap();
         assert!(recording.is_empty());
         assert!(recording.header().unwrap().started_unix_us > 0);
@@ -425,20 +438,42 @@ mod tests {
     #[test]
     fn bind_and_file_errors_come_back_from_spawn() {
         let dir = tempfile::tempdir().unwrap();
-        let config = RecorderConfig {
-            listen: Vec::new(),
-            out: dir.path().join("x.fwrec"),
+        let out = dir.path().join("x.fwrec");
+        let no_listener = RecorderConfig {
+            ingest: IngestConfig {
+                listen: Vec::new(),
+                ..IngestConfig::default()
+            },
+            out: out.clone(),
             max_datagrams: None,
             max_duration: None,
         };
         assert!(matches!(
-            spawn_recorder(config.clone()),
-            Err(RecordError::NoListenAddress)
+            spawn_recorder(no_listener),
+            Err(RecordError::Ingest(ingest::IngestError::NoListenAddress))
         ));
+        // A port in use: the error comes back and an existing file is left as it was.
+        std::fs::write(&out, b"keep").unwrap();
+        let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let busy = RecorderConfig {
+            ingest: IngestConfig {
+                listen: vec![taken.local_addr().unwrap()],
+                ..IngestConfig::default()
+            },
+            out: out.clone(),
+            max_datagrams: None,
+            max_duration: None,
+        };
+        assert!(matches!(
+            spawn_recorder(busy),
+            Err(RecordError::Ingest(ingest::IngestError::Bind { .. }))
+        ));
+        assert_eq!(std::fs::read(&out).unwrap(), b"keep");
         let bad_dir = RecorderConfig {
-            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            ingest: loopback(),
             out: dir.path().join("missing").join("x.fwrec"),
-            ..config
+            max_datagrams: None,
+            max_duration: None,
         };
         assert!(matches!(
             spawn_recorder(bad_dir),

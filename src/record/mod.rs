@@ -2,8 +2,8 @@
 //!
 //! - [`format`](mod@format): the versioned `.fwrec` file format ([`Writer`], [`Reader`]); the layout is
 //!   documented byte by byte in `docs/recording-format.md`.
-//! - [`spawn_recorder`] (capture.rs): the `facewire-record` thread that saves every datagram
-//!   received on some UDP addresses, with its receive time and sender.
+//! - [`spawn_recorder`] (capture.rs): the recorder, which taps the ingest thread's listeners and
+//!   saves every datagram they receive, with its receive time and sender.
 //! - [`Recording`]: a whole recording in memory, either `.fwrec` datagrams or Live Link Face CSV
 //!   rows ([`llf_csv`]).
 //! - [`replay_to`] re-sends a recording over UDP with its original timing; [`spawn_replay`] feeds
@@ -27,7 +27,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::arkit::FaceFrame;
-use crate::ingest::Decoder;
+use crate::ingest::{Decoder, IngestError};
 
 pub use capture::{spawn_recorder, RecordStats, RecorderConfig, RecorderHandle};
 pub use format::{FormatError, Header, Reader, Record, Writer};
@@ -129,10 +129,10 @@ pub enum RecordError {
     /// The replay speed is not a positive number.
     #[error("replay speed {0} is not a positive number")]
     BadSpeed(f64),
-    /// The recorder was given no address to listen on.
-    #[error("no UDP address to listen on")]
-    NoListenAddress,
-    /// A UDP socket could not be bound.
+    /// The recorder's listeners could not start (no address, a required port in use, ...).
+    #[error("cannot listen for the recording")]
+    Ingest(#[source] IngestError),
+    /// The replay's UDP socket could not be bound.
     #[error("cannot bind a UDP socket on {addr}")]
     Bind {
         /// The address.
@@ -141,19 +141,7 @@ pub enum RecordError {
         #[source]
         source: io::Error,
     },
-    /// A bound socket could not be set up (non-blocking mode, tokio registration).
-    #[error("cannot set up the UDP socket on {addr}")]
-    Socket {
-        /// The address.
-        addr: SocketAddr,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// The recorder's tokio runtime could not be built.
-    #[error("cannot start the recorder runtime")]
-    Runtime(#[source] io::Error),
-    /// A recording or replay thread could not be spawned.
+    /// A replay thread could not be spawned.
     #[error("cannot spawn the {name} thread")]
     Thread {
         /// The thread's name.

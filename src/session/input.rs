@@ -4,8 +4,9 @@ use std::path::Path;
 
 use super::StartError;
 use crate::arkit::FrameSink;
+use crate::arkit::Protocol;
 use crate::config::Config;
-use crate::ingest::{self, IngestConfig, PhoneProtocol};
+use crate::ingest::{self, IngestConfig};
 use crate::record::{self, Recording, ReplayOptions};
 use crate::telemetry::InputCounters;
 
@@ -93,12 +94,12 @@ impl Input {
                 let s = h.stats();
                 let n = h.net_stats();
                 let phones = [
-                    PhoneProtocol::IFacialMocap,
-                    PhoneProtocol::Facemotion3d,
-                    PhoneProtocol::LiveLinkFace,
-                    PhoneProtocol::VTubeStudio,
+                    Protocol::IFacialMocap,
+                    Protocol::Facemotion3d,
+                    Protocol::LiveLinkFace,
+                    Protocol::VTubeStudio,
                 ]
-                .map(|p| *n.phone(p));
+                .map(|p| n.phone(p).copied().unwrap_or_default());
                 InputCounters {
                     datagrams: s.datagrams + phones.iter().map(|p| p.datagrams).sum::<u64>(),
                     frames: s.frames + phones.iter().map(|p| p.frames).sum::<u64>(),
@@ -131,7 +132,7 @@ impl Input {
                 let listening: Vec<String> = h
                     .listeners()
                     .iter()
-                    .map(|l| format!("{} {}", l.kind, l.addr))
+                    .map(|l| format!("{} {}", l.kind.listener_label(), l.addr))
                     .collect();
                 format!("listening: {}", listening.join(", "))
             }

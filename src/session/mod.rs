@@ -14,6 +14,7 @@ mod controls;
 mod input;
 mod listen;
 mod neutral;
+mod record;
 mod routine;
 mod watch;
 
@@ -30,6 +31,7 @@ pub use controls::LiveControls;
 pub use input::{Input, Replay};
 pub use listen::{frame_json, listen};
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
+pub use record::record;
 pub use routine::StageUi;
 pub use watch::{watch_config, watch_mapping, StageLink};
 
