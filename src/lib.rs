@@ -2,41 +2,58 @@
 //!
 //! # Layout
 //!
-//! Data flows phone → [`ingest`] → [`calibrate`] → [`bridge`] → render thread: [`mapping`] turns
-//! ARKit channels into the avatar's target weights and node rotations → [`render`].
+//! One frame travels in one direction (see `docs/architecture.md`):
 //!
-//! - [`arkit`]: the 52 channels (canonical order, every spelling dialect) and `FaceFrame`.
-//! - [`ingest`]: the tokio side: UDP sockets and OSC decoding (VMC, Face Cap); bad packets are
-//!   counted, never fatal.
-//! - [`calibrate`]: per-frame conditioning in ARKit space: clamp and frame-rate independent
-//!   smoothing.
-//! - [`bridge`]: the newest-wins ringbuf hand-off of frames to the render thread, with counters.
+//! ```text
+//! socket ─▶ ingest ─▶ calibrate (conditioner) ─▶ mixer ─▶ bridge ─▶ app ─▶ mapping ─▶ render
+//!           decode      remap, clamp, smooth,      layers     newest    display    ARKit →
+//!           ARKit       tracking-loss state        by region  wins      rate       avatar, GL
+//! ```
+//!
+//! Left of the bridge is ARKit space, on the ingest thread; right of it, avatar space on the
+//! main thread. [`session`] wires a live run; `main.rs` only parses the command line.
+//!
+//! Ingest side (ARKit space):
+//! - [`arkit`]: the 52 channels (canonical order, every spelling dialect), `FaceFrame`, the
+//!   `FrameSink` every stage of the chain implements, and the one `Protocol` enum.
+//! - [`ingest`]: the tokio thread: UDP sockets, the phone apps' decoders, handshakes, the sender
+//!   guard and a raw-datagram tap; bad packets are counted, never fatal.
+//! - [`calibrate`]: per-performer remap and clamp, One Euro smoothing, the tracking-loss state
+//!   machine, profiles and the guided routine's logic.
 //! - [`mixer`]: the ordered stack of layers (tracking, fixed poses, and every later source of
-//!   weights) mixed by face region in ARKit space before the hand-off.
-//! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
-//!   loaded avatar into index tables.
+//!   weights) mixed by face region over the rest pose.
+//! - [`forward`]: sends the mixed stream on as VMC to other tools.
+//! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
+//! - [`session`]: a live run's wiring: the input (network or replay), the chain from decoded
+//!   frames through conditioner and mixer to the hand-off, neutral capture, the panel's
+//!   controls, the config and mapping watchers, `listen` and `record`.
+//!
+//! The hand-off:
+//! - [`bridge`]: the newest-wins ringbuf hand-off of frames to the render thread, with counters.
+//!
+//! Render side (avatar space):
+//! - [`app`]: the winit application: the stage window, its input and event loop, the control
+//!   events ([`app::AppEvent`]), the headless loop, and live runs put together.
 //! - [`motion`]: the frame to draw at each redraw, interpolated between the frames received
 //!   (smooth motion at the display rate, one sender period late).
-//! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
-//! - [`avatar`]: glTF/GLB loading into CPU structures and the CPU reference blend.
-//! - [`headgen`]: the generator of the default head in `models/`.
-//! - [`objimport`]: `facewire import-obj`: a GLB avatar from an OBJ shape set.
-//! - [`forward`]: sends the calibrated stream on as VMC to other tools.
-//! - [`config`]: `facewire.toml`, parsed raw and validated once.
-//! - [`diagnostic`]: errors located by file, line and column, and did-you-mean suggestions.
-//! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths.
-//! - [`app`]: the winit application: the stage window, redraws, the control events
-//!   ([`app::AppEvent`]) and applying them, the control panel's actions.
-//! - [`panel`]: the control panel's contents (egui): meters, state, actions, errors verbatim.
+//! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
+//!   loaded avatar into index tables.
+//! - [`avatar`]: glTF/GLB/VRM loading into CPU structures and the CPU reference blend.
+//! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths,
+//!   skins, materials, draw passes.
+//! - [`panel`]: the control panel's contents (egui): meters, layers, state, actions, errors.
 //! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
-//! - [`session`]: a live run's wiring: the input (network or replay), the chain from decoded
-//!   frames through conditioner and mixer to the hand-off, neutral capture, the routine's
-//!   launchers, the config and mapping watchers.
-//! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
 //! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.
+//!
+//! Shared and offline:
+//! - [`config`]: `facewire.toml`, parsed raw and validated once; the types of its sections.
+//! - [`diagnostic`]: errors located by file, line and column, and did-you-mean suggestions.
 //! - [`text`]: CPU drawing of 8x8 bitmap-font text and filled rectangles into RGBA images, shared
 //!   by [`sheet`] and [`hud`].
-//! - [`watch`]: file watching with debounce, for hot reload of the mapping.
+//! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
+//! - [`headgen`]: the generator of the default head in `models/`.
+//! - [`objimport`]: `facewire import-obj`: a GLB avatar from an OBJ shape set.
+//! - [`watch`]: file watching with debounce, for hot reload.
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
 
 pub mod app;
