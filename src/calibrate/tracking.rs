@@ -107,10 +107,18 @@ impl Default for NeutralPose {
 }
 
 /// What one call produced: at most one frame for the renderer and the state changes, in order.
+///
+/// The frame is the tracking layer over the neutral pose: `layer` holds the layer's values (the
+/// live frame, the held pose while the face is lost, or the ease from what was shown back to
+/// live) and its weight (1, falling to 0 through the fade). `frame` is those values over the
+/// neutral by that weight, computed as the mixer's override does, so the live chain can hand
+/// the layer to the mixer instead and show the same frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Output {
     /// The complete, calibrated frame to show, if there is a new one.
     pub frame: Option<FaceFrame>,
+    /// The tracking layer `frame` is made of: its values and weight over the neutral pose.
+    pub layer: Option<(FaceFrame, f32)>,
     /// Why the face was lost, when this call reported [`TrackingState::Stale`].
     pub reason: Option<LossReason>,
     /// State changes; the first `changes` are used.
@@ -123,6 +131,7 @@ impl Output {
     fn none() -> Output {
         Output {
             frame: None,
+            layer: None,
             reason: None,
             states: [TrackingState::Tracking; MAX_CHANGES],
             changes: 0,
@@ -300,9 +309,8 @@ impl Conditioner {
                 } else {
                     self.live = Some(self.calibrator.apply(raw));
                     self.advance(now, &mut out);
-                    out.frame = self.live_output(now);
+                    self.show(self.live_output(now), &mut out);
                     self.last_emit = Some(now);
-                    self.shown = out.frame;
                     return out;
                 }
                 self.advance(now, &mut out);
@@ -320,9 +328,8 @@ impl Conditioner {
                         .or_else(|| self.live.map(|l| self.neutral_of(&l)));
                     self.enter(TrackingState::Reacquire, now, &mut out);
                     self.advance(now, &mut out);
-                    out.frame = self.live_output(now);
+                    self.show(self.live_output(now), &mut out);
                     self.last_emit = Some(now);
-                    self.shown = out.frame;
                 } else {
                     self.advance(now, &mut out);
                     self.emit_made_up(now, &mut out);
@@ -401,9 +408,9 @@ impl Conditioner {
         }
     }
 
-    /// The frame to show while live data flows: the live frame, eased in from `from` during
-    /// Reacquire.
-    fn live_output(&self, now: Instant) -> Option<FaceFrame> {
+    /// The tracking layer while live data flows: the live frame at full weight, eased in from
+    /// what was shown (`from`) during Reacquire.
+    fn live_output(&self, now: Instant) -> Option<(FaceFrame, f32)> {
         let live = self.live?;
         let mut frame = match (self.state, self.from) {
             (TrackingState::Reacquire, Some(from)) => {
@@ -414,7 +421,43 @@ impl Conditioner {
         };
         frame.received = now.max(live.received);
         sanitize(&mut frame);
-        Some(frame)
+        Some((frame, 1.0))
+    }
+
+    /// Puts the tracking layer `layer` into `out`, with the frame it makes over the neutral
+    /// pose, and remembers that frame as shown.
+    fn show(&mut self, layer: Option<(FaceFrame, f32)>, out: &mut Output) {
+        out.layer = layer;
+        out.frame = layer.map(|(values, weight)| self.over_neutral(&values, weight));
+        if out.frame.is_some() {
+            self.shown = out.frame;
+        }
+    }
+
+    /// `values` over the neutral pose by `weight`: each channel `n + (v − n)·w`, each rotation
+    /// slerped from the neutral's, exactly as the mixer's override layer over its rest pose.
+    fn over_neutral(&self, values: &FaceFrame, weight: f32) -> FaceFrame {
+        if weight >= 1.0 {
+            return *values;
+        }
+        let mut out = *values;
+        for c in values.present.iter() {
+            let (n, v) = (self.neutral.weights[c.index()], values.weights[c.index()]);
+            out.weights[c.index()] = n + (v - n) * weight;
+        }
+        let over = |n: Quat, v: Option<Quat>| {
+            v.map(|v| if weight <= 0.0 { n } else { n.slerp(v, weight) })
+        };
+        out.head = over(self.neutral.head, values.head);
+        out.left_eye = over(self.neutral.left_eye, values.left_eye);
+        out.right_eye = over(self.neutral.right_eye, values.right_eye);
+        sanitize(&mut out);
+        out
+    }
+
+    /// The pose the fade ends at.
+    pub fn neutral(&self) -> NeutralPose {
+        self.neutral
     }
 
     /// A frame made up without new live data (Hold, Fade, Neutral, or Reacquire between live
@@ -427,27 +470,26 @@ impl Conditioner {
         if !due {
             return;
         }
-        let frame = match self.state {
+        let layer = match self.state {
             TrackingState::Tracking => return,
             TrackingState::Reacquire => self.live_output(now),
             TrackingState::Neutral if out.changes == 0 => return,
-            TrackingState::Stale | TrackingState::Hold => self.from,
+            TrackingState::Stale | TrackingState::Hold => self.from.map(|from| (from, 1.0)),
             TrackingState::Fade => self.from.map(|from| {
                 let s = progress(now, self.since, self.tracking.fade());
-                blend(&from, &self.neutral_of(&from), smoothstep(s))
+                (from, 1.0 - smoothstep(s))
             }),
-            TrackingState::Neutral => self.from.map(|from| self.neutral_of(&from)),
+            TrackingState::Neutral => self.from.map(|from| (from, 0.0)),
         };
-        let Some(mut frame) = frame else {
+        let Some((mut values, weight)) = layer else {
             return;
         };
-        frame.received = now;
+        values.received = now;
         if self.state != TrackingState::Reacquire {
-            frame.tracking = TrackingFlag::Lost;
+            values.tracking = TrackingFlag::Lost;
         }
-        sanitize(&mut frame);
-        out.frame = Some(frame);
-        self.shown = Some(frame);
+        sanitize(&mut values);
+        self.show(Some((values, weight)), out);
         self.last_emit = Some(now);
     }
 
@@ -595,6 +637,31 @@ mod tests {
         let out = c.on_frame(&frame(at(t0, 0.5), 0.81), at(t0, 0.5));
         assert_eq!(out.states(), [TrackingState::Tracking]);
         assert_eq!(out.frame.unwrap().get(Channel::JawOpen), Some(0.81));
+    }
+
+    #[test]
+    fn a_lost_face_is_the_held_pose_at_a_falling_weight() {
+        let t0 = Instant::now();
+        let mut c = conditioner(t0);
+        let mut neutral = NeutralPose::default();
+        neutral.weights[Channel::JawOpen.index()] = 0.2;
+        c.set_neutral(neutral);
+        c.on_frame(&frame(t0, 0.5), t0);
+        c.on_frame(&frame(at(t0, 1.0), 0.6), at(t0, 1.0));
+        let mut weights = Vec::new();
+        for i in 1..=150 {
+            let out = c.on_tick(at(t0, 1.0 + i as f64 * 0.01));
+            let (Some(shown), Some((values, weight))) = (out.frame, out.layer) else {
+                continue;
+            };
+            assert_eq!(values.get(Channel::JawOpen), Some(0.6), "the held pose");
+            let expected = 0.2 + (0.6 - 0.2) * weight;
+            assert!((shown.get(Channel::JawOpen).unwrap() - expected).abs() < 1e-6);
+            weights.push(weight);
+        }
+        assert_eq!(weights.first(), Some(&1.0), "held at full weight first");
+        assert_eq!(weights.last(), Some(&0.0), "faded out at the end");
+        assert!(weights.windows(2).all(|w| w[1] <= w[0]), "{weights:?}");
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub struct Mixer {
     tracking: Option<usize>,
     /// The newest tracking frame, for its metadata (protocol, sender, times, flag).
     meta: Option<FaceFrame>,
+    /// How present the tracked face is, 0 to 1: the tracking layer's weight is multiplied by
+    /// it, so a lost face fades the layer out over the rest pose.
+    presence: f32,
     /// Whether a value or a setting changed since the last mix.
     changed: bool,
     /// When the last mix was made.
@@ -82,6 +85,7 @@ impl Mixer {
             layers,
             tracking,
             meta: None,
+            presence: 1.0,
             changed,
             last_mix: None,
         }
@@ -145,17 +149,31 @@ impl Mixer {
     }
 
     /// Replaces the rest pose's channel values (a performer's neutral) and rotations.
+    /// Counts as a change only when the pose differs.
     pub fn set_rest(&mut self, weights: [f32; COUNT], head: Quat, eyes: [Quat; 2]) {
-        self.rest.weights = weights.map(unit);
-        let safe = |q: Quat| rotation(Some(q)).unwrap_or(Quat::IDENTITY);
-        self.rest.head = Some(safe(head));
-        self.rest.left_eye = Some(safe(eyes[0]));
-        self.rest.right_eye = Some(safe(eyes[1]));
-        self.changed = true;
+        let safe = |q: Quat| Some(rotation(Some(q)).unwrap_or(Quat::IDENTITY));
+        let rest = LayerValues {
+            weights: weights.map(unit),
+            head: safe(head),
+            left_eye: safe(eyes[0]),
+            right_eye: safe(eyes[1]),
+            ..self.rest
+        };
+        if rest != self.rest {
+            self.rest = rest;
+            self.changed = true;
+        }
     }
 
-    /// Takes the phone's newest conditioned frame into the tracking layer.
+    /// Takes the phone's newest conditioned frame into the tracking layer, at full presence.
     pub fn set_tracking(&mut self, frame: &FaceFrame) {
+        self.set_tracking_layer(frame, 1.0);
+    }
+
+    /// Takes the tracking layer's values and how present the face is (1 while tracked, falling
+    /// to 0 as a lost face fades out; see [`crate::calibrate::Output::layer`]).
+    pub fn set_tracking_layer(&mut self, frame: &FaceFrame, presence: f32) {
+        self.presence = unit(presence);
         self.meta = Some(*frame);
         if let Some(i) = self.tracking {
             self.layers[i].values = LayerValues::from_frame(frame);
@@ -193,8 +211,8 @@ impl Mixer {
         for layer in &mut self.layers {
             layer.fade.advance(now);
         }
-        for layer in &self.layers {
-            blend_layer(&mut out, layer, &self.rest);
+        for (i, layer) in self.layers.iter().enumerate() {
+            blend_layer(&mut out, layer, self.weight_of(i), &self.rest);
         }
         for w in &mut out.weights {
             *w = unit(*w);
@@ -212,6 +230,16 @@ impl Mixer {
         out
     }
 
+    /// The weight layer `i` blends with now.
+    fn weight_of(&self, i: usize) -> f32 {
+        let presence = if Some(i) == self.tracking {
+            self.presence
+        } else {
+            1.0
+        };
+        self.layers[i].weight() * presence
+    }
+
     /// What each layer brings to the mix at its current weight, the rest pose first.
     pub fn report(&self) -> MixerReport {
         let mut layers = Vec::with_capacity(self.layers.len() + 1);
@@ -224,7 +252,7 @@ impl Mixer {
                 mode: BlendMode::Override,
             },
         });
-        for layer in &self.layers {
+        for (i, layer) in self.layers.iter().enumerate() {
             let present = driven(layer);
             let mut weights = [0.0; COUNT];
             for c in present.iter() {
@@ -235,7 +263,7 @@ impl Mixer {
                 contribution: Contribution {
                     weights,
                     present,
-                    weight: layer.weight(),
+                    weight: self.weight_of(i),
                     mode: layer.mode,
                 },
             });
@@ -257,8 +285,7 @@ fn driven(layer: &Layer) -> ChannelMask {
 
 /// Blends `layer` into `out`. The channels and rotations it drives become present even at
 /// weight 0, so a faded-out layer shows the rest pose rather than dropping the channel.
-fn blend_layer(out: &mut FaceFrame, layer: &Layer, rest: &LayerValues) {
-    let w = layer.weight();
+fn blend_layer(out: &mut FaceFrame, layer: &Layer, w: f32, rest: &LayerValues) {
     let present = driven(layer);
     out.present = out.present.union(present);
     for c in present.iter() {

@@ -77,6 +77,12 @@ pub fn build_layers(section: &LayersSection) -> Vec<Layer> {
         .collect()
 }
 
+/// Makes the conditioner's neutral pose (a performer's, or all zeros) the mixer's rest pose.
+fn rest_from(mixer: &mut Mixer, core: &Conditioner) {
+    let n = core.neutral();
+    mixer.set_rest(n.weights, n.head, [n.left_eye, n.right_eye]);
+}
+
 /// Where the chain's output and news go besides the hand-off.
 pub struct Outputs {
     /// The hand-off to the render thread.
@@ -130,9 +136,11 @@ impl LiveSink {
         if forwarder.is_some() {
             tracing::info!(to = ?config.forward.to, "forwarding the mixed stream as VMC");
         }
+        let mut mixer = Mixer::new(build_layers(&config.layers));
+        rest_from(&mut mixer, &core);
         Ok(LiveSink {
             core,
-            mixer: Mixer::new(build_layers(&config.layers)),
+            mixer,
             forwarder,
             out,
             commands,
@@ -187,6 +195,7 @@ impl LiveSink {
                     }
                 }
                 self.profile = profile.map(|p| *p);
+                rest_from(&mut self.mixer, &self.core);
             }
             SessionCommand::Tap(tap) => self.tap = tap,
             SessionCommand::Settings(settings) => {
@@ -206,12 +215,13 @@ impl LiveSink {
         for &state in out.states() {
             self.tracking_changed(state);
         }
-        if let Some(frame) = out.frame {
+        if let (Some(frame), Some((values, presence))) = (out.frame, out.layer) {
             if let Some(t) = &self.out.telemetry {
                 t.record_calibrated(&frame);
             }
-            self.mixer.set_tracking(&frame);
-            let mixed = self.mixer.mix(frame.received);
+            // The tracking layer fades out over the rest pose when the face is lost.
+            self.mixer.set_tracking_layer(&values, presence);
+            let mixed = self.mixer.mix(values.received);
             self.emit(mixed);
         }
     }
@@ -284,5 +294,157 @@ impl FrameSink for LiveSink {
             let mixed = self.mixer.mix(now);
             self.emit(mixed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arkit::{Channel, Protocol};
+    use crate::bridge;
+    use crate::calibrate::at;
+    use crate::config::LayerSpec;
+    use crate::mixer::{BlendMode, Region, RegionMask};
+
+    fn phone(t: Instant, jaw: f32, blink: f32) -> FaceFrame {
+        let mut f = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:5000".parse().unwrap(), t);
+        f.set(Channel::JawOpen, jaw);
+        f.set(Channel::EyeBlinkLeft, blink);
+        f.head = Some(glam::Quat::from_rotation_y(0.3));
+        f
+    }
+
+    fn chain(
+        config: &Config,
+    ) -> (
+        LiveSink,
+        bridge::FrameReceiver,
+        mpsc::Sender<SessionCommand>,
+    ) {
+        let (sender, receiver) = bridge::channel(1024);
+        let (commands, rx) = mpsc::channel();
+        let outputs = Outputs {
+            sender,
+            telemetry: None,
+            notify: None,
+            wake: false,
+            tracking: TrackingLog::default(),
+        };
+        let dir = std::env::temp_dir();
+        (
+            LiveSink::new(config, None, dir, outputs, rx).unwrap(),
+            receiver,
+            commands,
+        )
+    }
+
+    fn drain(rx: &mut bridge::FrameReceiver) -> Vec<FaceFrame> {
+        let mut all = Vec::new();
+        rx.take_each(|f| all.push(*f));
+        all
+    }
+
+    #[test]
+    fn a_lost_face_fades_out_in_the_mixer_as_the_conditioner_alone_shows_it() {
+        let config = Config {
+            smoothing: SmoothingConfig::off(),
+            ..Config::default()
+        };
+        let t0 = Instant::now();
+        let (mut sink, mut rx, _commands) = chain(&config);
+        let mut alone = Conditioner::new(config.smoothing, config.tracking, t0);
+        let mut expected = Vec::new();
+        // Half a second of face, then two seconds of silence with ticks every 10 ms.
+        for i in 0..30 {
+            let t = at(t0, i as f64 / 60.0);
+            // Values that change a little, as a live face's do (repeats would read as frozen).
+            let f = phone(t, 0.6 - 0.001 * i as f32, 0.2);
+            sink.frame(f);
+            expected.extend(alone.on_frame(&f, t).frame);
+        }
+        for i in 1..=200 {
+            let t = at(t0, 0.5 + i as f64 * 0.01);
+            sink.tick(t);
+            expected.extend(alone.on_tick(t).frame);
+        }
+        let got = drain(&mut rx);
+        assert_eq!(got.len(), expected.len());
+        // The same frames, within rounding (the mixer normalises rotations its own way).
+        for (g, e) in got.iter().zip(&expected) {
+            assert_eq!(g.present, e.present);
+            for c in g.present.iter() {
+                assert!((g.weights[c.index()] - e.weights[c.index()]).abs() < 1e-6);
+            }
+            let (gh, eh) = (g.head.unwrap(), e.head.unwrap());
+            assert!(gh.dot(eh).abs() > 1.0 - 1e-6, "{gh:?} {eh:?}");
+        }
+        let last = got.last().unwrap();
+        assert_eq!(
+            last.get(Channel::JawOpen),
+            Some(0.0),
+            "faded to the rest pose"
+        );
+        let tracking = &sink.mixer.report().layers[1];
+        assert_eq!(tracking.name, LAYER_TRACKING);
+        assert_eq!(
+            tracking.contribution.weight, 0.0,
+            "the tracking layer faded out"
+        );
+        let held = tracking.contribution.weights[Channel::JawOpen.index()];
+        assert!(
+            (held - 0.571).abs() < 1e-6,
+            "it keeps the held pose: {held}"
+        );
+    }
+
+    #[test]
+    fn a_second_layer_drives_the_mouth_while_the_phone_drives_the_eyes() {
+        let mut config = Config {
+            smoothing: SmoothingConfig::off(),
+            ..Config::default()
+        };
+        config.layers.order = vec![LAYER_TRACKING.into(), "mouth".into()];
+        config.layers.specs.insert(
+            LAYER_TRACKING.into(),
+            LayerSpec {
+                regions: RegionMask::of(&[Region::Eyes, Region::Gaze, Region::HeadPose]),
+                ..LayerSpec::default()
+            },
+        );
+        let mut mouth = LayerSpec {
+            mode: BlendMode::Override,
+            regions: RegionMask::of(&[Region::MouthJaw]),
+            ..LayerSpec::default()
+        };
+        mouth.values.insert("jawOpen".into(), 0.9);
+        config.layers.specs.insert("mouth".into(), mouth);
+        let t0 = Instant::now();
+        let (mut sink, mut rx, commands) = chain(&config);
+        for i in 0..30 {
+            sink.frame(phone(at(t0, i as f64 / 60.0), 0.1 + 0.001 * i as f32, 0.8));
+        }
+        let last = *drain(&mut rx).last().unwrap();
+        assert_eq!(
+            last.get(Channel::JawOpen),
+            Some(0.9),
+            "the mouth layer's jaw"
+        );
+        assert_eq!(
+            last.get(Channel::EyeBlinkLeft),
+            Some(0.8),
+            "the phone's blink"
+        );
+        assert!(last.head.is_some(), "the phone's head");
+        // A reloaded stack without the mouth layer gives the jaw back to the phone... which
+        // this stack's tracking layer does not drive: the jaw leaves the frame.
+        let mut plain = config.layers.clone();
+        plain.order.pop();
+        plain.specs.remove("mouth");
+        commands.send(SessionCommand::Layers(plain)).unwrap();
+        sink.tick(at(t0, 0.6));
+        sink.frame(phone(at(t0, 0.61), 0.2, 0.8));
+        let last = *drain(&mut rx).last().unwrap();
+        assert_eq!(last.get(Channel::JawOpen), None);
+        assert_eq!(last.get(Channel::EyeBlinkLeft), Some(0.8));
     }
 }
