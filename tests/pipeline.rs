@@ -1100,3 +1100,64 @@ fn snapshot_uses_the_configured_camera() {
         "zoom 2 should fill much more: {small} vs {large}"
     );
 }
+
+#[test]
+fn a_layer_drives_the_mouth_while_the_phone_drives_the_eyes() {
+    let dir = out_dir("layers");
+    // The phone (a replayed take of our own): eyes closed, mouth closed, one second at 60 fps.
+    // Values move a hair from frame to frame, as a live face's do.
+    let mut csv = String::from("Timecode,BlendShapeCount,EyeBlinkLeft,EyeBlinkRight,JawOpen\n");
+    for i in 0..60 {
+        let blink = if i % 2 == 0 { 1.0 } else { 0.999 };
+        csv.push_str(&format!("00:00:00:{i:02}.000,52,{blink},{blink},0.0\n"));
+    }
+    let take = dir.join("eyes.csv");
+    std::fs::write(&take, csv).unwrap();
+    // The stack: the phone drives only the upper face; a layer above holds the jaw open.
+    let config = dir.join("layers.toml");
+    std::fs::write(
+        &config,
+        "[window]\nmotion = \"off\"\n\n[tracking]\nstale_after = 30.0\nease_in = 0.0\n\n\
+         [layers]\norder = [\"tracking\", \"mouth\"]\n\n[layers.tracking]\n\
+         regions = [\"eyes\", \"gaze\", \"brows\", \"head\"]\n\n[layers.mouth]\n\
+         regions = [\"mouth\"]\nvalues = { jawOpen = 0.9 }\n",
+    )
+    .unwrap();
+    let last = dir.join("last.png");
+    check(
+        facewire()
+            .arg("--config")
+            .arg(&config)
+            .args(["run", "--headless", "--morph", "cpu", "--size", "256x256"])
+            .arg("--replay")
+            .arg(&take)
+            .arg("--out")
+            .arg(&last)
+            .output()
+            .unwrap(),
+        "run --headless with layers",
+    );
+    let got = RgbaImage::load_png(&last).unwrap();
+    let both = snapshot(
+        "eyeBlinkLeft=1,eyeBlinkRight=1,jawOpen=0.9",
+        "cpu",
+        "256x256",
+        &dir.join("both.png"),
+    );
+    let diff = got.compare(&both, 2).unwrap();
+    assert!(
+        diff.fraction_within() >= 0.999,
+        "the frame is not closed eyes with an open jaw: {} pixels differ (max {})",
+        diff.pixels_over,
+        diff.max_channel
+    );
+    // And it shows both sources: neither one alone makes it.
+    for (alone, what) in [
+        ("eyeBlinkLeft=1,eyeBlinkRight=1", "the phone's eyes alone"),
+        ("jawOpen=0.9", "the layer's jaw alone"),
+    ] {
+        let one = snapshot(alone, "cpu", "256x256", &dir.join("alone.png"));
+        let changed = crate::support::changed_pixels(&got, &one, 8);
+        assert!(changed.len() > 50, "the frame looks like {what}");
+    }
+}
