@@ -1,4 +1,5 @@
-//! Benchmarks of the per-frame hot paths: the sparse CPU blend and decode + calibrate.
+//! Benchmarks of the per-frame hot paths: the sparse CPU blend, decode + calibrate, and the
+//! ingest chain from a datagram to the frame handed off (conditioner and mixer).
 //!
 //! Run with `cargo bench --bench pipeline`; figures are recorded in BENCHMARKS.md.
 
@@ -15,7 +16,7 @@ use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 use facewire::arkit::Channel;
 use facewire::avatar::blend::CpuBlender;
 use facewire::avatar::{MorphTarget, Primitive};
-use facewire::calibrate::{Calibrator, SmoothingConfig};
+use facewire::calibrate::{Calibrator, Conditioner, SmoothingConfig, TrackingConfig};
 use facewire::ingest::Decoder;
 use facewire::render::headless::HeadlessContext;
 use facewire::render::DrawTarget;
@@ -171,6 +172,64 @@ fn bench_decode(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+}
+
+/// The ingest chain per frame, from a VMC datagram to the frame handed to the render thread:
+/// decode, condition (remap, clamp, smooth, tracking state) and mix the layers. Tracking-loss
+/// detection is pushed out of the way: the benchmark repeats one datagram, which would otherwise
+/// read as a frozen sender.
+fn bench_chain(c: &mut Criterion) {
+    use facewire::mixer::{BlendMode, Fade, Layer, Mixer, Region, RegionMask};
+    let datagram = vmc_datagram();
+    let from: SocketAddr = "192.168.1.20:50123".parse().unwrap();
+    let tracking = TrackingConfig {
+        stale_after: 3600.0,
+        frozen_after: 3600.0,
+        ..TrackingConfig::default()
+    };
+    let mut group = c.benchmark_group("datagram_to_handoff");
+    let mut run = |name: &str, mut mixer: Option<Mixer>| {
+        let mut decoder = Decoder::new();
+        let mut core = Conditioner::new(SmoothingConfig::default(), tracking, Instant::now());
+        let mut t = Instant::now();
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    t += Duration::from_micros(16_667);
+                    t
+                },
+                |now| {
+                    let mut out = None;
+                    decoder.decode(black_box(&datagram), from, now, |f| {
+                        let conditioned = core.on_frame(f, now);
+                        out = match (mixer.as_mut(), conditioned.layer) {
+                            (Some(m), Some((values, presence))) => {
+                                m.set_tracking_layer(&values, presence);
+                                Some(m.mix(now))
+                            }
+                            _ => conditioned.frame,
+                        };
+                    });
+                    out
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    };
+    run("condition", None);
+    run("condition_mix_tracking", Some(Mixer::tracking_only()));
+    let mut smile = Layer::new(
+        "smile",
+        BlendMode::Add,
+        RegionMask::of(&[Region::MouthJaw]),
+        Fade::new(true, Duration::ZERO, Duration::ZERO),
+    );
+    smile.values.set(Channel::MouthSmileLeft, 0.2);
+    smile.values.set(Channel::MouthSmileRight, 0.2);
+    let mut layers = Mixer::tracking_only().layers().to_vec();
+    layers.push(smile);
+    run("condition_mix_two_layers", Some(Mixer::new(layers)));
+    group.finish();
 }
 
 /// Where the render benchmarks draw: 1280x720 over the chroma green.
@@ -410,6 +469,7 @@ criterion_group!(
     benches,
     bench_blend,
     bench_decode,
+    bench_chain,
     bench_render,
     bench_render_godette,
     bench_ict_face
