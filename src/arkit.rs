@@ -444,7 +444,13 @@ pub struct FaceFrame {
     pub protocol: Protocol,
     /// The sender's address.
     pub from: SocketAddr,
+    /// The weight of each layer of the mixer, by its place in `[layers].order` (the first
+    /// [`MAX_LAYERS`]), for the avatar-space values some layers carry; 0 before the mixer.
+    pub layer_weights: [f32; MAX_LAYERS],
 }
+
+/// The most layers the mixer stacks (above the rest pose).
+pub const MAX_LAYERS: usize = 8;
 
 impl FaceFrame {
     /// An empty frame (no channel present, no pose) received now from `from`.
@@ -460,6 +466,7 @@ impl FaceFrame {
             received,
             protocol,
             from,
+            layer_weights: [0.0; MAX_LAYERS],
         }
     }
 

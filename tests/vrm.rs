@@ -734,3 +734,36 @@ fn godette_snapshot_closes_her_eyes_and_opens_her_mouth() {
         );
     }
 }
+
+#[test]
+fn a_layer_sets_an_expression_through_its_binds() {
+    use facewire::config::{LayerSpec, LayersSection};
+    use facewire::mapping::LayerTargets;
+    let Some(godette) = godette() else { return };
+    let vrm = godette.vrm.as_ref().unwrap();
+    let joy = vrm
+        .expressions
+        .iter()
+        .find(|e| e.name.eq_ignore_ascii_case("joy"))
+        .expect("Godette has Joy");
+    let mut layers = LayersSection::default();
+    layers.order.push("happy".into());
+    let mut spec = LayerSpec::default();
+    spec.targets.insert("vrm:Joy".into(), 0.5);
+    layers.specs.insert("happy".into(), spec);
+    let targets = LayerTargets::compile(&layers, godette).unwrap();
+    let mut f = frame(&[]);
+    f.layer_weights[1] = 1.0;
+    let mut pose = godette.rest_pose();
+    targets.apply(&f, &mut pose);
+    for bind in &joy.binds {
+        let w = pose.weights[bind.mesh][bind.target];
+        assert!((w - 0.5 * bind.weight).abs() < 1e-6, "{w} for {bind:?}");
+    }
+    // A misspelt expression names the nearest one.
+    layers.specs.get_mut("happy").unwrap().targets = [("vrm:Jy".to_string(), 1.0)].into();
+    let e = LayerTargets::compile(&layers, godette)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("did you mean `vrm:Joy`?"), "{e}");
+}

@@ -13,6 +13,8 @@ pub enum AppEvent {
     Mapping(Result<Box<crate::mapping::MappingFile>, String>),
     /// The configuration's stage background changed (straight sRGB RGBA).
     Background([f32; 4]),
+    /// The configuration's `[layers]` changed: the layers' own target values to resolve anew.
+    Layers(Box<crate::config::LayersSection>),
     /// The configuration's `[camera]` framing changed.
     Camera(crate::config::CameraConfig),
     /// Show this prompt card over the avatar (`None` hides it).

@@ -15,7 +15,9 @@ use crate::calibrate::{self, Calibration, Profile, TerminalUi};
 use crate::config::Config;
 use crate::mapping::CompiledMapping;
 use crate::render::headless::HeadlessContext;
-use crate::session::{self, LiveControls, LiveOptions, Replay, StageLink, StageUi, StartError};
+use crate::session::{
+    self, LiveControls, LiveOptions, Replay, StageChange, StageLink, StageUi, StartError,
+};
 use crate::telemetry::Telemetry;
 
 /// Hand-off queue length: a few frames absorb scheduling jitter; more would only add latency.
@@ -156,6 +158,7 @@ pub fn run_offscreen(
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
     scene.set_mapping(mapping);
     scene.set_camera(config.camera);
+    scene.set_layers(&config.layers).map_err(StartError::from)?;
     tracing::info!(morph = ?scene.morph_path(), width = size.0, height = size.1, "headless renderer ready");
     let (sender, mut receiver) = bridge::channel(QUEUE);
     let counters = sender.counters();
@@ -205,8 +208,15 @@ pub fn run_offscreen(
                 let _ = reload_mapping(scene, parsed);
                 changed = true;
             }
-            while let Ok(camera) = cameras.try_recv() {
-                scene.set_camera(camera);
+            while let Ok(change) = cameras.try_recv() {
+                match change {
+                    StageChange::Camera(camera) => scene.set_camera(camera),
+                    StageChange::Layers(layers) => {
+                        if let Err(e) = scene.set_layers(&layers) {
+                            tracing::error!(error = %e, "layer targets kept as they were");
+                        }
+                    }
+                }
                 changed = true;
             }
             changed

@@ -5,8 +5,8 @@ use std::rc::Rc;
 
 use crate::arkit::FaceFrame;
 use crate::avatar::{Avatar, Pose};
-use crate::config::CameraConfig;
-use crate::mapping::CompiledMapping;
+use crate::config::{CameraConfig, LayersSection};
+use crate::mapping::{CompiledMapping, LayerTargetError, LayerTargets};
 use crate::render::{Camera, DrawTarget, MorphPath, RenderError, Renderer};
 
 /// Everything needed to draw the avatar: the model, its compiled mapping, the GL renderer and
@@ -23,6 +23,8 @@ pub struct Scene {
     reach: crate::avatar::Aabb,
     /// The user's framing on top of the automatic one.
     camera: CameraConfig,
+    /// The mixer's layers' own target values, applied after the mapping.
+    layers: LayerTargets,
 }
 
 impl Scene {
@@ -44,6 +46,7 @@ impl Scene {
             bounds,
             reach,
             camera: CameraConfig::default(),
+            layers: LayerTargets::default(),
             pose: rest.clone(),
             rest,
             mapping,
@@ -72,12 +75,21 @@ impl Scene {
         &self.pose
     }
 
-    /// Sets the pose from a calibrated frame (`None`: the rest pose).
+    /// Sets the pose from a mixed frame (`None`: the rest pose): the mapping, then the
+    /// layers' own target values.
     pub fn set_frame(&mut self, frame: Option<&FaceFrame>) {
         self.pose.clone_from(&self.rest);
         if let Some(frame) = frame {
             self.mapping.apply(frame, &mut self.pose);
+            self.layers.apply(frame, &mut self.pose);
         }
+    }
+
+    /// Resolves the `targets` of the layers in `section` against the avatar; on an error the
+    /// layers in use stay.
+    pub fn set_layers(&mut self, section: &LayersSection) -> Result<(), LayerTargetError> {
+        self.layers = LayerTargets::compile(section, &self.avatar)?;
+        Ok(())
     }
 
     /// Sets the user's framing (zoom, offset, orbit, field of view); out-of-range values are

@@ -499,6 +499,10 @@ impl ApplicationHandler<AppEvent> for StageApp {
             Ok(mut scene) => {
                 scene.set_mapping(mapping);
                 scene.set_camera(self.options.config.camera);
+                // Checked against the avatar when it was loaded.
+                if let Err(e) = scene.set_layers(&self.options.config.layers) {
+                    tracing::warn!(error = %e, "layer targets left out");
+                }
                 tracing::info!(morph = ?scene.morph_path(), "stage ready");
                 self.scene = Some(scene);
             }
@@ -536,6 +540,17 @@ impl ApplicationHandler<AppEvent> for StageApp {
             AppEvent::Background(color) => {
                 self.options.config.window.background = crate::config::Color(color);
                 self.dirty = true;
+            }
+            AppEvent::Layers(section) => {
+                if let Some(scene) = self.scene.as_mut() {
+                    let result = scene
+                        .set_layers(&section)
+                        .map(|()| "layer targets reloaded".to_string())
+                        .map_err(|e| format!("{e}\n(the running layer targets stay in use)"));
+                    self.dirty = true;
+                    self.post(Topic::Config, result);
+                }
+                self.options.config.layers = *section;
             }
             AppEvent::Camera(camera) => {
                 if let Some(scene) = self.scene.as_mut() {

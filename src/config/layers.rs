@@ -9,6 +9,7 @@
 //! mode = "add"
 //! regions = ["mouth"]
 //! values = { mouthSmileLeft = 0.25, mouthSmileRight = 0.25 }
+//! targets = { "vrm:Joy" = 0.3 }
 //! ```
 
 use std::collections::BTreeMap;
@@ -17,7 +18,7 @@ use std::fmt;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::arkit::Channel;
+use crate::arkit::{Channel, MAX_LAYERS};
 use crate::diagnostic::nearest;
 use crate::mixer::{BlendMode, RegionMask, LAYER_REST, LAYER_TRACKING};
 
@@ -43,6 +44,9 @@ pub struct LayerSpec {
     pub enabled: Option<bool>,
     /// Fixed channel values by ARKit name (any spelling), 0 to 1.
     pub values: BTreeMap<String, f32>,
+    /// Fixed values of the avatar's own morph targets (by name) or VRM expressions
+    /// (`vrm:NAME`), 0 to 1, applied after the mapping by the layer's mode and weight.
+    pub targets: BTreeMap<String, f32>,
 }
 
 impl Default for LayerSpec {
@@ -55,6 +59,7 @@ impl Default for LayerSpec {
             fade_out: None,
             enabled: None,
             values: BTreeMap::new(),
+            targets: BTreeMap::new(),
         }
     }
 }
@@ -95,6 +100,15 @@ impl LayersSection {
     /// Checks what serde cannot: `Err((key, message, hint))`, `key` being where to point.
     pub(crate) fn check(&self) -> Result<(), (String, String, String)> {
         let at_order = |message: String, hint: &str| Err(("order".into(), message, hint.into()));
+        if self.order.len() > MAX_LAYERS {
+            return at_order(
+                format!(
+                    "{} layers; the mixer stacks at most {MAX_LAYERS}",
+                    self.order.len()
+                ),
+                "combine fixed poses into fewer layers",
+            );
+        }
         for (i, name) in self.order.iter().enumerate() {
             if name == LAYER_REST {
                 return at_order(
@@ -162,12 +176,14 @@ impl LayersSection {
                     }
                 }
             }
-            if name == LAYER_TRACKING && (!spec.values.is_empty() || spec.enabled.is_some()) {
-                let key = if spec.values.is_empty() {
-                    "enabled"
-                } else {
-                    "values"
-                };
+            let tracking_extra = [
+                ("values", !spec.values.is_empty()),
+                ("targets", !spec.targets.is_empty()),
+                ("enabled", spec.enabled.is_some()),
+            ]
+            .into_iter()
+            .find(|(_, given)| *given);
+            if let (true, Some((key, _))) = (name == LAYER_TRACKING, tracking_extra) {
                 return fail(
                     key,
                     format!("[layers.tracking] takes no {key}"),
@@ -190,6 +206,23 @@ impl LayersSection {
                         channel,
                         format!("[layers.{name}] {channel} = {v} is out of range"),
                         "channel values run from 0 to 1".into(),
+                    );
+                }
+            }
+            for (target, v) in &spec.targets {
+                if target.trim().is_empty() {
+                    return fail(
+                        "targets",
+                        format!("[layers.{name}] names an empty target"),
+                        "write the avatar's morph target name, or vrm:NAME for an expression"
+                            .into(),
+                    );
+                }
+                if !v.is_finite() || !(0.0..=1.0).contains(v) {
+                    return fail(
+                        target,
+                        format!("[layers.{name}] target {target} = {v} is out of range"),
+                        "target values run from 0 to 1".into(),
                     );
                 }
             }

@@ -31,6 +31,7 @@ mod auto;
 mod compile;
 mod driver;
 mod eval;
+mod layers;
 
 pub use auto::{channel_for_target, fallback};
 pub use check::{check, check_text, CheckReport, Finding, Severity};
@@ -40,6 +41,7 @@ pub use driver::{
     BoneDriver, BoneFrames, Driver, ExpressionBinding, Group, JawDriver, TargetBinding,
 };
 pub use file::{MappingError, MappingFile};
+pub use layers::{LayerTargetError, LayerTargets};
 
 /// The prefix that makes a `[map]` key name a VRM expression instead of a morph target.
 pub const EXPRESSION_PREFIX: &str = "vrm:";

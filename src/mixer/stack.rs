@@ -6,7 +6,7 @@ use glam::Quat;
 
 use super::layer::{rotation, unit, BlendMode, Fade, Layer, LayerValues};
 use super::region::{Region, RegionMask};
-use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT};
+use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT, MAX_LAYERS};
 
 /// The name of the layer the phone's conditioned frames fill.
 pub const LAYER_TRACKING: &str = "tracking";
@@ -211,8 +211,13 @@ impl Mixer {
         for layer in &mut self.layers {
             layer.fade.advance(now);
         }
+        out.layer_weights = [0.0; MAX_LAYERS];
         for (i, layer) in self.layers.iter().enumerate() {
-            blend_layer(&mut out, layer, self.weight_of(i), &self.rest);
+            let w = self.weight_of(i);
+            blend_layer(&mut out, layer, w, &self.rest);
+            if let Some(slot) = out.layer_weights.get_mut(i) {
+                *slot = w;
+            }
         }
         for w in &mut out.weights {
             *w = unit(*w);
@@ -389,7 +394,9 @@ mod tests {
         f.sender_time = Some(1.5);
         m.set_tracking(&f);
         let out = m.mix(t0);
-        assert_eq!(out, f, "the tracking layer alone changes nothing");
+        let mut expected = f;
+        expected.layer_weights[0] = 1.0;
+        assert_eq!(out, expected, "the tracking layer alone changes nothing");
     }
 
     #[test]
@@ -655,7 +662,13 @@ mod tests {
             ),
         ]);
         m.set_tracking(&phone(t0, &[(Channel::EyeBlinkLeft, 0.4)]));
-        m.mix(t0);
+        m.layer_mut("mouth").unwrap().gain = 0.25;
+        let out = m.mix(t0);
+        assert_eq!(
+            out.layer_weights[..3],
+            [1.0, 0.25, 0.0],
+            "each layer's weight crosses"
+        );
         let r = m.report();
         let names: Vec<&str> = r.layers.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, [LAYER_REST, LAYER_TRACKING, "mouth"]);

@@ -123,6 +123,7 @@ impl LlfRow {
             received: start + offset,
             protocol: Protocol::LiveLinkFace,
             from,
+            layer_weights: [0.0; crate::arkit::MAX_LAYERS],
         }
     }
 }

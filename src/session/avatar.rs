@@ -72,6 +72,8 @@ pub fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping), StartEr
         Some(file) => CompiledMapping::compile(file, &avatar)?,
         None => CompiledMapping::auto(&avatar),
     };
+    // The layers' own target values must name what the avatar has; the scene resolves them.
+    crate::mapping::LayerTargets::compile(&config.layers, &avatar)?;
     tracing::info!(
         mapping = file.as_ref().map_or("automatic", |f| f.path.as_str()),
         targets = compiled.targets.len(),

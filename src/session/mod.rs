@@ -33,7 +33,7 @@ pub use listen::{frame_json, listen};
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::StageUi;
-pub use watch::{watch_config, watch_mapping, StageLink};
+pub use watch::{watch_config, watch_mapping, StageChange, StageLink};
 
 pub use crate::app::Notify;
 use crate::arkit::FaceFrame;
@@ -78,6 +78,9 @@ pub enum StartError {
     /// A file could not be watched for changes.
     #[error(transparent)]
     Watch(#[from] crate::watch::WatchError),
+    /// A layer's target values do not fit the avatar.
+    #[error(transparent)]
+    LayerTargets(#[from] crate::mapping::LayerTargetError),
     /// The performer's profile could not be loaded.
     #[error(transparent)]
     Profile(#[from] crate::calibrate::ProfileError),

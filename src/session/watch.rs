@@ -8,17 +8,26 @@ use super::chain::SessionCommand;
 use super::{Notify, StartError};
 use crate::app::AppEvent;
 use crate::calibrate::Profile;
-use crate::config::{CameraConfig, Config};
+use crate::config::{CameraConfig, Config, LayersSection};
 use crate::mapping::MappingFile;
 use crate::panel::Topic;
 use crate::watch::FileWatcher;
 
+/// A change of the stage that a headless run applies before its next frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StageChange {
+    /// New `[camera]` framing.
+    Camera(CameraConfig),
+    /// New `[layers]`, for the layers' own target values.
+    Layers(LayersSection),
+}
+
 /// Where a reloaded configuration's stage changes go.
 pub enum StageLink {
-    /// The stage window: background and camera arrive as events, and outcomes as messages.
+    /// The stage window: background, camera and layers arrive as events, outcomes as messages.
     Window(Notify),
-    /// A headless run: the camera arrives through a channel read before each frame.
-    Headless(mpsc::Sender<CameraConfig>),
+    /// A headless run: camera and layers arrive through a channel read before each frame.
+    Headless(mpsc::Sender<StageChange>),
 }
 
 impl StageLink {
@@ -53,6 +62,12 @@ fn apply(
     }
     if new.layers != old.layers {
         let _ = commands.send(SessionCommand::Layers(new.layers.clone()));
+        match stage {
+            StageLink::Window(notify) => notify(AppEvent::Layers(Box::new(new.layers.clone()))),
+            StageLink::Headless(tx) => {
+                let _ = tx.send(StageChange::Layers(new.layers.clone()));
+            }
+        }
         tracing::info!(order = ?new.layers.order, "layers reloaded");
     }
     if new.window.background != old.window.background {
@@ -65,7 +80,7 @@ fn apply(
         match stage {
             StageLink::Window(notify) => notify(AppEvent::Camera(new.camera)),
             StageLink::Headless(tx) => {
-                let _ = tx.send(new.camera);
+                let _ = tx.send(StageChange::Camera(new.camera));
             }
         }
         tracing::info!("camera framing reloaded");
@@ -163,7 +178,9 @@ mod tests {
         let sent: Vec<SessionCommand> = rx.try_iter().collect();
         assert!(matches!(&sent[0], SessionCommand::Settings(s) if s.1.fade == 1.5));
         assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.order.len() == 2));
-        assert_eq!(cameras.try_recv().unwrap().zoom, 2.0);
+        let changes: Vec<StageChange> = cameras.try_iter().collect();
+        assert!(matches!(&changes[0], StageChange::Layers(l) if l.order.len() == 2));
+        assert!(matches!(&changes[1], StageChange::Camera(c) if c.zoom == 2.0));
         assert!(apply(
             &new,
             &new,
