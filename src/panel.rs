@@ -13,13 +13,11 @@ use std::time::{Duration, Instant};
 
 use egui::{Color32, RichText};
 
-use crate::arkit::{Channel, ChannelMask, FaceFrame};
+use crate::arkit::{Channel, FaceFrame};
 use crate::avatar::{Avatar, Pose};
 use crate::calibrate::{Decision, TrackingState};
 use crate::mapping::CompiledMapping;
-use crate::mixer::{
-    BlendMode, LayerReport, MixerReport, Region, RegionMask, LAYER_REST, LAYER_TRACKING,
-};
+use crate::mixer::{BlendMode, LayerReport, MixerReport, RegionMask, LAYER_REST, LAYER_TRACKING};
 use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
 /// What the user asked for with one click.
@@ -181,19 +179,10 @@ pub fn layer_columns(report: &MixerReport) -> impl Iterator<Item = &LayerReport>
 }
 
 /// The regions whose channels `present` touches, in [`Region::ALL`] order.
-fn touched_regions(present: ChannelMask) -> RegionMask {
-    let regions: Vec<Region> = Region::ALL
-        .into_iter()
-        .filter(|r| present.iter().any(|c| Region::of(c) == *r))
-        .collect();
-    RegionMask::of(&regions)
-}
-
 /// The mixer's layers bottom to top with their weights, as one status line:
 /// `layers: rest · tracking 1.00 · smile 0.42 (add, mouth)`. The brackets give the blend mode
-/// when it is not `override` and the face regions the layer drives when they are not all of
-/// them. The rest pose has no weight (it is always under everything), and the tracking layer's
-/// regions are not listed: it drives whatever channels the phone sends.
+/// when it is not `override` and the face regions the layer may drive when they are not all of
+/// them. The rest pose has no weight (it is always under everything).
 pub fn layers_line(report: &MixerReport) -> String {
     let parts: Vec<String> = report
         .layers
@@ -207,12 +196,8 @@ pub fn layers_line(report: &MixerReport) -> String {
             if c.mode != BlendMode::Override {
                 notes.push(c.mode.name().to_string());
             }
-            let regions = touched_regions(c.present);
-            if layer.name != LAYER_TRACKING
-                && regions != RegionMask::NONE
-                && regions.channels() != ChannelMask::ALL
-            {
-                notes.push(regions.to_string());
+            if c.mask != RegionMask::ALL {
+                notes.push(c.mask.to_string());
             }
             let mut part = format!("{} {:.2}", layer.name, c.weight);
             if !notes.is_empty() {
@@ -929,6 +914,7 @@ mod tests {
     use crate::arkit::Protocol;
     use crate::avatar::Mesh;
     use crate::mapping::{Driver, TargetBinding};
+    use crate::mixer::Region;
     use crate::mixer::{Fade, Layer, Mixer};
     use crate::telemetry::Telemetry;
     use egui::{Event, Pos2, RawInput, Rect};

@@ -28,6 +28,8 @@ pub struct Contribution {
     pub weight: f32,
     /// How it blends.
     pub mode: BlendMode,
+    /// The face regions it may drive.
+    pub mask: RegionMask,
 }
 
 /// One layer in a [`MixerReport`].
@@ -255,6 +257,7 @@ impl Mixer {
                 present: self.rest.present,
                 weight: 1.0,
                 mode: BlendMode::Override,
+                mask: RegionMask::ALL,
             },
         });
         for (i, layer) in self.layers.iter().enumerate() {
@@ -270,6 +273,7 @@ impl Mixer {
                     present,
                     weight: self.weight_of(i),
                     mode: layer.mode,
+                    mask: layer.mask,
                 },
             });
         }
