@@ -13,12 +13,15 @@ use std::time::{Duration, Instant};
 
 use egui::{Color32, RichText};
 
-use crate::arkit::{Channel, FaceFrame};
-use crate::avatar::{Avatar, Pose};
 use crate::calibrate::{Decision, TrackingState};
-use crate::mapping::CompiledMapping;
-use crate::mixer::{BlendMode, LayerReport, MixerReport, RegionMask, LAYER_REST, LAYER_TRACKING};
+use crate::mixer::LayerReport;
 use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
+
+mod rows;
+
+pub use rows::{
+    channel_rows, layer_columns, layers_line, target_label, target_weights, ChannelRow, LayerCell,
+};
 
 /// What the user asked for with one click.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,171 +125,6 @@ impl Messages {
     pub fn clear(&mut self) {
         self.list.clear();
     }
-}
-
-/// One mixer layer's part in a channel: the layer's value of the channel and the weight the
-/// layer blends with now.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LayerCell {
-    /// The layer's value of the channel, 0 to 1.
-    pub value: f32,
-    /// The layer's current weight, 0 to 1.
-    pub weight: f32,
-}
-
-impl LayerCell {
-    /// The value scaled by the weight: what the cell's meter shows.
-    pub fn scaled(self) -> f32 {
-        self.value * self.weight
-    }
-}
-
-/// One channel's row of meters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChannelRow {
-    /// The channel.
-    pub channel: Channel,
-    /// Its value as the phone sent it, when the newest frame carries it.
-    pub raw: Option<f32>,
-    /// Its value after calibration and smoothing.
-    pub calibrated: Option<f32>,
-    /// Each of [`layer_columns`]' layers, in order: its part in this channel, `None` where the
-    /// layer does not drive it. Empty without a mixer report.
-    pub layers: Vec<Option<LayerCell>>,
-    /// Its final value after the mixer, when the newest mixed frame carries it.
-    pub mixed: Option<f32>,
-    /// The avatar targets it drives, with their weights in the pose being drawn.
-    pub targets: Vec<(String, f32)>,
-}
-
-impl ChannelRow {
-    /// Whether the channel reads above zero: raw, calibrated or final.
-    pub fn moving(&self) -> bool {
-        [self.raw, self.calibrated, self.mixed]
-            .into_iter()
-            .flatten()
-            .any(|v| v > 0.01)
-    }
-}
-
-/// The layers of `report` that get a column of their own beside the channels: every layer but
-/// the rest pose and the tracking layer (whose values are the calibrated column), bottom to top.
-pub fn layer_columns(report: &MixerReport) -> impl Iterator<Item = &LayerReport> {
-    report
-        .layers
-        .iter()
-        .filter(|l| l.name != LAYER_REST && l.name != LAYER_TRACKING)
-}
-
-/// The regions whose channels `present` touches, in [`Region::ALL`] order.
-/// The mixer's layers bottom to top with their weights, as one status line:
-/// `layers: rest · tracking 1.00 · smile 0.42 (add, mouth)`. The brackets give the blend mode
-/// when it is not `override` and the face regions the layer may drive when they are not all of
-/// them. The rest pose has no weight (it is always under everything).
-pub fn layers_line(report: &MixerReport) -> String {
-    let parts: Vec<String> = report
-        .layers
-        .iter()
-        .map(|layer| {
-            if layer.name == LAYER_REST {
-                return layer.name.clone();
-            }
-            let c = &layer.contribution;
-            let mut notes = Vec::new();
-            if c.mode != BlendMode::Override {
-                notes.push(c.mode.name().to_string());
-            }
-            if c.mask != RegionMask::ALL {
-                notes.push(c.mask.to_string());
-            }
-            let mut part = format!("{} {:.2}", layer.name, c.weight);
-            if !notes.is_empty() {
-                part.push_str(&format!(" ({})", notes.join(", ")));
-            }
-            part
-        })
-        .collect();
-    format!("layers: {}", parts.join(" · "))
-}
-
-/// The meters of every channel, in canonical order: raw, calibrated and final (mixed) values
-/// from `telemetry`, each [`layer_columns`] layer's part from its mixer report, and for each
-/// channel the targets of `avatar` that `mapping` drives from it, with their weights in `pose`.
-pub fn channel_rows(
-    telemetry: &TelemetrySnapshot,
-    mapping: &CompiledMapping,
-    avatar: &Avatar,
-    pose: &Pose,
-) -> Vec<ChannelRow> {
-    let value = |frame: &Option<FaceFrame>, c: Channel| frame.as_ref().and_then(|f| f.get(c));
-    let columns: Vec<&LayerReport> = telemetry
-        .mix
-        .as_deref()
-        .map(|r| layer_columns(r).collect())
-        .unwrap_or_default();
-    let mut rows: Vec<ChannelRow> = Channel::ALL
-        .iter()
-        .map(|&channel| ChannelRow {
-            channel,
-            raw: value(&telemetry.raw, channel),
-            calibrated: value(&telemetry.calibrated, channel),
-            layers: columns
-                .iter()
-                .map(|l| {
-                    let c = &l.contribution;
-                    c.present.contains(channel).then(|| LayerCell {
-                        value: c.weights[channel.index()],
-                        weight: c.weight,
-                    })
-                })
-                .collect(),
-            mixed: value(&telemetry.mixed, channel),
-            targets: Vec::new(),
-        })
-        .collect();
-    for binding in &mapping.targets {
-        let Some(driver) = mapping.drivers.get(binding.driver) else {
-            continue;
-        };
-        let name = target_label(avatar, binding.mesh, binding.target);
-        let weight = pose
-            .weights
-            .get(binding.mesh)
-            .and_then(|w| w.get(binding.target))
-            .copied()
-            .unwrap_or(0.0);
-        for (channel, _) in &driver.sources {
-            let row = &mut rows[channel.index()];
-            if !row.targets.iter().any(|(n, _)| *n == name) {
-                row.targets.push((name.clone(), weight));
-            }
-        }
-    }
-    rows
-}
-
-/// `mesh/target` as the panel names a morph target (the target's index where it has no name).
-pub fn target_label(avatar: &Avatar, mesh: usize, target: usize) -> String {
-    let Some(m) = avatar.meshes.get(mesh) else {
-        return format!("mesh {mesh}/{target}");
-    };
-    let mesh_name = m.name.clone().unwrap_or_else(|| format!("mesh {mesh}"));
-    match m.target_names.get(target).filter(|n| !n.is_empty()) {
-        Some(name) if avatar.meshes.len() == 1 => name.clone(),
-        Some(name) => format!("{mesh_name}/{name}"),
-        None => format!("{mesh_name}/#{target}"),
-    }
-}
-
-/// Every target weight of the pose being drawn, as (label, weight), in mesh and target order.
-pub fn target_weights(avatar: &Avatar, pose: &Pose) -> Vec<(String, f32)> {
-    let mut out = Vec::new();
-    for (mesh, weights) in pose.weights.iter().enumerate() {
-        for (target, &w) in weights.iter().enumerate() {
-            out.push((target_label(avatar, mesh, target), w));
-        }
-    }
-    out
 }
 
 /// Timings of the stage as the panel shows them.
@@ -911,11 +749,10 @@ impl crate::calibrate::RoutineUi for PanelRoutineUi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arkit::Protocol;
-    use crate::avatar::Mesh;
-    use crate::mapping::{Driver, TargetBinding};
-    use crate::mixer::Region;
-    use crate::mixer::{Fade, Layer, Mixer};
+    use crate::arkit::{Channel, FaceFrame, Protocol};
+    use crate::avatar::{Avatar, Mesh, Pose};
+    use crate::mapping::{CompiledMapping, Driver, TargetBinding};
+    use crate::mixer::{BlendMode, Fade, Layer, Mixer, Region, RegionMask, LAYER_TRACKING};
     use crate::telemetry::Telemetry;
     use egui::{Event, Pos2, RawInput, Rect};
 
