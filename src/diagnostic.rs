@@ -130,15 +130,41 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// The candidate nearest to `word`, if it is close enough to be a plausible typo.
+/// A name in the spelling the dialects of face rigs share: lower case, without separators
+/// (`_`, `-`, `.`, spaces), and a trailing side letter (`_L`, `.R`, `-l`) spelt out as `left` or
+/// `right`. `MouthSmile_R`, `mouth_smile_right` and `mouthSmileRight` all become
+/// `mouthsmileright`.
+pub fn canonical_name(name: &str) -> String {
+    let lower = name.trim().to_ascii_lowercase();
+    let separator = |c: char| matches!(c, '_' | '-' | '.' | ' ');
+    let mut chars: Vec<char> = lower.chars().collect();
+    let side = match chars.as_slice() {
+        [.., sep, 'l'] if separator(*sep) => Some("left"),
+        [.., sep, 'r'] if separator(*sep) => Some("right"),
+        _ => None,
+    };
+    if side.is_some() {
+        chars.truncate(chars.len() - 2);
+    }
+    let mut out: String = chars.into_iter().filter(|c| !separator(*c)).collect();
+    out.push_str(side.unwrap_or(""));
+    out
+}
+
+/// The candidate nearest to `word`, if it is close enough to be a plausible typo. Names are
+/// compared in their [`canonical_name`] spelling first, so a name written in another rig's
+/// dialect (`MouthSmile_R`) finds its match (`mouthSmileRight`) before any edit distance counts.
 pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = word.to_ascii_lowercase();
+    let wanted = canonical_name(word);
     candidates
         .into_iter()
-        .map(|c| (edit_distance(&lower, &c.to_ascii_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+        .map(|c| {
+            let canonical = canonical_name(c);
+            (edit_distance(&wanted, &canonical), canonical.len(), c)
+        })
+        .filter(|(d, len, _)| *d <= (len / 3).max(2))
+        .min_by_key(|(d, _, _)| *d)
+        .map(|(_, _, c)| c)
 }
 
 /// A "did you mean" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
@@ -155,6 +181,22 @@ pub fn suggest_for(message: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suggestions_understand_the_spelling_dialects() {
+        let names = [
+            "mouthSmileLeft",
+            "mouthSmileRight",
+            "eyeBlinkLeft",
+            "jawOpen",
+        ];
+        assert_eq!(nearest("MouthSmile_R", names), Some("mouthSmileRight"));
+        assert_eq!(nearest("mouth_smile_l", names), Some("mouthSmileLeft"));
+        assert_eq!(nearest("EyeBlink.L", names), Some("eyeBlinkLeft"));
+        assert_eq!(nearest("JAW-OPEN", names), Some("jawOpen"));
+        assert_eq!(canonical_name("Brow_Down_L"), "browdownleft");
+        assert_eq!(canonical_name("jaw"), "jaw");
+    }
 
     #[test]
     fn nearest_finds_typos_only() {

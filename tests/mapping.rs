@@ -478,3 +478,15 @@ fn check_lists_errors_unused_channels_undriven_targets_and_groups() {
         || l.starts_with("warning: ")
         || l.starts_with("note: ")));
 }
+
+#[test]
+fn check_suggests_targets_across_spelling_dialects() {
+    let glb = std::fs::read(crate::support::repo().join("models/default_head.glb")).unwrap();
+    let head = facewire::avatar::load_slice(&glb, "default head").unwrap();
+    let text = "version = 1\n[map]\nMouthSmile_R = \"mouthSmileRight\"\n";
+    let shown = mapping::check_text(text, "m.toml", &head).to_string();
+    assert!(
+        shown.contains("did you mean `mouthSmileRight`?"),
+        "the _R dialect is the right side: {shown}"
+    );
+}
