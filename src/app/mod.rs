@@ -9,6 +9,7 @@
 //! - `input`: the stage's camera hotkeys, wheel and drags.
 //! - `camera_save`: saving the camera into the configuration file.
 //! - `pacing`: the frame-rate cap and redrawing on change.
+//! - `placement`: where the control panel opens on the screen.
 //! - `headless`: the offscreen loop of `facewire run --headless`.
 //! - `live`: live runs put together: the session's input and chain feeding the stage window,
 //!   the offscreen loop or the calibration routine's stage.
@@ -20,6 +21,7 @@ mod headless;
 mod input;
 mod live;
 mod pacing;
+mod placement;
 mod scene;
 mod stage;
 
@@ -30,6 +32,7 @@ pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport, Trackin
 pub use input::{camera_drag, camera_key, camera_wheel, StageKey, STAGE_HOTKEYS};
 pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError, LiveRun};
 pub use pacing::{effective_cap, percentile, wants_redraw, FramePacer};
+pub use placement::{panel_position, Area};
 pub use scene::{reload_mapping, Scene};
 pub use stage::{StageApp, StageOptions};
 

@@ -266,15 +266,34 @@ impl StageApp {
 
     fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
         self.panel_wanted = false;
-        // Beside the stage, so neither covers the other (window managers may move it).
+        // Beside the stage if the stage's screen has room, else over it; never off the screen
+        // (window managers may still move it).
+        let defaults = render::panel::PanelOptions::default();
         let position = self.window.as_ref().and_then(|w| {
-            let at = w.window().outer_position().ok()?;
-            let size = w.window().outer_size();
-            Some((at.x + size.width as i32 + 8, at.y))
+            let window = w.window();
+            let at = window.outer_position().ok()?;
+            let size = window.outer_size();
+            let stage = super::Area {
+                x: at.x,
+                y: at.y,
+                width: size.width,
+                height: size.height,
+            };
+            let screen = window.current_monitor().map_or(stage, |m| super::Area {
+                x: m.position().x,
+                y: m.position().y,
+                width: m.size().width,
+                height: m.size().height,
+            });
+            Some(super::panel_position(
+                stage,
+                screen,
+                (defaults.width, defaults.height),
+            ))
         });
         let options = render::panel::PanelOptions {
             position,
-            ..render::panel::PanelOptions::default()
+            ..defaults
         };
         match render::panel::PanelWindow::create(event_loop, &options) {
             Ok(panel) => {

@@ -354,7 +354,10 @@ fn status(ui: &mut egui::Ui, model: &PanelModel) {
         };
         ui.label(RichText::new(format!("malformed {}", c.malformed)).color(warn(c.malformed)));
         ui.label(RichText::new(format!("rejected {}", c.rejected)).color(warn(c.rejected)));
-        ui.label(RichText::new(format!("dropped {}", c.dropped)).color(warn(c.dropped)));
+        // Frames the stage did not draw because a newer one was waiting: not network loss.
+        ui.label(format!("skipped {}", c.dropped)).on_hover_text(
+            "frames the stage did not draw because a newer one had arrived (not network loss)",
+        );
         ui.label(format!("frames {}", c.frames));
     });
     ui.horizontal_wrapped(|ui| {
