@@ -1161,3 +1161,39 @@ fn a_layer_drives_the_mouth_while_the_phone_drives_the_eyes() {
         assert!(changed.len() > 50, "the frame looks like {what}");
     }
 }
+
+/// Runs `snapshot` with `model` and returns its stderr, after checking that it failed.
+fn snapshot_error(model: &Path, out: &Path) -> String {
+    let output = facewire()
+        .args(["snapshot", "--model"])
+        .arg(model)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "snapshot with {model:?} succeeded"
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn an_unreadable_model_names_the_file_and_gives_the_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.png");
+    let missing = dir.path().join("nope.glb");
+    let os_error = std::fs::read(&missing).unwrap_err().to_string();
+    let stderr = snapshot_error(&missing, &out);
+    assert!(stderr.contains("nope.glb"), "{stderr}");
+    assert_eq!(stderr.matches(&os_error).count(), 1, "{stderr}");
+
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a model\n").unwrap();
+    let parse_error = serde_json::from_str::<serde_json::Value>("not a model\n")
+        .unwrap_err()
+        .to_string();
+    let stderr = snapshot_error(&text, &out);
+    assert!(stderr.contains("notes.txt"), "{stderr}");
+    assert_eq!(stderr.matches(&parse_error).count(), 1, "{stderr}");
+}
