@@ -554,6 +554,11 @@ fn record_command(config: &mut Config, args: RecordArgs) -> Result<()> {
 }
 
 fn replay_command(args: ReplayArgs) -> Result<()> {
+    let options = ReplayOptions {
+        speed: args.speed,
+        looped: args.looped,
+    };
+    options.validate()?;
     let recording = match args.format {
         Some(format) => Recording::load_as(&args.file, format),
         None => Recording::load(&args.file),
@@ -569,15 +574,8 @@ fn replay_command(args: ReplayArgs) -> Result<()> {
         args.speed,
         if args.looped { ", looping" } else { "" }
     );
-    let stats = record::replay_to(
-        &recording,
-        args.to,
-        &ReplayOptions {
-            speed: args.speed,
-            looped: args.looped,
-        },
-        &std::sync::atomic::AtomicBool::new(false),
-    )?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let stats = record::replay_to(&recording, args.to, &options, &stop)?;
     println!(
         "sent {} datagrams ({} bytes), {} send errors",
         stats.datagrams, stats.bytes, stats.send_errors

@@ -1197,3 +1197,24 @@ fn an_unreadable_model_names_the_file_and_gives_the_cause_once() {
     assert!(stderr.contains("notes.txt"), "{stderr}");
     assert_eq!(stderr.matches(&parse_error).count(), 1, "{stderr}");
 }
+
+#[test]
+fn replay_refuses_a_zero_speed_before_announcing_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let take = dir.path().join("take.csv");
+    std::fs::write(&take, llf_csv(0.5)).unwrap();
+    let output = facewire()
+        .arg("replay")
+        .arg(&take)
+        .args(["--to", "127.0.0.1:9", "--speed", "0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("replay speed 0 is not a positive number"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("replaying"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
