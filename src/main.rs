@@ -2,13 +2,14 @@
 //! inspector, calibration, recordings and the default head generator. Each subcommand is one
 //! short function here; the live session's wiring lives in `facewire::session`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
 
 use facewire::app::{self, LiveRun};
 use facewire::calibrate::{self, Profile};
@@ -291,10 +292,17 @@ struct ImportObjArgs {
 }
 
 fn main() -> std::process::ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FACEWIRE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let spec = std::env::var("FACEWIRE_LOG").unwrap_or_else(|_| "info".to_string());
+    let filter = EnvFilter::try_new(&spec).unwrap_or_else(|_| {
+        eprintln!(
+            "FACEWIRE_LOG={spec:?} is not understood, so logging is at info; for example \
+             FACEWIRE_LOG=debug or FACEWIRE_LOG=info,facewire=trace"
+        );
+        EnvFilter::new("info")
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     match run() {

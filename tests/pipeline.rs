@@ -1199,6 +1199,39 @@ fn an_unreadable_model_names_the_file_and_gives_the_cause_once() {
 }
 
 #[test]
+fn logs_to_a_pipe_carry_no_colour_codes() {
+    let output = check(facewire().arg("check").output().unwrap(), "check");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(" INFO "), "no log lines: {stderr}");
+    assert!(
+        !stderr.contains("\x1b["),
+        "colour codes in piped logs: {stderr:?}"
+    );
+}
+
+#[test]
+fn a_log_filter_that_does_not_parse_is_named_and_info_is_used() {
+    let output = check(
+        facewire()
+            .env("FACEWIRE_LOG", "nonsense==")
+            .arg("check")
+            .output()
+            .unwrap(),
+        "check with a bad FACEWIRE_LOG",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("FACEWIRE_LOG=\"nonsense==\" is not understood"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].contains("FACEWIRE_LOG=debug"), "{stderr}");
+    assert!(notes[0].contains("info,facewire=trace"), "{stderr}");
+    assert!(stderr.contains(" INFO "), "not logging at info: {stderr}");
+    assert!(!stderr.contains(" DEBUG "), "logging below info: {stderr}");
+}
+
+#[test]
 fn replay_refuses_a_zero_speed_before_announcing_the_replay() {
     let dir = tempfile::tempdir().unwrap();
     let take = dir.path().join("take.csv");
