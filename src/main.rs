@@ -62,7 +62,7 @@ enum Command {
 
 #[derive(Debug, Args, Default)]
 struct RenderArgs {
-    /// Avatar file (.glb or .gltf) instead of the configured one.
+    /// Avatar file (.glb, .gltf or .vrm) instead of the configured one.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
     /// Mapping file (ARKit channels to the avatar's targets and nodes).
@@ -163,7 +163,7 @@ struct ListenArgs {
 
 #[derive(Debug, Args)]
 struct SheetArgs {
-    /// Avatar file (.glb or .gltf); default: the configured model.
+    /// Avatar file (.glb, .gltf or .vrm); default: the configured model.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
     /// Mapping file (which channels drive which targets and nodes).
@@ -191,7 +191,7 @@ struct CheckArgs {
     /// Mapping file; default: the configured one (the default head's for the default head).
     #[arg(long, value_name = "PATH")]
     mapping: Option<PathBuf>,
-    /// Avatar file (.glb or .gltf); default: the configured model.
+    /// Avatar file (.glb, .gltf or .vrm); default: the configured model.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
 }
