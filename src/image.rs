@@ -8,24 +8,25 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
     /// The file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: String,
-        /// The underlying error.
-        source: io::Error,
+        /// The underlying error; part of the message, so not a `source()`.
+        cause: io::Error,
     },
     /// The PNG could not be decoded.
-    #[error("{path}: not a PNG we can read: {source}")]
+    #[error("{path}: not a PNG we can read: {cause}")]
     Decode {
         /// The file.
         path: String,
-        /// The decoder's error.
-        source: png::DecodingError,
+        /// The decoder's error; part of the message, so not a `source()`.
+        cause: png::DecodingError,
     },
-    /// The PNG could not be encoded.
+    /// The PNG could not be encoded (the encoder's error is part of the message, so not a
+    /// `source()`).
     #[error("encoding PNG: {0}")]
-    Encode(#[from] png::EncodingError),
+    Encode(png::EncodingError),
 }
 
 /// An RGBA8 image, rows top to bottom.
@@ -88,8 +89,10 @@ impl RgbaImage {
             let mut encoder = png::Encoder::new(&mut out, self.width, self.height);
             encoder.set_color(png::ColorType::Rgba);
             encoder.set_depth(png::BitDepth::Eight);
-            let mut writer = encoder.write_header()?;
-            writer.write_image_data(&self.data)?;
+            let mut writer = encoder.write_header().map_err(ImageError::Encode)?;
+            writer
+                .write_image_data(&self.data)
+                .map_err(ImageError::Encode)?;
         }
         Ok(out)
     }
@@ -97,21 +100,21 @@ impl RgbaImage {
     /// Writes the image as a PNG, atomically (a temporary file renamed into place).
     pub fn save_png(&self, path: &Path) -> Result<(), ImageError> {
         let bytes = self.to_png()?;
-        crate::fsutil::write_atomic(path, &bytes).map_err(|source| ImageError::Io {
+        crate::fsutil::write_atomic(path, &bytes).map_err(|cause| ImageError::Io {
             path: path.display().to_string(),
-            source,
+            cause,
         })
     }
 
     /// Reads a PNG of any colour type and bit depth into RGBA8.
     pub fn load_png(path: &Path) -> Result<RgbaImage, ImageError> {
-        let bytes = fs::read(path).map_err(|source| ImageError::Io {
+        let bytes = fs::read(path).map_err(|cause| ImageError::Io {
             path: path.display().to_string(),
-            source,
+            cause,
         })?;
-        Self::from_png(&bytes).map_err(|source| ImageError::Decode {
+        Self::from_png(&bytes).map_err(|cause| ImageError::Decode {
             path: path.display().to_string(),
-            source,
+            cause,
         })
     }
 

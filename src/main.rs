@@ -2,13 +2,14 @@
 //! inspector, calibration, recordings and the default head generator. Each subcommand is one
 //! short function here; the live session's wiring lives in `facewire::session`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
 
 use facewire::app::{self, LiveRun};
 use facewire::calibrate::{self, Profile};
@@ -61,7 +62,7 @@ enum Command {
 
 #[derive(Debug, Args, Default)]
 struct RenderArgs {
-    /// Avatar file (.glb or .gltf) instead of the configured one.
+    /// Avatar file (.glb, .gltf or .vrm) instead of the configured one.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
     /// Mapping file (ARKit channels to the avatar's targets and nodes).
@@ -162,7 +163,7 @@ struct ListenArgs {
 
 #[derive(Debug, Args)]
 struct SheetArgs {
-    /// Avatar file (.glb or .gltf); default: the configured model.
+    /// Avatar file (.glb, .gltf or .vrm); default: the configured model.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
     /// Mapping file (which channels drive which targets and nodes).
@@ -190,7 +191,7 @@ struct CheckArgs {
     /// Mapping file; default: the configured one (the default head's for the default head).
     #[arg(long, value_name = "PATH")]
     mapping: Option<PathBuf>,
-    /// Avatar file (.glb or .gltf); default: the configured model.
+    /// Avatar file (.glb, .gltf or .vrm); default: the configured model.
     #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
 }
@@ -291,10 +292,17 @@ struct ImportObjArgs {
 }
 
 fn main() -> std::process::ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FACEWIRE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let spec = std::env::var("FACEWIRE_LOG").unwrap_or_else(|_| "info".to_string());
+    let filter = EnvFilter::try_new(&spec).unwrap_or_else(|_| {
+        eprintln!(
+            "FACEWIRE_LOG={spec:?} is not understood, so logging is at info; for example \
+             FACEWIRE_LOG=debug or FACEWIRE_LOG=info,facewire=trace"
+        );
+        EnvFilter::new("info")
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     match run() {
@@ -554,6 +562,11 @@ fn record_command(config: &mut Config, args: RecordArgs) -> Result<()> {
 }
 
 fn replay_command(args: ReplayArgs) -> Result<()> {
+    let options = ReplayOptions {
+        speed: args.speed,
+        looped: args.looped,
+    };
+    options.validate()?;
     let recording = match args.format {
         Some(format) => Recording::load_as(&args.file, format),
         None => Recording::load(&args.file),
@@ -569,15 +582,8 @@ fn replay_command(args: ReplayArgs) -> Result<()> {
         args.speed,
         if args.looped { ", looping" } else { "" }
     );
-    let stats = record::replay_to(
-        &recording,
-        args.to,
-        &ReplayOptions {
-            speed: args.speed,
-            looped: args.looped,
-        },
-        &std::sync::atomic::AtomicBool::new(false),
-    )?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let stats = record::replay_to(&recording, args.to, &options, &stop)?;
     println!(
         "sent {} datagrams ({} bytes), {} send errors",
         stats.datagrams, stats.bytes, stats.send_errors

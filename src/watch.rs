@@ -19,7 +19,7 @@ pub enum WatchError {
     #[error("{0}: not a file that can be watched")]
     NotAFile(String),
     /// The operating system's watcher failed.
-    #[error("watching {path}: {source}")]
+    #[error("cannot watch {path}")]
     Notify {
         /// The folder being watched.
         path: String,
@@ -27,8 +27,8 @@ pub enum WatchError {
         source: notify::Error,
     },
     /// The watcher thread could not start.
-    #[error("starting the watcher thread: {0}")]
-    Thread(std::io::Error),
+    #[error("cannot start the watcher thread")]
+    Thread(#[source] std::io::Error),
 }
 
 /// A running watch; dropping it stops the watch and joins its thread.

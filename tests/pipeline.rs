@@ -1161,3 +1161,93 @@ fn a_layer_drives_the_mouth_while_the_phone_drives_the_eyes() {
         assert!(changed.len() > 50, "the frame looks like {what}");
     }
 }
+
+/// Runs `snapshot` with `model` and returns its stderr, after checking that it failed.
+fn snapshot_error(model: &Path, out: &Path) -> String {
+    let output = facewire()
+        .args(["snapshot", "--model"])
+        .arg(model)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "snapshot with {model:?} succeeded"
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn an_unreadable_model_names_the_file_and_gives_the_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.png");
+    let missing = dir.path().join("nope.glb");
+    let os_error = std::fs::read(&missing).unwrap_err().to_string();
+    let stderr = snapshot_error(&missing, &out);
+    assert!(stderr.contains("nope.glb"), "{stderr}");
+    assert_eq!(stderr.matches(&os_error).count(), 1, "{stderr}");
+
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a model\n").unwrap();
+    let parse_error = serde_json::from_str::<serde_json::Value>("not a model\n")
+        .unwrap_err()
+        .to_string();
+    let stderr = snapshot_error(&text, &out);
+    assert!(stderr.contains("notes.txt"), "{stderr}");
+    assert_eq!(stderr.matches(&parse_error).count(), 1, "{stderr}");
+}
+
+#[test]
+fn logs_to_a_pipe_carry_no_colour_codes() {
+    let output = check(facewire().arg("check").output().unwrap(), "check");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(" INFO "), "no log lines: {stderr}");
+    assert!(
+        !stderr.contains("\x1b["),
+        "colour codes in piped logs: {stderr:?}"
+    );
+}
+
+#[test]
+fn a_log_filter_that_does_not_parse_is_named_and_info_is_used() {
+    let output = check(
+        facewire()
+            .env("FACEWIRE_LOG", "nonsense==")
+            .arg("check")
+            .output()
+            .unwrap(),
+        "check with a bad FACEWIRE_LOG",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("FACEWIRE_LOG=\"nonsense==\" is not understood"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].contains("FACEWIRE_LOG=debug"), "{stderr}");
+    assert!(notes[0].contains("info,facewire=trace"), "{stderr}");
+    assert!(stderr.contains(" INFO "), "not logging at info: {stderr}");
+    assert!(!stderr.contains(" DEBUG "), "logging below info: {stderr}");
+}
+
+#[test]
+fn replay_refuses_a_zero_speed_before_announcing_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let take = dir.path().join("take.csv");
+    std::fs::write(&take, llf_csv(0.5)).unwrap();
+    let output = facewire()
+        .arg("replay")
+        .arg(&take)
+        .args(["--to", "127.0.0.1:9", "--speed", "0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("replay speed 0 is not a positive number"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("replaying"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}

@@ -10,12 +10,12 @@ use crate::config::{CameraConfig, Config};
 #[derive(Debug, thiserror::Error)]
 pub enum CameraSaveError {
     /// Reading or writing the file failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: String,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error; part of the message, so not a `source()`.
+        cause: std::io::Error,
     },
     /// The file with the new camera would not load (it did not before either: it is not TOML,
     /// its `camera` is not a table, or a setting is invalid); the file is left as it was.
@@ -109,9 +109,9 @@ pub fn save_camera(
     let camera = camera.clamped();
     let (path, text) = match started_with {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| CameraSaveError::Io {
+            let text = std::fs::read_to_string(path).map_err(|cause| CameraSaveError::Io {
                 path: path.display().to_string(),
-                source,
+                cause,
             })?;
             (path.to_path_buf(), text)
         }
@@ -138,12 +138,8 @@ pub fn save_camera(
         }
         Err(error) => return Err(CameraSaveError::Rewrite(error.to_string())),
     }
-    crate::fsutil::write_atomic(&path, new_text.as_bytes()).map_err(|source| {
-        CameraSaveError::Io {
-            path: label,
-            source,
-        }
-    })?;
+    crate::fsutil::write_atomic(&path, new_text.as_bytes())
+        .map_err(|cause| CameraSaveError::Io { path: label, cause })?;
     Ok(path)
 }
 

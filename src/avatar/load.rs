@@ -46,7 +46,7 @@ const MAX_DECOMPRESSED_BYTES: usize = MAX_DECODED_ELEMENTS * 16;
 #[derive(Debug, thiserror::Error)]
 pub enum AvatarError {
     /// The file could not be read from disk.
-    #[error("cannot read avatar file {file}: {source}")]
+    #[error("cannot read avatar file {file}")]
     Io {
         /// The path as given.
         file: String,
@@ -63,7 +63,7 @@ pub enum AvatarError {
         detail: String,
     },
     /// The bytes are neither valid glTF 2.0 JSON nor GLB, or the document fails validation.
-    #[error("{file}: not a valid glTF 2.0 / GLB file: {source}")]
+    #[error("{file}: not a valid glTF 2.0 / GLB file")]
     Gltf {
         /// The file or label.
         file: String,

@@ -54,25 +54,23 @@ pub enum ProfileError {
         suggestion: Option<String>,
     },
     /// The file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
+        /// The operating system's error; part of the message, so not a `source()`.
+        cause: std::io::Error,
     },
     /// The file is not valid TOML or holds a bad key or value.
     #[error("{0}")]
     Parse(crate::diagnostic::Located),
     /// The file could not be written (the previous profile, if any, is unchanged).
-    #[error("cannot write the profile {}: {source}", path.display())]
+    #[error("cannot write the profile {}: {cause}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
+        /// The operating system's error; part of the message, so not a `source()`.
+        cause: std::io::Error,
     },
 }
 
@@ -221,9 +219,9 @@ impl Profile {
     /// Reads and parses a profile file. A profile without a `performer` key takes the file
     /// name.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| ProfileError::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         let mut profile = Profile::parse(&text, &path.display().to_string())?;
         if profile.performer.is_empty() {
@@ -369,9 +367,9 @@ impl Profile {
     pub fn save(&self, dir: &Path) -> Result<PathBuf, ProfileError> {
         Profile::validate_name(&self.performer)?;
         let path = Profile::path_in(dir, &self.performer);
-        write_atomic(&path, self.to_toml().as_bytes()).map_err(|source| ProfileError::Write {
+        write_atomic(&path, self.to_toml().as_bytes()).map_err(|cause| ProfileError::Write {
             path: path.clone(),
-            source,
+            cause,
         })?;
         info!(performer = %self.performer, path = %path.display(), "profile saved");
         Ok(path)

@@ -26,12 +26,12 @@ pub const DEFAULT_PATH: &str = "config/facewire.toml";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Read {
         /// The file.
         path: String,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error; part of the message, so not a `source()`.
+        cause: std::io::Error,
     },
     /// The file is not valid TOML or has a bad key or value.
     #[error("{0}")]
@@ -563,9 +563,9 @@ impl Config {
 
     /// Reads and parses a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
             path: path.display().to_string(),
-            source,
+            cause,
         })?;
         Config::parse(&text, &path.display().to_string())
     }

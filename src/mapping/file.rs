@@ -26,12 +26,12 @@ pub const MAX_MAGNITUDE: f32 = 1.0e4;
 #[derive(Debug, thiserror::Error)]
 pub enum MappingError {
     /// The file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Read {
         /// The file.
         path: String,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error; part of the message, so not a `source()`.
+        cause: std::io::Error,
     },
     /// The file is not valid TOML, has an unknown key, a bad value, or names something the
     /// avatar does not have.
@@ -670,9 +670,9 @@ impl MappingFile {
 
     /// Reads and parses a mapping file.
     pub fn load(path: &std::path::Path) -> Result<MappingFile, MappingError> {
-        let text = std::fs::read_to_string(path).map_err(|source| MappingError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| MappingError::Read {
             path: path.display().to_string(),
-            source,
+            cause,
         })?;
         MappingFile::parse(&text, &path.display().to_string())
     }

@@ -43,7 +43,7 @@ const SKIN: [f32; 4] = [0.72, 0.45, 0.33, 1.0];
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// A file or the targets folder could not be read.
-    #[error("cannot read {file}: {source}")]
+    #[error("cannot read {file}")]
     Io {
         /// The path.
         file: String,
@@ -95,7 +95,7 @@ pub enum ImportError {
         bytes: u64,
     },
     /// The output could not be written.
-    #[error("cannot write {file}: {source}")]
+    #[error("cannot write {file}")]
     Write {
         /// The output path.
         file: String,

@@ -39,6 +39,17 @@ pub struct ReplayOptions {
     pub looped: bool,
 }
 
+impl ReplayOptions {
+    /// Checks the options: the speed must be positive (NaN, zero and negative speeds are
+    /// refused).
+    pub fn validate(&self) -> Result<(), RecordError> {
+        if self.speed.is_nan() || self.speed <= 0.0 {
+            return Err(RecordError::BadSpeed(self.speed));
+        }
+        Ok(())
+    }
+}
+
 impl Default for ReplayOptions {
     fn default() -> ReplayOptions {
         ReplayOptions {
@@ -94,10 +105,7 @@ impl<'r> Schedule<'r> {
         options: &ReplayOptions,
         start: Instant,
     ) -> Result<Schedule<'r>, RecordError> {
-        // NaN is refused along with zero and negative speeds.
-        if options.speed.is_nan() || options.speed <= 0.0 {
-            return Err(RecordError::BadSpeed(options.speed));
-        }
+        options.validate()?;
         let duration = recording.duration();
         let gap = match u32::try_from(recording.len().saturating_sub(1)) {
             Ok(intervals) if intervals > 0 && !duration.is_zero() => duration / intervals,

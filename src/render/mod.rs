@@ -69,7 +69,7 @@ pub(crate) use check_gl;
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// EGL or the windowing system's GL platform failed (display, config, context or surface).
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Platform {
         /// What was being done.
         what: &'static str,
@@ -84,7 +84,7 @@ pub enum RenderError {
     #[error("no suitable framebuffer configuration: {0}")]
     NoConfig(String),
     /// The window could not be created, or its handle could not be obtained.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Window {
         /// What was being done.
         what: &'static str,

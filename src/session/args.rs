@@ -80,10 +80,18 @@ pub enum WeightsError {
         /// The whole item.
         item: String,
     },
+    /// The value is outside 0 to 1.
+    #[error("`{value}` is out of range (in `{item}`): weights are 0 to 1")]
+    OutOfRange {
+        /// The value typed.
+        value: String,
+        /// The whole item.
+        item: String,
+    },
 }
 
-/// Parses `name=value,name=value` (ARKit names in any spelling) into a frame; values are
-/// clamped to [0, 1].
+/// Parses `name=value,name=value` (ARKit names in any spelling) into a frame; values must lie in
+/// [0, 1].
 pub fn parse_weights(spec: &str) -> Result<FaceFrame, WeightsError> {
     let mut frame = FaceFrame::empty(
         Protocol::Vmc,
@@ -107,7 +115,13 @@ pub fn parse_weights(spec: &str) -> Result<FaceFrame, WeightsError> {
                 value: value.to_string(),
                 item: item.to_string(),
             })?;
-        frame.set(channel, v.clamp(0.0, 1.0));
+        if !(0.0..=1.0).contains(&v) {
+            return Err(WeightsError::OutOfRange {
+                value: value.trim().to_string(),
+                item: item.to_string(),
+            });
+        }
+        frame.set(channel, v);
     }
     Ok(frame)
 }
@@ -131,6 +145,29 @@ mod tests {
             parse_weights("jawOpen=NaN"),
             Err(WeightsError::NotANumber { .. })
         ));
+    }
+
+    #[test]
+    fn weights_outside_zero_to_one_are_refused_not_clamped() {
+        let e = parse_weights("jawOpen=5").unwrap_err();
+        assert_eq!(
+            e,
+            WeightsError::OutOfRange {
+                value: "5".to_string(),
+                item: "jawOpen=5".to_string(),
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "`5` is out of range (in `jawOpen=5`): weights are 0 to 1"
+        );
+        assert!(matches!(
+            parse_weights("eyeBlinkLeft=0.5,jawOpen=-0.1"),
+            Err(WeightsError::OutOfRange { value, .. }) if value == "-0.1"
+        ));
+        let f = parse_weights("jawOpen=0,eyeBlinkLeft=1").unwrap();
+        assert_eq!(f.get(Channel::JawOpen), Some(0.0));
+        assert_eq!(f.get(Channel::EyeBlinkLeft), Some(1.0));
     }
 
     #[test]

@@ -108,7 +108,7 @@ pub fn frame_json(frame: &FaceFrame, start: Instant) -> serde_json::Value {
         .map(|c| {
             (
                 c.name().to_string(),
-                serde_json::json!(frame.weights[c.index()]),
+                serde_json::json!(round6(frame.weights[c.index()])),
             )
         })
         .collect();
@@ -118,7 +118,7 @@ pub fn frame_json(frame: &FaceFrame, start: Instant) -> serde_json::Value {
         "from": frame.from.to_string(),
         "weights": weights,
     });
-    let quat = |q: glam::Quat| serde_json::json!([q.x, q.y, q.z, q.w]);
+    let quat = |q: glam::Quat| serde_json::json!([q.x, q.y, q.z, q.w].map(round6));
     if let Some(q) = frame.head {
         v["head"] = quat(q);
     }
@@ -135,6 +135,12 @@ pub fn frame_json(frame: &FaceFrame, start: Instant) -> serde_json::Value {
         v["tracking"] = serde_json::json!(frame.tracking);
     }
     v
+}
+
+/// `v` rounded to 6 decimals, so that a weight prints as `0.000241` rather than the 20 digits
+/// of the `f32` widened to `f64`.
+fn round6(v: f32) -> f64 {
+    (f64::from(v) * 1e6).round() / 1e6
 }
 
 #[cfg(test)]
@@ -160,5 +166,22 @@ mod tests {
         assert_eq!(v["sender_time"], 3.0);
         assert!(v.get("head").is_none());
         assert!(v.get("tracking").is_none());
+    }
+
+    #[test]
+    fn weights_and_rotations_print_with_six_decimals() {
+        let t0 = Instant::now();
+        let mut f = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:5000".parse().unwrap(), t0);
+        f.set(Channel::EyeBlinkLeft, 0.000_241_447_82);
+        f.set(Channel::JawOpen, 1.0);
+        f.head = Some(glam::Quat::from_rotation_y(0.3));
+        let v = frame_json(&f, t0);
+        assert_eq!(v["weights"]["eyeBlinkLeft"], 0.000241);
+        assert_eq!(v["weights"]["jawOpen"], 1.0);
+        let head: Vec<f64> = serde_json::from_value(v["head"].clone()).unwrap();
+        assert_eq!(head, [0.0, 0.149438, 0.0, 0.988771]);
+        let line = v.to_string();
+        assert!(line.contains("\"eyeBlinkLeft\":0.000241,"), "{line}");
+        assert!(line.contains("[0.0,0.149438,0.0,0.988771]"), "{line}");
     }
 }
