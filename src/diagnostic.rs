@@ -167,6 +167,19 @@ pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, _, c)| c)
 }
 
+/// An error with every cause after it, `error: cause: cause`, for log lines and messages that
+/// show one string (as anyhow's `{:#}` does for the command line).
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    text
+}
+
 /// A "did you mean" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
 pub fn suggest_for(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown field `")?;
@@ -196,6 +209,24 @@ mod tests {
         assert_eq!(nearest("JAW-OPEN", names), Some("jawOpen"));
         assert_eq!(canonical_name("Brow_Down_L"), "browdownleft");
         assert_eq!(canonical_name("jaw"), "jaw");
+    }
+
+    #[test]
+    fn causes_follow_the_error_once_each() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl fmt::Display for Outer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("cannot open the window")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = Outer(std::io::Error::other("no display"));
+        assert_eq!(with_causes(&e), "cannot open the window: no display");
     }
 
     #[test]

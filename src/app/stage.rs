@@ -19,6 +19,7 @@ use super::{
 use crate::avatar::Avatar;
 use crate::bridge::FrameReceiver;
 use crate::config::Config;
+use crate::diagnostic::with_causes;
 use crate::mapping::CompiledMapping;
 use crate::motion::{Motion, MotionMode, MotionSettings};
 use crate::panel::{PanelAction, PanelModel, PanelState, RoutineView, Timings, Topic};
@@ -147,7 +148,7 @@ impl StageApp {
     }
 
     fn fail(&mut self, event_loop: &ActiveEventLoop, error: AppError) {
-        tracing::error!(%error, "stage window failed");
+        tracing::error!(error = %with_causes(&error), "stage window failed");
         self.error = Some(error);
         event_loop.exit();
     }
@@ -174,7 +175,9 @@ impl StageApp {
                 fov = camera.fov,
                 "camera saved"
             ),
-            Err(error) => tracing::error!(%error, ?camera, "camera not saved"),
+            Err(error) => {
+                tracing::error!(error = %with_causes(&error), ?camera, "camera not saved")
+            }
         }
     }
 
@@ -302,7 +305,7 @@ impl StageApp {
                 self.panel_due = Instant::now();
             }
             Err(error) => {
-                tracing::warn!(%error, "the control panel cannot open; the stage runs without it");
+                tracing::warn!(error = %with_causes(&error), "the control panel cannot open; the stage runs without it");
             }
         }
     }
@@ -396,7 +399,7 @@ impl StageApp {
                 image
             }
             Err(error) => {
-                tracing::warn!(%error, "the control panel failed to draw; closing it");
+                tracing::warn!(error = %with_causes(&error), "the control panel failed to draw; closing it");
                 self.panel = None;
                 None
             }
@@ -413,7 +416,7 @@ impl StageApp {
             return;
         };
         if let Err(error) = std::fs::create_dir_all(&dir) {
-            tracing::error!(%error, dir = %dir.display(), "cannot create the screenshot folder");
+            tracing::error!(error = %with_causes(&error), dir = %dir.display(), "cannot create the screenshot folder");
             return;
         }
         let shots = [
@@ -425,7 +428,9 @@ impl StageApp {
             let path = dir.join(name);
             match image.save_png(&path) {
                 Ok(()) => tracing::info!(file = %path.display(), "screenshot written"),
-                Err(error) => tracing::error!(%error, file = %path.display(), "screenshot failed"),
+                Err(error) => {
+                    tracing::error!(error = %with_causes(&error), file = %path.display(), "screenshot failed")
+                }
             }
         }
     }
@@ -438,7 +443,7 @@ impl StageApp {
         let start = Instant::now();
         self.dirty = false;
         if let Err(error) = window.make_current() {
-            tracing::warn!(%error, "cannot make the stage context current");
+            tracing::warn!(error = %with_causes(&error), "cannot make the stage context current");
             return None;
         }
         let motion = &mut self.motion;
@@ -469,7 +474,7 @@ impl StageApp {
         }
         let image = capture.then(|| window.read_rgba());
         if let Err(error) = window.swap_buffers() {
-            tracing::warn!(%error, "swap_buffers failed");
+            tracing::warn!(error = %with_causes(&error), "swap_buffers failed");
         }
         self.stats.record(start, Instant::now(), sample);
         image
@@ -529,7 +534,9 @@ impl ApplicationHandler<AppEvent> for StageApp {
         }
         match render::overlay::Overlay::new(window.gl()) {
             Ok(overlay) => self.overlay = Some(overlay),
-            Err(error) => tracing::warn!(%error, "prompts cannot be shown in the window"),
+            Err(error) => {
+                tracing::warn!(error = %with_causes(&error), "prompts cannot be shown in the window")
+            }
         }
         self.dirty = true;
         self.window = Some(window);
@@ -716,7 +723,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
         self.panel = None;
         if let Some(w) = self.window.as_ref() {
             if let Err(error) = w.make_current() {
-                tracing::warn!(%error, "cannot make the context current to release GL objects");
+                tracing::warn!(error = %with_causes(&error), "cannot make the context current to release GL objects");
             }
         }
         self.overlay = None;
