@@ -81,41 +81,51 @@ pub fn prompt_width(viewport_width: u32) -> u32 {
 }
 
 /// Draws `card` `width` pixels wide (at least 320): the step counter, the title, the wrapped
-/// instruction, the status and a progress bar.
+/// instruction, the status and a progress bar; every line is wrapped to fit.
 pub fn render_prompt(card: &PromptCard, width: u32) -> RgbaImage {
     let width = width.max(320);
     let inner = width - 2 * PAD;
     let line_h = GLYPH * TEXT_SCALE + 8;
     let lines = wrap_words(&card.instruction, inner, TEXT_SCALE);
     let counter = format!("step {} of {}", card.step, card.steps);
+    // The title in large letters when it fits on one line, else smaller and wrapped; the
+    // status wrapped too: nothing is cut off at the card's edge.
+    let title_scale = if text_width(&card.title, TITLE_SCALE) <= inner {
+        TITLE_SCALE
+    } else {
+        TEXT_SCALE
+    };
+    let title_lines = wrap_words(&card.title, inner, title_scale);
+    let title_h = GLYPH * title_scale + 8;
+    let status_lines = wrap_words(&card.status, inner, TEXT_SCALE);
     let height = PAD
         + GLYPH * 2
         + 10
-        + GLYPH * TITLE_SCALE
-        + 16
+        + title_h * title_lines.len() as u32
+        + 8
         + line_h * lines.len() as u32
         + 8
-        + line_h
+        + line_h * status_lines.len() as u32
         + BAR
         + PAD;
     let mut image = RgbaImage::filled(width, height, CARD);
     let mut y = PAD;
     draw_text(&mut image, PAD, y, &counter, 2, MUTED);
     y += GLYPH * 2 + 10;
-    let title_scale = if text_width(&card.title, TITLE_SCALE) <= inner {
-        TITLE_SCALE
-    } else {
-        TEXT_SCALE
-    };
-    draw_text(&mut image, PAD, y, &card.title, title_scale, TEXT);
-    y += GLYPH * TITLE_SCALE + 16;
+    for line in &title_lines {
+        draw_text(&mut image, PAD, y, line, title_scale, TEXT);
+        y += title_h;
+    }
+    y += 8;
     for line in &lines {
         draw_text(&mut image, PAD, y, line, TEXT_SCALE, TEXT);
         y += line_h;
     }
     y += 8;
-    draw_text(&mut image, PAD, y, &card.status, TEXT_SCALE, MUTED);
-    y += line_h;
+    for line in &status_lines {
+        draw_text(&mut image, PAD, y, line, TEXT_SCALE, MUTED);
+        y += line_h;
+    }
     fill(
         &mut image,
         Rect {
@@ -168,6 +178,30 @@ mod tests {
         }
         assert_eq!(wrap_words("", 100, 1), Vec::<String>::new());
         assert_eq!(wrap_words("abcdefghij", 8 * 4, 1), vec!["abcd"]);
+    }
+
+    #[test]
+    fn long_titles_and_statuses_wrap_inside_the_card() {
+        let long = PromptCard {
+            title: "Waiting for the phone".into(),
+            status: "done: review the summary in the terminal".into(),
+            ..card(0.5)
+        };
+        let image = render_prompt(&long, 320);
+        // Nothing is drawn into the right padding: every line ends inside the card.
+        for y in 0..image.height {
+            for x in image.width - PAD + 1..image.width {
+                assert_eq!(
+                    image.pixel(x, y),
+                    CARD,
+                    "text at ({x}, {y}) spills past the edge"
+                );
+            }
+        }
+        assert!(
+            image.height > render_prompt(&card(0.5), 320).height,
+            "the card grew"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use tracing::{debug, trace};
+use tracing::{debug, info, trace};
 
 use super::profile::{ChannelProfile, Profile};
 use super::ChannelRange;
@@ -257,9 +257,15 @@ pub static STEPS: &[Step] = &[
     ),
 ];
 
+/// Face data must have arrived this recently for the routine to run; after this long without it
+/// the routine waits, and the step starts again from its countdown when data comes back.
+pub const NO_DATA: Duration = Duration::from_millis(500);
+
 /// Where the routine is within the current step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// No face data (none yet, or the phone stopped): time stands still; nothing is recorded.
+    Waiting,
     /// Countdown: the performer gets into the pose; nothing is recorded.
     Prepare,
     /// Frames are recorded for the step.
@@ -484,6 +490,10 @@ pub struct Routine {
     now: Option<Instant>,
     /// Per step, per channel (canonical order).
     samples: Vec<Vec<Samples>>,
+    /// When the last frame with face data arrived (not flagged lost by the sender).
+    last_data: Option<Instant>,
+    /// Whether any face data has arrived.
+    had_data: bool,
 }
 
 impl Default for Routine {
@@ -514,11 +524,13 @@ impl Routine {
             phase: if steps.is_empty() {
                 Phase::Finished
             } else {
-                Phase::Prepare
+                Phase::Waiting
             },
             phase_start: None,
             now: None,
             samples,
+            last_data: None,
+            had_data: false,
         }
     }
 
@@ -546,19 +558,42 @@ impl Routine {
     }
 
     /// Advances the phases to `now`. A phase starts when the previous one is seen to end, so a
-    /// late tick delays the routine rather than skipping a step.
+    /// late tick delays the routine rather than skipping a step. Without face data for
+    /// [`NO_DATA`] the routine waits: what the current step recorded is dropped, and the step
+    /// starts again from its countdown when data comes back.
     pub fn tick(&mut self, now: Instant) {
         self.now = Some(now);
         let Some(step) = self.current() else {
             self.phase = Phase::Finished;
             return;
         };
+        let fresh = self
+            .last_data
+            .is_some_and(|t| now.saturating_duration_since(t) <= NO_DATA);
+        if !fresh {
+            if self.phase != Phase::Waiting {
+                self.samples[step].iter_mut().for_each(Samples::clear);
+                self.phase = Phase::Waiting;
+                self.phase_start = None;
+                info!(
+                    step = self.steps[step].id,
+                    "no face data: calibration waits"
+                );
+            }
+            return;
+        }
+        if self.phase == Phase::Waiting {
+            self.phase = Phase::Prepare;
+            self.phase_start = Some(now);
+            info!(step = self.steps[step].id, "face data: calibration goes on");
+        }
         let start = *self.phase_start.get_or_insert(now);
         if now.saturating_duration_since(start) < self.phase_length() {
             return;
         }
         match self.phase {
-            Phase::Prepare => {
+            // Fresh data turned waiting into a countdown above.
+            Phase::Prepare | Phase::Waiting => {
                 self.phase = Phase::Record;
                 debug!(step = self.steps[step].id, "recording step");
             }
@@ -576,8 +611,12 @@ impl Routine {
     }
 
     /// Records `frame`'s channels for the current step when it is recording (after advancing
-    /// to `now`). Frames the sender marks as lost are ignored.
+    /// to `now`). Frames the sender marks as lost are ignored, and do not count as face data.
     pub fn feed(&mut self, frame: &FaceFrame, now: Instant) {
+        if frame.tracking != TrackingFlag::Lost && !frame.present.is_empty() {
+            self.last_data = Some(now);
+            self.had_data = true;
+        }
         self.tick(now);
         if self.phase != Phase::Record || frame.tracking == TrackingFlag::Lost {
             return;
@@ -604,6 +643,30 @@ impl Routine {
                 remaining: Duration::ZERO,
             };
         };
+        if self.phase == Phase::Waiting {
+            let (title, instruction) = if self.had_data {
+                (
+                    "Waiting for the phone",
+                    "The phone stopped sending face data. Check the app is still running and \
+                     sees your face: this step starts again when data comes back.",
+                )
+            } else {
+                (
+                    "Waiting for the phone",
+                    "Start the face-tracking app and point it at your face: calibration starts \
+                     when face data arrives.",
+                )
+            };
+            return Prompt {
+                step,
+                steps: self.steps.len(),
+                title,
+                instruction,
+                phase: Phase::Waiting,
+                progress: 0.0,
+                remaining: Duration::ZERO,
+            };
+        }
         let length = self.phase_length();
         let elapsed = match (self.phase_start, self.now) {
             (Some(start), Some(now)) => now.saturating_duration_since(start).min(length),
@@ -859,24 +922,79 @@ mod tests {
         let t0 = Instant::now();
         let at = |s: f32| t0 + Duration::from_secs_f32(s);
         let mut r = Routine::with_steps(&TWO, Duration::from_secs(1));
-        r.tick(t0);
-        assert_eq!(r.prompt().phase, Phase::Prepare);
-        r.tick(at(0.5));
-        assert!((r.prompt().progress - 0.5).abs() < 1e-3);
         let mut f = FaceFrame::empty(Protocol::Vmc, "127.0.0.1:9".parse().unwrap(), t0);
         f.set(C::JawOpen, 0.3);
+        // No face data yet: the routine waits, however long.
+        r.tick(t0);
+        r.tick(at(5.0));
+        assert_eq!(r.prompt().phase, Phase::Waiting);
+        assert_eq!(r.prompt().step, 0);
+        // The first frame starts the countdown.
+        let t0 = at(5.0);
+        let at = |s: f32| t0 + Duration::from_secs_f32(s);
+        r.feed(&f, t0);
+        assert_eq!(r.prompt().phase, Phase::Prepare);
+        r.feed(&f, at(0.5));
+        assert!((r.prompt().progress - 0.5).abs() < 1e-3);
         r.feed(&f, at(0.6));
         assert_eq!(r.samples(0, C::JawOpen).unwrap().len(), 0);
         r.tick(at(1.0));
         assert_eq!(r.prompt().phase, Phase::Record);
         r.feed(&f, at(1.2));
         assert_eq!(r.samples(0, C::JawOpen).unwrap(), &[0.3]);
+        r.feed(&f, at(1.6));
         r.tick(at(2.0));
         assert_eq!(r.prompt().step, 1);
         assert_eq!(r.prompt().phase, Phase::Prepare);
-        r.tick(at(3.0));
-        r.tick(at(6.0));
+        for i in 0..=80 {
+            r.feed(&f, at(2.0 + i as f32 * 0.1));
+        }
         assert!(r.is_done());
         assert_eq!(r.prompt().phase, Phase::Finished);
+    }
+
+    #[test]
+    fn a_phone_that_stops_pauses_the_step_and_it_starts_again() {
+        const ONE: [Step; 1] = [Step {
+            id: "jaw-open",
+            title: "Jaw open",
+            instruction: "Open.",
+            channels: &[C::JawOpen],
+            duration: Duration::from_secs(2),
+            kind: StepKind::Neutral,
+        }];
+        let t0 = Instant::now();
+        let at = |s: f32| t0 + Duration::from_secs_f32(s);
+        let mut r = Routine::with_steps(&ONE, Duration::from_secs(1));
+        let mut f = FaceFrame::empty(Protocol::Vmc, "127.0.0.1:9".parse().unwrap(), t0);
+        f.set(C::JawOpen, 0.7);
+        for i in 0..=15 {
+            r.feed(&f, at(i as f32 * 0.1));
+        }
+        assert_eq!(r.prompt().phase, Phase::Record);
+        assert!(!r.samples(0, C::JawOpen).unwrap().is_empty());
+        // The phone stops for a second: the routine waits, and the step's samples are gone.
+        r.tick(at(2.1));
+        assert_eq!(r.prompt().phase, Phase::Waiting);
+        assert!(r.prompt().instruction.contains("stopped sending"));
+        assert!(r.samples(0, C::JawOpen).unwrap().is_empty());
+        r.tick(at(3.0));
+        assert_eq!(
+            r.prompt().phase,
+            Phase::Waiting,
+            "time without data does not count"
+        );
+        // Frames flagged lost are no face data either.
+        let mut lost = f;
+        lost.tracking = TrackingFlag::Lost;
+        r.feed(&lost, at(3.1));
+        assert_eq!(r.prompt().phase, Phase::Waiting);
+        // Data again: the step starts over from its countdown and records again.
+        for i in 0..=40 {
+            r.feed(&f, at(3.5 + i as f32 * 0.1));
+        }
+        assert!(r.is_done());
+        let recorded = r.samples(0, C::JawOpen).unwrap();
+        assert!(recorded.len() >= 15, "{}", recorded.len());
     }
 }

@@ -107,6 +107,10 @@ impl<R: BufRead, W: Write> TerminalUi<R, W> {
                     prompt.instruction
                 )?,
                 Phase::Record => writeln!(out, "\n  recording...")?,
+                Phase::Waiting => {
+                    writeln!(out, "\n\n{}\n  {}", prompt.title, prompt.instruction)?;
+                    return out.flush();
+                }
                 Phase::Finished => {
                     writeln!(out, "\n\n{}\n  {}", prompt.title, prompt.instruction)?;
                     return out.flush();

@@ -658,6 +658,7 @@ pub fn prompt_card(prompt: &crate::calibrate::Prompt, review_in: &str) -> crate:
     let status = match prompt.phase {
         Phase::Prepare => format!("get ready: {}", prompt.remaining.as_secs() + 1),
         Phase::Record => "hold it...".to_string(),
+        Phase::Waiting => "waiting for face data".to_string(),
         Phase::Finished => format!("done: review the summary in {review_in}"),
     };
     crate::hud::PromptCard {
