@@ -295,6 +295,17 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_example_is_a_valid_configuration() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("## Layers").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let text = &section[start..start + section[start..].find("```").unwrap()];
+        let config = crate::config::Config::parse(text, "README.md").unwrap();
+        assert_eq!(config.layers.order, ["tracking", "smile"]);
+        assert_eq!(config.layers.spec("smile").mode, BlendMode::Add);
+    }
+
+    #[test]
     fn mistakes_are_named_with_a_fix() {
         let cases = [
             ("[layers]\norder = []\n", "no `tracking` layer"),
