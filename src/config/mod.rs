@@ -558,6 +558,9 @@ impl Config {
         let config: Config = toml::from_str(text)
             .map_err(|e| ConfigError::Parse(Located::from_toml(path, text, &e)))?;
         config.validate(text, path)?;
+        for unused in config.smoothing.unused_keys(text) {
+            tracing::warn!(file = path, "{unused}; remove it or change the filter");
+        }
         Ok(config)
     }
 

@@ -540,6 +540,47 @@ fn locate_in_section(text: &str, header: &str, key: &str) -> Option<usize> {
     key_offset(text, key)
 }
 
+/// Whether the table under `header` sets `key` itself.
+fn sets(text: &str, header: &str, key: &str) -> bool {
+    let Some(start) = text.find(header) else {
+        return false;
+    };
+    let body = &text[start..];
+    let end = body[1..]
+        .find("\n[")
+        .map_or(body.len(), |i| i + 2)
+        .min(body.len());
+    key_offset(&body[..end], key).is_some()
+}
+
+/// The keys under `header` that `spec`'s filter does not use, each with why.
+fn unused_in(text: &str, header: &str, spec: &FilterSpec) -> Vec<String> {
+    let (keys, filter): (&[&str], &str) = match spec.filter {
+        FilterKind::OneEuro => (&["tau"], "one_euro"),
+        FilterKind::Ema => (&["min_cutoff", "beta", "d_cutoff"], "ema"),
+        FilterKind::None => (&["tau", "min_cutoff", "beta", "d_cutoff"], "none"),
+    };
+    keys.iter()
+        .filter(|key| sets(text, header, key))
+        .map(|key| format!("{header} {key} does nothing with filter = \"{filter}\""))
+        .collect()
+}
+
+impl SmoothingConfig {
+    /// Keys of `text` (the file this configuration came from) that its filters do not use:
+    /// `tau` in a one_euro table, the One Euro keys in an ema table, any in a `none` table.
+    /// They are harmless, but a performer tuning them would see nothing change.
+    pub fn unused_keys(&self, text: &str) -> Vec<String> {
+        let mut out = unused_in(text, "[smoothing.weights]", &self.weights);
+        out.extend(unused_in(text, "[smoothing.rotations]", &self.rotations));
+        for (name, group) in self.groups.iter() {
+            let header = format!("[smoothing.groups.{name}]");
+            out.extend(unused_in(text, &header, &group.spec()));
+        }
+        out
+    }
+}
+
 fn check_spec(text: &str, header: &str, spec: &FilterSpec) -> Result<(), Invalid> {
     let checks: [(&str, f32, f32, f32, &str); 4] = [
         (
@@ -726,5 +767,27 @@ mod tests {
     fn default_groups_do_not_overlap() {
         SmoothingConfig::default().validate("").unwrap();
         TrackingConfig::default().validate("").unwrap();
+    }
+
+    #[test]
+    fn keys_a_filter_does_not_use_are_named() {
+        let text = "[smoothing.weights]\nfilter = \"one_euro\"\ntau = 0.05\nbeta = 2.0\n\n\
+                    [smoothing.rotations]\nfilter = \"ema\"\ntau = 0.05\nmin_cutoff = 1.0\n";
+        #[derive(Deserialize)]
+        struct File {
+            smoothing: SmoothingConfig,
+        }
+        let file: File = toml::from_str(text).unwrap();
+        let unused = file.smoothing.unused_keys(text);
+        assert_eq!(
+            unused,
+            [
+                "[smoothing.weights] tau does nothing with filter = \"one_euro\"",
+                "[smoothing.rotations] min_cutoff does nothing with filter = \"ema\"",
+            ]
+        );
+        let documented = include_str!("../../config/facewire.toml");
+        let config = crate::config::Config::parse(documented, "facewire.toml").unwrap();
+        assert!(config.smoothing.unused_keys(documented).is_empty());
     }
 }
