@@ -2,16 +2,14 @@
 //! reader, driven by synthetic instants (deterministic, no sleeping).
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, FaceFrame, Protocol, TrackingFlag};
 use facewire::calibrate::{
-    at, Calibrator, Conditioner, ConditionerSink, FilterSpec, GroupConfig, Groups, LossReason,
-    SmoothingConfig, TrackingConfig, TrackingState,
+    at, Calibrator, Conditioner, FilterSpec, GroupConfig, Groups, LossReason, SmoothingConfig,
+    TrackingConfig, TrackingState,
 };
 use facewire::config::Config;
-use facewire::ingest::FrameSink;
 use facewire::record::llf_csv;
 use glam::Quat;
 
@@ -342,28 +340,25 @@ fn normalisation_applies_to_opted_in_groups_only() {
 }
 
 #[test]
-fn the_sink_forwards_frames_and_states() {
+fn the_conditioner_reports_frames_and_states() {
     let t0 = Instant::now();
-    let frames = Arc::new(Mutex::new(0usize));
-    let states = Arc::new(Mutex::new(Vec::new()));
-    let (f2, s2) = (frames.clone(), states.clone());
-    let mut sink = ConditionerSink::new(
-        Conditioner::new(SmoothingConfig::default(), TrackingConfig::default(), t0),
-        Box::new(move |_| *f2.lock().unwrap() += 1),
-        Box::new(move |s| s2.lock().unwrap().push(s)),
-    );
+    let mut core = Conditioner::new(SmoothingConfig::default(), TrackingConfig::default(), t0);
+    let mut frames = 0usize;
+    let mut states = Vec::new();
+    let mut take = |out: facewire::calibrate::Output| {
+        frames += usize::from(out.frame.is_some());
+        states.extend_from_slice(out.states());
+    };
     for i in 0..30 {
-        sink.frame(frame(at(t0, i as f64 / 60.0), 0.1 * (i % 3) as f32));
+        let t = at(t0, i as f64 / 60.0);
+        take(core.on_frame(&frame(t, 0.1 * (i % 3) as f32), t));
     }
     for i in 0..200 {
-        sink.tick(at(t0, 0.5 + i as f64 * 0.01));
+        take(core.on_tick(at(t0, 0.5 + i as f64 * 0.01)));
     }
     use TrackingState::*;
-    assert_eq!(
-        *states.lock().unwrap(),
-        [Reacquire, Tracking, Stale, Hold, Fade, Neutral]
-    );
-    assert!(*frames.lock().unwrap() > 30);
+    assert_eq!(states, [Reacquire, Tracking, Stale, Hold, Fade, Neutral]);
+    assert!(frames > 30);
     assert_eq!(
         serde_json::to_string(&TrackingState::Reacquire).unwrap(),
         "\"reacquire\""

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use facewire::arkit::{Channel, ChannelMask, FaceFrame, Protocol, FACECAP_ORDER};
 use facewire::config::{ForwardNames, ForwardSection, IngestSection};
 use facewire::forward::Forwarder;
-use facewire::ingest::livelink::{self, LiveLinkPacket};
 use facewire::ingest::{
     spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, NetStats, PhoneListen,
     PhonePorts, Stats, FM3D_START, IFM_START, MAX_DATAGRAM, MAX_SENDERS,
@@ -20,7 +19,7 @@ use facewire::ingest::{
 use glam::Quat;
 use rosc::{OscPacket, OscType};
 
-use crate::support::{self, apply, bundle, encode, msg, val, Rng};
+use crate::support::{self, apply, bundle, encode, llf_packet, msg, val, Rng};
 
 /// How long a socket test waits for something that should happen within milliseconds.
 const WAIT: Duration = Duration::from_secs(5);
@@ -572,24 +571,6 @@ fn wait_for_net(handle: &IngestHandle, done: impl Fn(&NetStats) -> bool) -> NetS
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-}
-
-/// A Live Link Face packet whose `jawOpen` is `jaw`.
-fn llf_packet(jaw: f32) -> Vec<u8> {
-    let mut values = [0.0f32; livelink::VALUE_COUNT];
-    values[Channel::JawOpen.index()] = jaw;
-    livelink::encode(&LiveLinkPacket {
-        version: livelink::PACKET_VERSION,
-        device_id: b"TEST-DEVICE",
-        subject: b"test",
-        frame_number: 1,
-        subframe: 0.0,
-        rate_numerator: 60,
-        rate_denominator: 1,
-        declared_count: Some(livelink::VALUE_COUNT as u8),
-        values,
-        value_len: livelink::VALUE_COUNT,
-    })
 }
 
 /// The iFacialMocap sample, or a short frame of our own when the fixtures are absent.

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, FaceFrame, Protocol};
-use facewire::ingest::livelink::{self, LiveLinkPacket};
 use facewire::ingest::{
     self, Decoder, IngestConfig, PhoneListen, PhonePorts, IFM_START, MAX_DATAGRAM,
 };
@@ -337,20 +336,7 @@ fn a_recording_holds_every_listener_including_what_the_guard_ignores() {
     let pc = UdpSocket::bind("127.0.0.1:0").unwrap();
     let phone = UdpSocket::bind("127.0.0.1:0").unwrap();
     let vmc = encode(&bundle(vec![val("jawOpen", 0.5), apply()]));
-    let mut values = [0.0f32; livelink::VALUE_COUNT];
-    values[Channel::JawOpen.index()] = 0.25;
-    let packet = livelink::encode(&LiveLinkPacket {
-        version: livelink::PACKET_VERSION,
-        device_id: b"TEST-DEVICE",
-        subject: b"test",
-        frame_number: 1,
-        subframe: 0.0,
-        rate_numerator: 60,
-        rate_denominator: 1,
-        declared_count: Some(livelink::VALUE_COUNT as u8),
-        values,
-        value_len: livelink::VALUE_COUNT,
-    });
+    let packet = crate::support::llf_packet(0.25);
     // The VMC sender takes the source lock; the phone's packets are then ignored by the guard,
     // but the recording is made before the guard and keeps them.
     pc.send_to(&vmc, osc).unwrap();

@@ -171,3 +171,22 @@ pub fn changed_pixels(
     }
     out
 }
+
+/// A Live Link Face packet whose `jawOpen` is `jaw`.
+pub fn llf_packet(jaw: f32) -> Vec<u8> {
+    use facewire::ingest::livelink::{self, LiveLinkPacket};
+    let mut values = [0.0f32; livelink::VALUE_COUNT];
+    values[facewire::arkit::Channel::JawOpen.index()] = jaw;
+    livelink::encode(&LiveLinkPacket {
+        version: livelink::PACKET_VERSION,
+        device_id: b"TEST-DEVICE",
+        subject: b"test",
+        frame_number: 1,
+        subframe: 0.0,
+        rate_numerator: 60,
+        rate_denominator: 1,
+        declared_count: Some(livelink::VALUE_COUNT as u8),
+        values,
+        value_len: livelink::VALUE_COUNT,
+    })
+}

@@ -7,8 +7,8 @@
 //! and the hand-off to the renderer may skip states safely.
 //!
 //! - [`Calibrator`]: remap, clamp, smooth, optional per-group normalisation.
-//! - [`Conditioner`]: a calibrator plus the tracking-loss state machine; [`ConditionerSink`]
-//!   adapts it to a [`crate::arkit::FrameSink`].
+//! - [`Conditioner`]: a calibrator plus the tracking-loss state machine, reporting each frame
+//!   as the tracking layer and its weight for the mixer.
 //! - [`filter`]: the scalar and rotation filters; [`settings`]: `[smoothing]` and `[tracking]`.
 //! - [`profile`]: per-performer profiles; [`routine`]: the guided calibration routine and its
 //!   statistics; [`session`]: the interactive driver and offline calibration.
@@ -34,9 +34,7 @@ pub use settings::{
     ClockSource, FilterKind, FilterSpec, GroupConfig, Groups, Invalid, SmoothingConfig,
     TrackingConfig,
 };
-pub use tracking::{
-    Conditioner, ConditionerSink, LossReason, NeutralPose, Output, TrackingState, FRAME_INTERVAL,
-};
+pub use tracking::{Conditioner, LossReason, NeutralPose, Output, TrackingState, FRAME_INTERVAL};
 /// The input range of one channel for one performer: `c_min` maps to 0 and `c_max` to 1.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChannelRange {

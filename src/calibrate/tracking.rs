@@ -1,5 +1,5 @@
 //! The tracking-loss state machine and the [`Conditioner`] that runs frames through calibration
-//! and it, plus the [`ConditionerSink`] adapter for the ingest thread.
+//! and it (the live chain in `session/` drives it on the ingest thread).
 //!
 //! ```text
 //! Tracking ──(silence | frozen frames | sender says lost)──▶ Stale ─▶ Hold ──hold──▶ Fade
@@ -21,7 +21,6 @@ use tracing::info;
 
 use super::settings::{SmoothingConfig, TrackingConfig};
 use super::{sanitize, Calibrator, ChannelRange};
-use crate::arkit::FrameSink;
 use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT};
 
 /// The shortest interval between two frames the conditioner makes up on its own (while holding,
@@ -542,67 +541,6 @@ fn blend(a: &FaceFrame, b: &FaceFrame, t: f32) -> FaceFrame {
     out.left_eye = mix(a.left_eye, b.left_eye);
     out.right_eye = mix(a.right_eye, b.right_eye);
     out
-}
-
-/// Receives one conditioned frame.
-pub type FrameCallback = Box<dyn FnMut(FaceFrame) + Send>;
-/// Receives one tracking state change.
-pub type StateCallback = Box<dyn FnMut(TrackingState) + Send>;
-
-/// Adapts a [`Conditioner`] to the ingest thread's [`FrameSink`]: frames are timed by their
-/// receive instant, ticks by the ingest thread's clock; output goes to two callbacks.
-pub struct ConditionerSink {
-    /// The core.
-    core: Conditioner,
-    /// Where frames go.
-    on_frame: FrameCallback,
-    /// Where state changes go.
-    on_state: StateCallback,
-}
-
-impl ConditionerSink {
-    /// Wraps `core`; `on_frame` gets every frame to show, `on_state` every state change.
-    pub fn new(core: Conditioner, on_frame: FrameCallback, on_state: StateCallback) -> Self {
-        ConditionerSink {
-            core,
-            on_frame,
-            on_state,
-        }
-    }
-
-    /// The core, to read its state or change its settings.
-    pub fn core_mut(&mut self) -> &mut Conditioner {
-        &mut self.core
-    }
-
-    fn deliver(&mut self, out: Output) {
-        for s in out.states() {
-            (self.on_state)(*s);
-        }
-        if let Some(frame) = out.frame {
-            (self.on_frame)(frame);
-        }
-    }
-}
-
-impl std::fmt::Debug for ConditionerSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConditionerSink")
-            .field("core", &self.core)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FrameSink for ConditionerSink {
-    fn frame(&mut self, frame: FaceFrame) {
-        let out = self.core.on_frame(&frame, frame.received);
-        self.deliver(out);
-    }
-
-    fn tick(&mut self, now: Instant) {
-        let out = self.core.on_tick(now);
-        self.deliver(out);
-    }
 }
 
 #[cfg(test)]
