@@ -26,6 +26,7 @@ pub mod ifacialmocap;
 pub mod livelink;
 mod osc;
 mod phone;
+mod report;
 mod server;
 mod stats;
 pub mod tap;
@@ -41,6 +42,7 @@ pub use osc::MAX_BUNDLE_DEPTH;
 pub use phone::{
     phone_decoder, DecodeFn, Decoded, PhoneDecoder, PhoneStats, ProtocolError, MAX_PHONE_DATAGRAM,
 };
+pub use report::ListenerReport;
 pub use server::{
     default_addr, default_port, spawn, BoundListener, FrameSink, IngestConfig, IngestError,
     IngestHandle, NetStats, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT, TICK_PERIOD,
