@@ -55,6 +55,7 @@
 //! - [`objimport`]: `facewire import-obj`: a GLB avatar from an OBJ shape set.
 //! - [`watch`]: file watching with debounce, for hot reload.
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
+//! - [`logging`]: the `FACEWIRE_LOG` filter and the subscriber on stderr.
 
 pub mod app;
 pub mod arkit;
@@ -69,6 +70,7 @@ pub mod headgen;
 pub mod hud;
 pub mod image;
 pub mod ingest;
+pub mod logging;
 pub mod mapping;
 pub mod mixer;
 pub mod motion;

@@ -2,14 +2,13 @@
 //! inspector, calibration, recordings and the default head generator. Each subcommand is one
 //! short function here; the live session's wiring lives in `facewire::session`.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
 
 use facewire::app::{self, LiveRun};
 use facewire::calibrate::{self, Profile};
@@ -292,19 +291,7 @@ struct ImportObjArgs {
 }
 
 fn main() -> std::process::ExitCode {
-    let spec = std::env::var("FACEWIRE_LOG").unwrap_or_else(|_| "info".to_string());
-    let filter = EnvFilter::try_new(&spec).unwrap_or_else(|_| {
-        eprintln!(
-            "FACEWIRE_LOG={spec:?} is not understood, so logging is at info; for example \
-             FACEWIRE_LOG=debug or FACEWIRE_LOG=info,facewire=trace"
-        );
-        EnvFilter::new("info")
-    });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+    facewire::logging::init();
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -1232,6 +1232,24 @@ fn a_log_filter_that_does_not_parse_is_named_and_info_is_used() {
 }
 
 #[test]
+fn a_bare_word_log_filter_is_refused_rather_than_silencing_the_log() {
+    let output = check(
+        facewire()
+            .env("FACEWIRE_LOG", "verbose")
+            .arg("check")
+            .output()
+            .unwrap(),
+        "check with FACEWIRE_LOG=verbose",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("FACEWIRE_LOG: `verbose` is no level"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" INFO "), "not logging at info: {stderr}");
+}
+
+#[test]
 fn replay_refuses_a_zero_speed_before_announcing_the_replay() {
     let dir = tempfile::tempdir().unwrap();
     let take = dir.path().join("take.csv");
