@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, FaceFrame, Protocol, TrackingFlag};
 use facewire::calibrate::{
-    at, Calibrator, Conditioner, FilterSpec, GroupConfig, Groups, LossReason, SmoothingConfig,
-    TrackingConfig, TrackingState,
+    at, Calibrator, Conditioner, FilterSpec, Flag, GroupConfig, Groups, LossReason, Phase, Routine,
+    SmoothingConfig, TrackingConfig, TrackingState, STEPS,
 };
 use facewire::config::Config;
 use facewire::record::llf_csv;
@@ -537,4 +537,97 @@ async fn tracking_loss_sequence_on_paused_tokio_time() {
     // steepest in the middle at 1.5 times that.
     assert!(max_step < 0.1, "the ease jumped by {max_step}");
     assert!((shown - 0.8).abs() < 0.01, "live again at {shown}");
+}
+
+/// A performance `seconds` long starting at `start`, at 60 Hz: the Live Link Face CSV sample
+/// (looped) when the fixtures are there, else a synthetic face that opens its jaw and blinks.
+fn take(start: Instant, seconds: f64) -> Vec<FaceFrame> {
+    let rows = crate::support::fixtures("the Live Link Face CSV take").map(|dir| {
+        let path = dir.join("protocols/livelinkface_csv_MySlate_3_Jason_Millers_iPhone.csv");
+        llf_csv::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+    });
+    let count = (seconds * 60.0) as usize;
+    (0..count)
+        .map(|i| {
+            let t = at(start, i as f64 / 60.0);
+            match &rows {
+                Some(rows) => {
+                    let mut f = rows[i % rows.len()].to_frame(t, from());
+                    f.received = t;
+                    f
+                }
+                None => {
+                    let mut f = frame(t, 0.5 + 0.5 * (i as f32 * 0.1).sin());
+                    for c in Channel::ALL {
+                        if f.get(c).is_none() {
+                            f.set(c, 0.5 + 0.5 * (i as f32 * 0.07 + c.index() as f32).sin());
+                        }
+                    }
+                    f
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn calibration_waits_for_the_phone_and_redoes_a_step_whose_take_stopped() {
+    let steps = &STEPS[..2];
+    let prepare = Duration::from_secs(1);
+    let (p, d0, d1) = (
+        prepare.as_secs_f64(),
+        steps[0].duration.as_secs_f64(),
+        steps[1].duration.as_secs_f64(),
+    );
+    let mut r = Routine::with_steps(steps, prepare);
+    let t0 = Instant::now();
+    // No phone for three seconds: the routine waits at the first step.
+    r.tick(at(t0, 3.0));
+    assert_eq!(r.prompt().phase, Phase::Waiting);
+    assert_eq!(r.prompt().step, 0);
+    // The take starts, and stops halfway through the second step's recording.
+    let start = at(t0, 3.0);
+    let played = p + d0 + p + d1 / 2.0;
+    for f in take(start, played) {
+        r.feed(&f, f.received);
+    }
+    assert_eq!((r.prompt().step, r.prompt().phase), (1, Phase::Record));
+    let second = steps[1].channels[0];
+    assert!(!r.samples(1, second).unwrap().is_empty());
+    let stopped = at(start, played);
+    r.tick(stopped + Duration::from_secs(1));
+    let prompt = r.prompt();
+    assert_eq!((prompt.step, prompt.phase), (1, Phase::Waiting));
+    assert!(prompt.instruction.contains("stopped sending"), "{prompt:?}");
+    assert!(
+        r.samples(1, second).unwrap().is_empty(),
+        "the interrupted step's samples are dropped"
+    );
+    assert!(
+        !r.samples(0, Channel::JawOpen).unwrap().is_empty(),
+        "the finished step is kept"
+    );
+    // Ten seconds of silence do not count as recording time.
+    r.tick(stopped + Duration::from_secs(11));
+    assert_eq!((r.prompt().step, r.prompt().phase), (1, Phase::Waiting));
+    // The phone comes back: the step starts over from its countdown and finishes.
+    let resumed = stopped + Duration::from_secs(12);
+    let frames = take(resumed, p / 2.0);
+    for f in &frames {
+        r.feed(f, f.received);
+    }
+    assert_eq!((r.prompt().step, r.prompt().phase), (1, Phase::Prepare));
+    for f in take(frames.last().unwrap().received, p + d1 + 0.5) {
+        r.feed(&f, f.received);
+    }
+    assert!(r.is_done());
+    let calibration = r.result("tester", None);
+    let no_data: Vec<_> = calibration
+        .summary
+        .rows
+        .iter()
+        .filter(|row| row.flag == Some(Flag::NoData))
+        .map(|row| row.channel.name())
+        .collect();
+    assert!(no_data.is_empty(), "saved without data: {no_data:?}");
 }
