@@ -280,3 +280,208 @@ fn bind(
     let socket = UdpSocket::from_std(std_socket).map_err(socket_error)?;
     Ok((socket, local))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    fn busy(addr: &str, kind: Protocol, holder: Option<PortHolder>, partial: bool) -> IngestError {
+        IngestError::Bind {
+            addr: addr.parse().unwrap(),
+            kind,
+            source: io::Error::from(io::ErrorKind::AddrInUse),
+            holder,
+            partial_helps: partial,
+        }
+    }
+
+    fn holder(name: &str) -> Option<PortHolder> {
+        Some(PortHolder {
+            pid: 1234,
+            name: name.into(),
+        })
+    }
+
+    #[test]
+    fn a_busy_osc_port_names_its_holder_and_how_to_move() {
+        let err = busy("0.0.0.0:39539", Protocol::Vmc, holder("VSeeFace"), true);
+        assert_eq!(
+            err.to_string(),
+            "cannot listen for VMC and Face Cap on 0.0.0.0:39539 (UDP): the port is taken by \
+             VSeeFace (pid 1234); close it, or move facewire: --listen 0.0.0.0:39540 (or [ingest] \
+             listen = [\"0.0.0.0:39540\"]), then send to that port; `partial = true` under \
+             [ingest] runs the other listeners without it"
+        );
+        // The operating system's words are the source, said once after the message.
+        let source = err.source().unwrap().to_string();
+        assert!(!err.to_string().contains(&source), "{err}");
+    }
+
+    #[test]
+    fn another_facewire_or_an_unknown_holder_is_said_so() {
+        let err = busy("127.0.0.1:40000", Protocol::Vmc, holder("facewire"), false);
+        let text = err.to_string();
+        assert!(
+            text.contains(
+                "another facewire is running (pid 1234): close it, or move facewire: \
+                           --listen 127.0.0.1:40001"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("partial"), "{text}");
+        let usual = busy("0.0.0.0:39539", Protocol::Vmc, None, true).to_string();
+        assert!(
+            usual.contains(
+                "the port is taken, usually by a VMC receiver: another facewire, \
+                            VSeeFace, VNyan, Warudo or VirtualMotionCapture; close it"
+            ),
+            "{usual}"
+        );
+        let other = busy("0.0.0.0:40000", Protocol::Vmc, None, false).to_string();
+        assert!(
+            other.contains("taken by another program; close it"),
+            "{other}"
+        );
+        let own = PortHolder {
+            pid: std::process::id(),
+            name: "facewire".into(),
+        };
+        let own = busy("0.0.0.0:40000", Protocol::Vmc, Some(own), false).to_string();
+        assert!(
+            own.contains("this facewire already listens on port 40000"),
+            "{own}"
+        );
+    }
+
+    #[test]
+    fn phone_ports_say_what_changes_in_the_app() {
+        let llf = busy("0.0.0.0:11111", Protocol::LiveLinkFace, None, true).to_string();
+        assert!(
+            llf.contains("move facewire: [ingest] livelinkface = [\"0.0.0.0:11112\"]"),
+            "{llf}"
+        );
+        assert!(
+            llf.contains("then set the app's target port to the same number"),
+            "{llf}"
+        );
+        assert!(llf.contains("Unreal Engine"), "{llf}");
+        let ifm = busy(
+            "0.0.0.0:49983",
+            Protocol::IFacialMocap,
+            holder("Warudo"),
+            true,
+        );
+        let ifm = ifm.to_string();
+        assert!(
+            ifm.contains(
+                "the port is taken by Warudo (pid 1234); close it (iFacialMocap sends to its \
+                 own fixed port, 49983"
+            ),
+            "{ifm}"
+        );
+        assert!(ifm.contains("[ingest] ifacialmocap = []"), "{ifm}");
+        assert!(!ifm.contains("move facewire"), "{ifm}");
+        let fm3d = busy("0.0.0.0:49993", Protocol::Facemotion3d, None, false).to_string();
+        assert!(fm3d.contains("[ingest] facemotion3d = []"), "{fm3d}");
+        let vts = busy("0.0.0.0:11125", Protocol::VTubeStudio, None, false).to_string();
+        assert!(
+            vts.contains("[ingest] vtubestudio = [\"0.0.0.0:11126\"]"),
+            "{vts}"
+        );
+    }
+
+    #[test]
+    fn other_bind_errors_get_their_own_fix() {
+        let error = |addr: &str, kind, error| IngestError::Bind {
+            addr: addr.parse().unwrap(),
+            kind,
+            source: io::Error::from(error),
+            holder: None,
+            partial_helps: false,
+        };
+        let foreign = error(
+            "192.0.2.7:39539",
+            Protocol::Vmc,
+            io::ErrorKind::AddrNotAvailable,
+        );
+        assert_eq!(
+            foreign.to_string(),
+            "cannot listen for VMC and Face Cap on 192.0.2.7:39539 (UDP): 192.0.2.7 is not an \
+             address of this machine; listen on all interfaces: --listen 0.0.0.0:39539 (or \
+             [ingest] listen = [\"0.0.0.0:39539\"])"
+        );
+        let low = error(
+            "0.0.0.0:80",
+            Protocol::LiveLinkFace,
+            io::ErrorKind::PermissionDenied,
+        );
+        assert!(
+            low.to_string()
+                .ends_with("use another, e.g. [ingest] livelinkface = [\"0.0.0.0:11111\"]"),
+            "{low}"
+        );
+        let odd = error("0.0.0.0:1", Protocol::Vmc, io::ErrorKind::Other);
+        assert_eq!(
+            odd.to_string(),
+            "cannot listen for VMC and Face Cap on 0.0.0.0:1 (UDP)"
+        );
+    }
+
+    #[test]
+    fn a_required_busy_listener_stops_binding_and_an_optional_one_is_skipped() {
+        let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        let free: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _guard = runtime.enter();
+        let wanted = |required| {
+            [
+                Wanted {
+                    kind: Protocol::Vmc,
+                    addr: free,
+                    required: true,
+                },
+                Wanted {
+                    kind: Protocol::LiveLinkFace,
+                    addr,
+                    required,
+                },
+            ]
+        };
+        match bind_all(&wanted(true)) {
+            Err(IngestError::Bind {
+                addr: failed,
+                kind,
+                source,
+                holder,
+                partial_helps,
+            }) => {
+                assert_eq!((failed, kind), (addr, Protocol::LiveLinkFace));
+                assert_eq!(source.kind(), io::ErrorKind::AddrInUse);
+                assert!(!partial_helps, "not the usual address");
+                if cfg!(target_os = "linux") {
+                    if let Some(h) = holder {
+                        assert!(h.is_this_process(), "{h}");
+                    }
+                }
+            }
+            other => panic!("expected a bind error, got {:?}", other.err()),
+        }
+        let bound = bind_all(&wanted(false)).unwrap();
+        assert_eq!(bound.listeners.len(), 1);
+        assert_eq!(bound.listeners[0].kind, Protocol::Vmc);
+        assert_eq!(
+            bound.skipped,
+            [BoundListener {
+                kind: Protocol::LiveLinkFace,
+                addr
+            }]
+        );
+        drop(taken);
+    }
+}

@@ -715,6 +715,175 @@ fn poll_recv_any(
 mod tests {
     use super::*;
 
+    use std::sync::mpsc;
+
+    use super::super::config::PhoneListen;
+    use super::super::holder::udp_port_holder;
+    use super::super::livelink::{self, LiveLinkPacket, VALUE_COUNT};
+
+    fn loopback() -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    }
+
+    fn phone(protocol: Protocol) -> PhoneListen {
+        PhoneListen {
+            protocol,
+            addr: loopback(),
+            required: true,
+        }
+    }
+
+    /// Starts ingest with `config`; frames arrive on the returned channel.
+    fn start(config: IngestConfig) -> (IngestHandle, mpsc::Receiver<FaceFrame>) {
+        let (tx, rx) = mpsc::channel();
+        let sink = Box::new(move |frame| {
+            let _ = tx.send(frame);
+        });
+        (spawn(config, sink).expect("ingest starts on loopback"), rx)
+    }
+
+    /// Polls `probe` until `done` holds (bounded), and returns the reports.
+    fn wait_for(
+        probe: &IngestProbe,
+        done: impl Fn(&[ListenerReport]) -> bool,
+    ) -> Vec<ListenerReport> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let reports = probe.reports();
+            if done(&reports) {
+                return reports;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "reports never got there: {reports:?}"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn live_link_packet() -> Vec<u8> {
+        livelink::encode(&LiveLinkPacket {
+            version: livelink::PACKET_VERSION,
+            device_id: b"DEVICE",
+            subject: b"iPhone",
+            frame_number: 1,
+            subframe: 0.0,
+            rate_numerator: 60,
+            rate_denominator: 1,
+            declared_count: Some(VALUE_COUNT as u8),
+            values: [0.25; VALUE_COUNT],
+            value_len: VALUE_COUNT,
+        })
+    }
+
+    #[test]
+    fn spawn_stops_on_a_busy_required_port_and_names_it() {
+        let taken = std::net::UdpSocket::bind(loopback()).unwrap();
+        let busy = taken.local_addr().unwrap();
+        let config = IngestConfig {
+            listen: vec![loopback()],
+            phones: vec![PhoneListen {
+                addr: busy,
+                ..phone(Protocol::LiveLinkFace)
+            }],
+            ..IngestConfig::default()
+        };
+        let err = spawn(config, Box::new(|_: FaceFrame| {})).unwrap_err();
+        let IngestError::Bind { addr, kind, .. } = &err else {
+            panic!("expected a bind error: {err}");
+        };
+        assert_eq!((*addr, *kind), (busy, Protocol::LiveLinkFace));
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "cannot listen for Live Link Face on {busy} (UDP): "
+            )),
+            "{text}"
+        );
+        // This process holds the port: on Linux that is found and said.
+        if cfg!(target_os = "linux") && udp_port_holder(busy.port()).is_some() {
+            assert!(
+                text.contains("this facewire already listens on port"),
+                "{text}"
+            );
+        }
+        drop(taken);
+    }
+
+    #[test]
+    fn reports_say_what_each_listener_heard_and_what_it_looks_like() {
+        let (handle, rx) = start(IngestConfig {
+            listen: vec![loopback()],
+            phones: vec![phone(Protocol::LiveLinkFace), phone(Protocol::IFacialMocap)],
+            ..IngestConfig::default()
+        });
+        let probe = handle.probe();
+        let [osc, llf, ifm] = [
+            Protocol::Vmc,
+            Protocol::LiveLinkFace,
+            Protocol::IFacialMocap,
+        ]
+        .map(|p| handle.local_addr(p).unwrap());
+        let kinds: Vec<_> = handle.reports().iter().map(|r| (r.kind, r.addr)).collect();
+        let listed: Vec<_> = handle
+            .listeners()
+            .iter()
+            .map(|l| (l.kind, l.addr))
+            .collect();
+        assert_eq!(
+            kinds, listed,
+            "one report per listener, in listeners() order"
+        );
+
+        let phone_app = std::net::UdpSocket::bind(loopback()).unwrap();
+        let text = b"eyeBlink_L-29|jawOpen-40|=head#1,2,3,0,0,0|";
+        // The wrong ports: Live Link Face to the OSC socket, iFacialMocap to Live Link's.
+        phone_app.send_to(&live_link_packet(), osc).unwrap();
+        phone_app.send_to(text, llf).unwrap();
+        let reports = wait_for(&probe, |r| r[0].undecoded == 1 && r[1].undecoded == 1);
+        assert_eq!(reports[0].looks_like, Some(Protocol::LiveLinkFace));
+        assert_eq!(reports[1].looks_like, Some(Protocol::IFacialMocap));
+        assert_eq!((reports[0].datagrams, reports[0].frames), (1, 0));
+        assert_eq!(probe.frames(), 0);
+        // Garbage that looks like nothing clears the hint of the last undecoded datagram.
+        phone_app.send_to(b"\x00\x01", llf).unwrap();
+        let reports = wait_for(&probe, |r| r[1].undecoded == 2);
+        assert_eq!(reports[1].looks_like, None);
+
+        // The right port: a frame, counted on that listener and in the total.
+        phone_app.send_to(text, ifm).unwrap();
+        let frame = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(frame.protocol, Protocol::IFacialMocap);
+        let reports = wait_for(&probe, |r| r[2].frames == 1);
+        assert_eq!((reports[2].datagrams, reports[2].undecoded), (1, 0));
+        assert_eq!(reports[2].looks_like, None);
+        assert_eq!(probe.frames(), 1);
+
+        // The probe outlives the handle, and another thread can read it.
+        handle.shutdown();
+        let reader = std::thread::spawn(move || probe.reports());
+        assert_eq!(reader.join().unwrap()[1].datagrams, 2);
+    }
+
+    #[test]
+    fn reports_count_senders_outside_the_allow_list() {
+        let (handle, _rx) = start(IngestConfig {
+            listen: vec![loopback()],
+            allow: vec!["127.0.0.2/32".parse().unwrap()],
+            ..IngestConfig::default()
+        });
+        let sender = std::net::UdpSocket::bind(loopback()).unwrap();
+        sender
+            .send_to(b"/VMC/Ext/OK\0", handle.local_addrs()[0])
+            .unwrap();
+        let reports = wait_for(&handle.probe(), |r| r[0].not_allowed == 1);
+        assert_eq!(
+            reports[0].last_not_allowed,
+            Some(sender.local_addr().unwrap())
+        );
+        assert_eq!((reports[0].datagrams, reports[0].undecoded), (1, 0));
+    }
+
     #[test]
     fn slots_follow_the_family_order() {
         for (i, family) in Protocol::FAMILIES.into_iter().enumerate() {
