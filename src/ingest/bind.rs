@@ -233,7 +233,7 @@ pub(super) fn bind_all(wanted: &[Wanted]) -> Result<Bound, IngestError> {
                     kind = w.kind.listener_label(),
                     %cause,
                     holder,
-                    "{err} ({cause}); the other listeners run"
+                    "{err}; the other listeners run"
                 );
                 bound.skipped.push(BoundListener {
                     kind: w.kind,
