@@ -703,36 +703,53 @@ fn a_taken_usual_port_is_a_warning_and_a_chosen_one_an_error() {
 }
 
 #[test]
-fn the_configuration_file_defaults_make_every_usual_port_optional() {
+fn every_listener_is_required_unless_partial_makes_usual_ports_optional() {
     let config = IngestConfig::from_section(&IngestSection::default());
     assert_eq!(
         config.listen,
         ["0.0.0.0:39539".parse::<SocketAddr>().unwrap()]
     );
-    assert!(!config.listen_required);
-    let ports: Vec<(Protocol, u16, bool)> = config
-        .phones
-        .iter()
-        .map(|p| (p.protocol, p.addr.port(), p.required))
-        .collect();
+    let ports = |config: &IngestConfig| -> Vec<(Protocol, u16, bool)> {
+        config
+            .phones
+            .iter()
+            .map(|p| (p.protocol, p.addr.port(), p.required))
+            .collect()
+    };
+    // The default: every listener must bind.
+    assert!(config.listen_required);
     assert_eq!(
-        ports,
+        ports(&config),
         [
-            (Protocol::IFacialMocap, 49983, false),
-            (Protocol::Facemotion3d, 49993, false),
-            (Protocol::LiveLinkFace, 11111, false),
-            (Protocol::VTubeStudio, 11125, false),
+            (Protocol::IFacialMocap, 49983, true),
+            (Protocol::Facemotion3d, 49993, true),
+            (Protocol::LiveLinkFace, 11111, true),
+            (Protocol::VTubeStudio, 11125, true),
         ]
     );
+    // partial = true: the usual addresses are optional, a chosen one is still required.
     let section = IngestSection {
+        partial: true,
         livelinkface: vec!["0.0.0.0:11112".parse().unwrap()],
         ..IngestSection::default()
     };
     let config = IngestConfig::from_section(&section);
-    assert!(config
-        .phones
-        .iter()
-        .any(|p| p.addr.port() == 11112 && p.required));
+    assert!(!config.listen_required);
+    assert_eq!(
+        ports(&config),
+        [
+            (Protocol::IFacialMocap, 49983, false),
+            (Protocol::Facemotion3d, 49993, false),
+            (Protocol::LiveLinkFace, 11112, true),
+            (Protocol::VTubeStudio, 11125, false),
+        ]
+    );
+    let chosen = IngestSection {
+        partial: true,
+        listen: vec!["127.0.0.1:39539".parse().unwrap()],
+        ..IngestSection::default()
+    };
+    assert!(IngestConfig::from_section(&chosen).listen_required);
 }
 
 /// A fake phone on loopback: it records every datagram it receives, and `answer` decides what it

@@ -195,7 +195,45 @@ fn patient_config(dir: &Path) -> PathBuf {
         patient, defaults,
         "config/facewire.toml no longer sets stale_after = 0.15"
     );
-    std::fs::write(&config, patient).unwrap();
+    std::fs::write(&config, phones_off(&patient)).unwrap();
+    config
+}
+
+/// The phone listeners of `[ingest]` and their usual ports, as config/facewire.toml lists them.
+const PHONE_LISTENERS: [(&str, u16); 4] = [
+    ("ifacialmocap", 49983),
+    ("facemotion3d", 49993),
+    ("livelinkface", 11111),
+    ("vtubestudio", 11125),
+];
+
+/// `toml` with the phone listeners off. The tests run at once and every listener must bind, so a
+/// live run listens only where its test sends (its own OSC port), never on the usual ports.
+fn phones_off(toml: &str) -> String {
+    if !toml.contains("[ingest]") {
+        let off: String = PHONE_LISTENERS
+            .iter()
+            .map(|(key, _)| format!("{key} = []\n"))
+            .collect();
+        return format!("{toml}\n[ingest]\n{off}");
+    }
+    let mut out = toml.to_string();
+    for (key, port) in PHONE_LISTENERS {
+        let line = format!("{key} = [\"0.0.0.0:{port}\"]");
+        assert!(
+            out.contains(&line),
+            "the configuration no longer has {line}"
+        );
+        out = out.replace(&line, &format!("{key} = []"));
+    }
+    out
+}
+
+/// config/facewire.toml with the phone listeners off ([`phones_off`]), written into `dir`.
+fn live_config(dir: &Path) -> PathBuf {
+    let config = dir.join("live.toml");
+    let defaults = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
+    std::fs::write(&config, phones_off(&defaults)).unwrap();
     config
 }
 
@@ -261,6 +299,8 @@ fn headless_run_over_udp_matches_the_snapshot() {
 fn listen_prints_frames_as_json_lines() {
     let port = free_udp_port();
     let mut child = facewire()
+        .arg("--config")
+        .arg(live_config(&out_dir("listen")))
         .args(["listen", "--port", &port.to_string(), "--count", "2"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -427,8 +467,11 @@ fn start_xvfb() -> Option<(Xvfb, String)> {
 /// Runs facewire with `args` on `display`, waits for its stage, lets it draw for `settle`, and
 /// returns a screenshot of the display and the child (still running or exited) with its log.
 fn screenshot_stage(display: &str, args: &[&str], settle: Duration) -> (RgbaImage, Child, String) {
+    let config = live_config(&out_dir("window"));
     let mut child = facewire()
         .env("DISPLAY", display)
+        .arg("--config")
+        .arg(&config)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -684,6 +727,8 @@ fn record_then_replay_reaches_listen() {
 
     let listen_port = free_udp_port();
     let mut listener = facewire()
+        .arg("--config")
+        .arg(live_config(dir.path()))
         .args(["listen", "--port", &listen_port.to_string(), "--count", "3"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -903,7 +948,8 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
 fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("cfg.toml");
-    let original = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
+    let original =
+        phones_off(&std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap());
     std::fs::write(&config, &original).unwrap();
     let port = free_udp_port();
     let mut child = facewire()
@@ -972,7 +1018,7 @@ fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
 fn quiet_headless_run(name: &str, extra_toml: &str, args: &[&str]) -> serde_json::Value {
     let dir = out_dir(name);
     let config = dir.join("facewire.toml");
-    std::fs::write(&config, extra_toml).unwrap();
+    std::fs::write(&config, phones_off(extra_toml)).unwrap();
     let addr = format!("127.0.0.1:{}", free_udp_port());
     let output = facewire()
         .arg("--config")
@@ -1028,7 +1074,7 @@ fn render_on_change_draws_each_new_frame() {
     // Without motion smoothing, which also draws the in-between frames for one sender period
     // after each frame.
     let config = dir.join("facewire.toml");
-    std::fs::write(&config, "[window]\nmotion = \"off\"\n").unwrap();
+    std::fs::write(&config, phones_off("[window]\nmotion = \"off\"\n")).unwrap();
     let mut child = facewire()
         .arg("--config")
         .arg(&config)
@@ -1268,4 +1314,98 @@ fn replay_refuses_a_zero_speed_before_announcing_the_replay() {
     );
     assert!(!stderr.contains("replaying"), "{stderr}");
     assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn a_taken_port_stops_the_run_and_names_its_holder_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let output = facewire()
+        .arg("--config")
+        .arg(live_config(dir.path()))
+        .args(["run", "--headless", "--exit-after", "1", "--size", "64x64"])
+        .args(["--listen", &addr.to_string()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line:\n{stderr}"));
+    assert!(
+        line.starts_with(&format!(
+            "error: cannot listen for VMC and Face Cap on {addr} (UDP): "
+        )),
+        "{line}"
+    );
+    let next = format!("127.0.0.1:{}", addr.port() + 1);
+    assert!(
+        line.contains(&format!(
+            "close it, or move facewire: --listen {next} (or [ingest] listen = [\"{next}\"]), \
+             then send to that port"
+        )),
+        "{line}"
+    );
+    // A chosen address: partial would not help, so it is not offered.
+    assert!(!line.contains("partial"), "{line}");
+    // The operating system's words come once, at the end.
+    let os = std::io::Error::from(std::io::ErrorKind::AddrInUse).to_string();
+    assert_eq!(line.matches("in use").count(), 1, "{line} ({os})");
+    // The holder is this test process, when this system lets the lookup see it.
+    if facewire::ingest::udp_port_holder(addr.port()).is_some() {
+        let exe = std::env::current_exe().unwrap();
+        let name = exe.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            line.contains(&format!(
+                "the port is taken by {name} (pid {})",
+                std::process::id()
+            )),
+            "{line}"
+        );
+    }
+    drop(taken);
+}
+
+#[test]
+fn partial_skips_a_taken_usual_port_and_runs_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    // The usual VTube Studio port, held here (or by whatever already holds it).
+    let usual = "0.0.0.0:11125";
+    let _taken = UdpSocket::bind(usual);
+    let config = dir.path().join("partial.toml");
+    let ingest = "[ingest]\nifacialmocap = []\nfacemotion3d = []\nlivelinkface = []\n\
+                  vtubestudio = [\"0.0.0.0:11125\"]\n";
+    let listen = format!("127.0.0.1:{}", free_udp_port());
+    let run = |partial: bool| {
+        std::fs::write(&config, format!("{ingest}partial = {partial}\n")).unwrap();
+        facewire()
+            .arg("--config")
+            .arg(&config)
+            .args(["run", "--headless", "--exit-after", "1", "--size", "64x64"])
+            .args(["--listen", &listen])
+            .output()
+            .unwrap()
+    };
+    let output = run(true);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot listen for VTube Studio/MeowFace on {usual} (UDP)"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the other listeners run"), "{stderr}");
+    assert!(stderr.contains(&listen), "the OSC listener runs:\n{stderr}");
+
+    // Without partial the same run stops, and the message offers partial.
+    let output = run(false);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`partial = true` under [ingest] runs the other listeners without it"),
+        "{stderr}"
+    );
 }

@@ -334,6 +334,10 @@ pub struct IngestSection {
     pub allow: Vec<Subnet>,
     /// Seconds of silence after which the followed source is released.
     pub lock_release: f32,
+    /// Whether a listener on its protocol's usual address may be skipped (one warning) when it
+    /// cannot bind, so the others run; `false` (the default): every listener must bind, or the
+    /// run stops with an error naming the port's holder.
+    pub partial: bool,
 }
 
 impl Default for IngestSection {
@@ -350,6 +354,7 @@ impl Default for IngestSection {
             prefer: None,
             allow: Vec::new(),
             lock_release: 3.0,
+            partial: false,
         }
     }
 }

@@ -8,6 +8,12 @@
 //!   hands each datagram to the optional raw [`tap`] (the recorder's), passes it through the
 //!   [`guard`] (allow-list, one followed source at a time),
 //!   decodes it and sends the phones their start messages ([`handshake`]).
+//! - [`IngestConfig`] (config.rs) says where to listen and which listeners must bind; bind.rs
+//!   binds them, and a port that cannot be bound is an [`IngestError::Bind`] naming the process
+//!   that holds it ([`udp_port_holder`], holder.rs) and the setting that moves facewire.
+//! - Each listener's [`ListenerReport`] (report.rs: datagrams, frames, undecoded, guard
+//!   rejections) is read through [`IngestHandle::reports`] or an [`IngestProbe`]; [`sniff`] says
+//!   which app an undecoded datagram looks like.
 //! - [`Stats`] (stats.rs) counts every datagram exactly once; see its identities.
 //! - The phone apps that send one whole frame per datagram have pure decoders of their own:
 //!   [`ifacialmocap`] (iFacialMocap and Facemotion3d text), [`livelink`] (Live Link Face packets)
@@ -18,35 +24,42 @@
 //!   the OSC socket that also takes Face Cap.
 
 pub mod axes;
+mod bind;
+mod config;
 mod decoder;
 mod facecap;
 pub mod guard;
 pub mod handshake;
+mod holder;
 pub mod ifacialmocap;
 pub mod livelink;
 mod osc;
 mod phone;
 mod report;
 mod server;
+pub mod sniff;
 mod stats;
 pub mod tap;
 mod vmc;
 pub mod vts;
 
+pub use bind::{BoundListener, IngestError};
+pub use config::{
+    default_addr, default_port, IngestConfig, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT,
+};
 pub use decoder::{DatagramClass, Decoder, Outcome, MAX_DATAGRAM, MAX_SENDERS};
 pub use guard::{GuardStats, Subnet, SubnetError};
 pub use handshake::PhonePorts;
+pub use holder::{udp_port_holder, usual_holder, PortHolder};
 pub use ifacialmocap::{TextSender, FM3D_PORT, FM3D_START, IFM_PORT, IFM_START, IFM_V2_SUFFIX};
 pub use livelink::LiveLinkPacket;
 pub use osc::MAX_BUNDLE_DEPTH;
 pub use phone::{
     phone_decoder, DecodeFn, Decoded, PhoneDecoder, PhoneStats, ProtocolError, MAX_PHONE_DATAGRAM,
 };
-pub use report::ListenerReport;
-pub use server::{
-    default_addr, default_port, spawn, BoundListener, FrameSink, IngestConfig, IngestError,
-    IngestHandle, NetStats, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT, TICK_PERIOD,
-};
+pub use report::{IngestProbe, ListenerReport};
+pub use server::{spawn, FrameSink, IngestHandle, NetStats, TICK_PERIOD};
+pub use sniff::looks_like;
 pub use stats::{RateLimiter, Stats};
 pub use tap::{RawDatagram, Tap};
 pub use vts::{vts_request, RequestError};

@@ -14,20 +14,20 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 use tracing::{debug, error, info, trace, warn};
 
-use super::decoder::{Decoder, MAX_DATAGRAM};
-use super::guard::{Admit, Guard, GuardStats, Subnet};
-use super::handshake::{self, PhonePorts, Rule, Schedule};
+use super::bind::{bind_all, Bound, BoundListener, IngestError, Wanted};
+use super::config::IngestConfig;
+use super::decoder::{DatagramClass, Decoder, MAX_DATAGRAM};
+use super::guard::{Admit, Guard, GuardStats};
+use super::handshake::{self, Rule, Schedule};
 use super::ifacialmocap::{self, TextSender};
 use super::phone::{PhoneDecoder, PhoneStats};
+use super::report::{Heard, IngestProbe, ListenerReport, Reports};
+use super::sniff;
 use super::stats::{RateLimiter, Stats};
 use super::tap::{RawDatagram, Tap};
-use super::{livelink, vts};
+use super::vts;
 pub use crate::arkit::FrameSink;
 use crate::arkit::{FaceFrame, Protocol};
-use crate::config::IngestSection;
-
-/// The VMC receiver ("Marionette") port, 39539.
-pub const DEFAULT_PORT: u16 = 39539;
 
 /// The name of the ingest thread.
 const THREAD_NAME: &str = "facewire-ingest";
@@ -38,199 +38,11 @@ const SWEEP_PERIOD: Duration = Duration::from_millis(250);
 /// How often the sink's [`FrameSink::tick`] runs, data or not.
 pub const TICK_PERIOD: Duration = Duration::from_millis(10);
 
-/// How long the followed source may be silent before another one may take over, by default.
-pub const DEFAULT_LOCK_RELEASE: Duration = Duration::from_secs(3);
-
 /// The first pause after repeated receive errors; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 
 /// The longest pause after repeated receive errors.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-
-/// One phone-protocol listener to bind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PhoneListen {
-    /// The protocol it receives. An iFacialMocap or Facemotion3d socket takes both text dialects
-    /// and tags each frame by its dialect; a VMC or Face Cap entry is one more OSC socket.
-    pub protocol: Protocol,
-    /// The UDP address to bind; port 0 picks a free port.
-    pub addr: SocketAddr,
-    /// Whether failing to bind it stops [`spawn`] with an error (an address the user chose);
-    /// otherwise it is a warning and the other listeners run.
-    pub required: bool,
-}
-
-/// One socket the ingest thread listens on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BoundListener {
-    /// What it receives: a protocol family ([`Protocol::family`]), [`Protocol::Vmc`] for an OSC
-    /// socket (VMC and Face Cap). [`Protocol::listener_label`] names it in messages.
-    pub kind: Protocol,
-    /// The bound address (port 0 resolved), or for a skipped listener the configured one.
-    pub addr: SocketAddr,
-}
-
-/// Where and how the ingest thread listens.
-///
-/// [`IngestConfig::default`] is the OSC listener alone on 0.0.0.0:39539, required, with no phone
-/// listeners; [`IngestConfig::from_section`] gives the configuration file's full set (every
-/// protocol on its usual port by default).
-#[derive(Debug)]
-pub struct IngestConfig {
-    /// UDP addresses to bind for OSC; each one understands both VMC and Face Cap. Port 0 picks a
-    /// free port ([`IngestHandle::local_addrs`] tells which).
-    pub listen: Vec<SocketAddr>,
-    /// Whether failing to bind an OSC address is an error (otherwise a warning).
-    pub listen_required: bool,
-    /// The phone-protocol listeners.
-    pub phones: Vec<PhoneListen>,
-    /// The phone that start messages (iFacialMocap, Facemotion3d, VTube Studio) are sent to.
-    /// `None`: only to the source being followed, once there is one.
-    pub phone: Option<IpAddr>,
-    /// The phone's ports for the start messages.
-    pub phone_ports: PhonePorts,
-    /// The protocol that takes over from any other source; `None`: the first source is followed.
-    pub prefer: Option<Protocol>,
-    /// Addresses and subnets accepted; empty accepts every sender.
-    pub allow: Vec<Subnet>,
-    /// How long the followed source may be silent before another one may take over.
-    pub lock_release: Duration,
-    /// How long a sender may stay quiet before it is logged as silent.
-    pub silence_after: Duration,
-    /// Called for every datagram received on any listener, before the guard and decoding
-    /// ([`Tap`]); `None`: no tap.
-    pub tap: Option<Tap>,
-}
-
-impl Default for IngestConfig {
-    fn default() -> IngestConfig {
-        IngestConfig {
-            listen: vec![SocketAddr::from((Ipv4Addr::UNSPECIFIED, DEFAULT_PORT))],
-            listen_required: true,
-            phones: Vec::new(),
-            phone: None,
-            phone_ports: PhonePorts::default(),
-            prefer: None,
-            allow: Vec::new(),
-            lock_release: DEFAULT_LOCK_RELEASE,
-            silence_after: Duration::from_secs(2),
-            tap: None,
-        }
-    }
-}
-
-/// The PC port a protocol's sender sends to by default: [`DEFAULT_PORT`] for VMC and Face Cap,
-/// the app's own port for iFacialMocap, Facemotion3d and Live Link Face. For VTube Studio this is
-/// our choice: the PC names its ports in the request ([`vts::DEFAULT_PC_PORT`]).
-pub fn default_port(protocol: Protocol) -> u16 {
-    match protocol {
-        Protocol::Vmc | Protocol::FaceCap => DEFAULT_PORT,
-        Protocol::IFacialMocap => ifacialmocap::IFM_PORT,
-        Protocol::Facemotion3d => ifacialmocap::FM3D_PORT,
-        Protocol::LiveLinkFace => livelink::DEFAULT_PORT,
-        Protocol::VTubeStudio => vts::DEFAULT_PC_PORT,
-    }
-}
-
-/// The usual address of a protocol's listener: all interfaces on its [`default_port`].
-pub fn default_addr(protocol: Protocol) -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::UNSPECIFIED, default_port(protocol)))
-}
-
-impl IngestConfig {
-    /// The ingest settings of `[ingest]`. An address equal to its protocol's usual one
-    /// ([`default_addr`]) is optional (a port in use is a warning); any other address was chosen
-    /// by the user and must bind.
-    pub fn from_section(section: &IngestSection) -> IngestConfig {
-        let phone_lists = [
-            (Protocol::IFacialMocap, &section.ifacialmocap),
-            (Protocol::Facemotion3d, &section.facemotion3d),
-            (Protocol::LiveLinkFace, &section.livelinkface),
-            (Protocol::VTubeStudio, &section.vtubestudio),
-        ];
-        let mut phones = Vec::new();
-        for (protocol, addrs) in phone_lists {
-            let usual = default_addr(protocol);
-            phones.extend(addrs.iter().map(|&addr| PhoneListen {
-                protocol,
-                addr,
-                required: addr != usual,
-            }));
-        }
-        let usual = default_addr(Protocol::Vmc);
-        IngestConfig {
-            listen: section.listen.clone(),
-            listen_required: section.listen.iter().any(|&a| a != usual),
-            phones,
-            phone: section.phone,
-            phone_ports: section.phone_ports,
-            prefer: section.prefer,
-            allow: section.allow.clone(),
-            lock_release: Duration::from_secs_f32(section.lock_release),
-            ..IngestConfig::default()
-        }
-    }
-
-    /// Keeps only the listeners on `port`, each one required. When none is configured there, it
-    /// listens on all interfaces at `port` for the protocol whose usual port it is
-    /// ([`default_port`]), or for VMC and Face Cap.
-    pub fn restrict_to_port(mut self, port: u16) -> IngestConfig {
-        self.listen.retain(|a| a.port() == port);
-        self.listen_required = true;
-        self.phones.retain(|p| p.addr.port() == port);
-        for p in &mut self.phones {
-            p.required = true;
-        }
-        if self.listen.is_empty() && self.phones.is_empty() {
-            let addr = SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
-            match Protocol::FAMILIES
-                .into_iter()
-                .find(|&p| !p.is_osc() && default_port(p) == port)
-            {
-                Some(protocol) => self.phones.push(PhoneListen {
-                    protocol,
-                    addr,
-                    required: true,
-                }),
-                None => self.listen.push(addr),
-            }
-        }
-        self
-    }
-}
-
-/// Why the ingest thread could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum IngestError {
-    /// The configuration lists no address to listen on.
-    #[error("no UDP address to listen on")]
-    NoListenAddress,
-    /// A UDP socket could not be bound (address in use, not an address of this machine, ...):
-    /// a required one, or every one.
-    #[error("cannot listen on {addr} (UDP)")]
-    Bind {
-        /// The address from the configuration.
-        addr: SocketAddr,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
-    },
-    /// A bound socket could not be handed to tokio.
-    #[error("cannot set up the UDP socket on {addr}")]
-    Socket {
-        /// The address from the configuration.
-        addr: SocketAddr,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// The tokio runtime could not be built.
-    #[error("cannot start the ingest runtime")]
-    Runtime(#[source] io::Error),
-    /// The ingest thread could not be spawned.
-    #[error("cannot spawn the ingest thread")]
-    Thread(#[source] io::Error),
-}
 
 /// Counters of the phone listeners, the guard and the handshakes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -278,6 +90,8 @@ pub struct IngestHandle {
     stats: Arc<Mutex<Stats>>,
     /// The other counters, refreshed after every datagram.
     net_stats: Arc<Mutex<NetStats>>,
+    /// What each listener has heard, updated once per datagram.
+    reports: Arc<Mutex<Reports>>,
     /// Tells the thread to stop.
     stop: watch::Sender<bool>,
     /// The thread; `None` once joined.
@@ -323,6 +137,18 @@ impl IngestHandle {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// What each listener has heard so far: one report per bound listener, in
+    /// [`IngestHandle::listeners`] order.
+    pub fn reports(&self) -> Vec<ListenerReport> {
+        self.probe().reports()
+    }
+
+    /// A reader of the listener reports and the frame count that another thread can keep and
+    /// poll ([`IngestProbe`]).
+    pub fn probe(&self) -> IngestProbe {
+        IngestProbe::new(Arc::clone(&self.reports))
+    }
+
     /// Stops the thread and waits for it to finish.
     pub fn shutdown(mut self) {
         self.stop_and_join();
@@ -349,17 +175,6 @@ impl Drop for IngestHandle {
     }
 }
 
-/// Binds one address as a non-blocking tokio socket.
-fn bind(addr: SocketAddr) -> Result<(UdpSocket, SocketAddr), IngestError> {
-    let std_socket =
-        std::net::UdpSocket::bind(addr).map_err(|source| IngestError::Bind { addr, source })?;
-    let socket_error = |source| IngestError::Socket { addr, source };
-    std_socket.set_nonblocking(true).map_err(socket_error)?;
-    let local = std_socket.local_addr().map_err(socket_error)?;
-    let socket = UdpSocket::from_std(std_socket).map_err(socket_error)?;
-    Ok((socket, local))
-}
-
 /// Binds every listener of `config` (a required one that fails is an error, an optional one a
 /// warning), then starts the `facewire-ingest` thread, which hands every datagram received to
 /// the configured [`Tap`], calls `sink` for every committed frame of the followed source (and its
@@ -371,16 +186,19 @@ pub fn spawn(
     mut config: IngestConfig,
     sink: Box<dyn FrameSink>,
 ) -> Result<IngestHandle, IngestError> {
-    let wanted: Vec<(Protocol, SocketAddr, bool)> = config
+    let wanted: Vec<Wanted> = config
         .listen
         .iter()
-        .map(|&addr| (Protocol::Vmc, addr, config.listen_required))
-        .chain(
-            config
-                .phones
-                .iter()
-                .map(|p| (p.protocol.family(), p.addr, p.required)),
-        )
+        .map(|&addr| Wanted {
+            kind: Protocol::Vmc,
+            addr,
+            required: config.listen_required,
+        })
+        .chain(config.phones.iter().map(|p| Wanted {
+            kind: p.protocol.family(),
+            addr: p.addr,
+            required: p.required,
+        }))
         .collect();
     if wanted.is_empty() {
         return Err(IngestError::NoListenAddress);
@@ -390,45 +208,15 @@ pub fn spawn(
         .enable_time()
         .build()
         .map_err(IngestError::Runtime)?;
-
-    let mut sockets = Vec::with_capacity(wanted.len());
-    let mut listeners = Vec::with_capacity(wanted.len());
-    let mut skipped = Vec::new();
-    let mut first_error = None;
-    {
+    let Bound {
+        sockets,
+        listeners,
+        skipped,
+    } = {
         // Registering a socket with tokio needs the runtime's reactor.
         let _guard = runtime.enter();
-        for &(kind, addr, required) in &wanted {
-            match bind(addr) {
-                Ok((socket, local)) => {
-                    sockets.push(socket);
-                    listeners.push(BoundListener { kind, addr: local });
-                }
-                Err(err) if required => return Err(err),
-                Err(err) => {
-                    let cause = std::error::Error::source(&err)
-                        .map(ToString::to_string)
-                        .unwrap_or_default();
-                    let label = kind.listener_label();
-                    warn!(
-                        %addr,
-                        kind = label,
-                        %cause,
-                        "not listening for {label} on {addr} ({cause}); the other protocols run"
-                    );
-                    skipped.push(BoundListener { kind, addr });
-                    first_error.get_or_insert(err);
-                }
-            }
-        }
-    }
-    if sockets.is_empty() {
-        return Err(first_error.unwrap_or(IngestError::NoListenAddress));
-    }
-    for l in &listeners {
-        let kind = l.kind.listener_label();
-        info!(addr = %l.addr, kind, "listening for {kind} on {} (UDP)", l.addr);
-    }
+        bind_all(&wanted)?
+    };
     let handshakes = handshakes(&config, &listeners);
     let local_addrs = listeners
         .iter()
@@ -438,6 +226,9 @@ pub fn spawn(
 
     let stats = Arc::new(Mutex::new(Stats::default()));
     let net_stats = Arc::new(Mutex::new(NetStats::default()));
+    let reports = Arc::new(Mutex::new(Reports::new(
+        listeners.iter().map(|l| (l.kind, l.addr)),
+    )));
     let (stop, stopped) = watch::channel(false);
     let receiver = Receiver {
         kinds: listeners.iter().map(|l| l.kind).collect(),
@@ -445,6 +236,7 @@ pub fn spawn(
         sockets,
         stats: Arc::clone(&stats),
         net_stats: Arc::clone(&net_stats),
+        reports: Arc::clone(&reports),
         silence_after: config.silence_after,
         guard: Guard::new(config.allow.clone(), config.prefer, config.lock_release),
         phone: config.phone,
@@ -463,6 +255,7 @@ pub fn spawn(
         skipped,
         stats,
         net_stats,
+        reports,
         stop,
         thread: Some(thread),
     })
@@ -562,6 +355,8 @@ struct Receiver {
     stats: Arc<Mutex<Stats>>,
     /// Where the other counters are published.
     net_stats: Arc<Mutex<NetStats>>,
+    /// Where each listener's report is kept.
+    reports: Arc<Mutex<Reports>>,
     /// How long a sender may be quiet before it is logged as silent.
     silence_after: Duration,
     /// The allow-list and the source lock.
@@ -728,7 +523,15 @@ impl Receiver {
                         .get(socket)
                         .copied()
                         .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
-                    self.datagram(&mut state, kind, local, &buf[..len], from, &mut committed);
+                    let heard =
+                        self.datagram(&mut state, kind, local, &buf[..len], from, &mut committed);
+                    self.reports
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .record(socket, heard);
+                    for frame in committed.drain(..) {
+                        self.sink.frame(frame);
+                    }
                 }
                 Event::RecvError(socket, err) => {
                     state.recv_errors += 1;
@@ -757,8 +560,9 @@ impl Receiver {
         }
     }
 
-    /// Taps, guards, decodes and delivers one datagram received on a `kind` socket bound to
-    /// `local`.
+    /// Taps, guards and decodes one datagram received on a `kind` socket bound to `local`,
+    /// leaving the frames to deliver in `committed`; returns what became of it for the listener's
+    /// report.
     fn datagram(
         &mut self,
         state: &mut Loop,
@@ -767,7 +571,7 @@ impl Receiver {
         data: &[u8],
         from: SocketAddr,
         committed: &mut Vec<FaceFrame>,
-    ) {
+    ) -> Heard {
         let now = Instant::now();
         if let Some(tap) = &mut self.tap {
             tap.call(RawDatagram {
@@ -789,16 +593,22 @@ impl Receiver {
             }
             other => other.family(),
         };
-        if self.guard.admit(family, from, now) != Admit::Decode {
+        committed.clear();
+        let admit = self.guard.admit(family, from, now);
+        if admit != Admit::Decode {
             trace!(%from, protocol = family.family_label(), "datagram ignored by the guard");
             self.publish(state);
-            return;
+            return Heard {
+                not_allowed: (admit == Admit::NotAllowed).then_some(from),
+                ..Heard::default()
+            };
         }
-        committed.clear();
+        let decoded;
         if family.is_osc() {
             let outcome = state.decoder.decode(data, from, now, |frame| {
                 committed.push(*frame);
             });
+            decoded = outcome.class == DatagramClass::Ok;
             if outcome.newly_active {
                 if let Some(protocol) = outcome.protocol {
                     info!(%from, %protocol, "receiving {protocol} from {from}");
@@ -812,6 +622,7 @@ impl Receiver {
             }
         } else if let Some(decoder) = state.phone(family) {
             let result = decoder.decode(data, from, now);
+            decoded = result.is_ok();
             if self.guard.commit(family, from, now, result.is_ok()) {
                 if let Ok(decoded) = result {
                     committed.push(decoded.frame);
@@ -822,15 +633,19 @@ impl Receiver {
                     }
                 }
             }
+        } else {
+            decoded = false;
         }
         if !committed.is_empty() {
             state.last_frame[slot(family)] = Some(now);
         }
-        // Publish the counters before handing the frames on, so whoever sees a frame also sees
-        // the counters that include it.
+        // Publish the counters before the frames are handed on, so whoever sees a frame also
+        // sees the counters that include it.
         self.publish(state);
-        for frame in committed.drain(..) {
-            self.sink.frame(frame);
+        Heard {
+            frames: committed.len() as u64,
+            undecoded: (!decoded).then(|| sniff::looks_like(data)),
+            not_allowed: None,
         }
     }
 
@@ -900,41 +715,173 @@ fn poll_recv_any(
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_protocol_has_a_usual_port() {
-        let ports = Protocol::ALL.map(default_port);
-        assert_eq!(ports, [39539, 39539, 49983, 49993, 11111, 11125]);
-        assert_eq!(default_port(Protocol::VTubeStudio), vts::DEFAULT_PC_PORT);
-        assert_eq!(
-            default_addr(Protocol::FaceCap),
-            SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT))
-        );
+    use std::sync::mpsc;
+
+    use super::super::config::PhoneListen;
+    use super::super::holder::udp_port_holder;
+    use super::super::livelink::{self, LiveLinkPacket, VALUE_COUNT};
+
+    fn loopback() -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    }
+
+    fn phone(protocol: Protocol) -> PhoneListen {
+        PhoneListen {
+            protocol,
+            addr: loopback(),
+            required: true,
+        }
+    }
+
+    /// Starts ingest with `config`; frames arrive on the returned channel.
+    fn start(config: IngestConfig) -> (IngestHandle, mpsc::Receiver<FaceFrame>) {
+        let (tx, rx) = mpsc::channel();
+        let sink = Box::new(move |frame| {
+            let _ = tx.send(frame);
+        });
+        (spawn(config, sink).expect("ingest starts on loopback"), rx)
+    }
+
+    /// Polls `probe` until `done` holds (bounded), and returns the reports.
+    fn wait_for(
+        probe: &IngestProbe,
+        done: impl Fn(&[ListenerReport]) -> bool,
+    ) -> Vec<ListenerReport> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let reports = probe.reports();
+            if done(&reports) {
+                return reports;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "reports never got there: {reports:?}"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn live_link_packet() -> Vec<u8> {
+        livelink::encode(&LiveLinkPacket {
+            version: livelink::PACKET_VERSION,
+            device_id: b"DEVICE",
+            subject: b"iPhone",
+            frame_number: 1,
+            subframe: 0.0,
+            rate_numerator: 60,
+            rate_denominator: 1,
+            declared_count: Some(VALUE_COUNT as u8),
+            values: [0.25; VALUE_COUNT],
+            value_len: VALUE_COUNT,
+        })
     }
 
     #[test]
-    fn restricting_to_a_port_keeps_its_listeners_or_picks_its_protocol() {
-        let section = IngestSection::default();
-        let only = IngestConfig::from_section(&section).restrict_to_port(11111);
-        assert!(only.listen.is_empty());
-        assert_eq!(only.phones.len(), 1);
-        assert_eq!(only.phones[0].protocol, Protocol::LiveLinkFace);
-        assert!(only.phones[0].required);
-
-        let osc = IngestConfig::from_section(&section).restrict_to_port(DEFAULT_PORT);
-        assert_eq!(osc.listen, [default_addr(Protocol::Vmc)]);
-        assert!(osc.listen_required && osc.phones.is_empty());
-
-        // A port nothing is configured on: its protocol's listener, or OSC.
-        let none = IngestSection {
-            ifacialmocap: Vec::new(),
-            ..IngestSection::default()
+    fn spawn_stops_on_a_busy_required_port_and_names_it() {
+        let taken = std::net::UdpSocket::bind(loopback()).unwrap();
+        let busy = taken.local_addr().unwrap();
+        let config = IngestConfig {
+            listen: vec![loopback()],
+            phones: vec![PhoneListen {
+                addr: busy,
+                ..phone(Protocol::LiveLinkFace)
+            }],
+            ..IngestConfig::default()
         };
-        let ifm = IngestConfig::from_section(&none).restrict_to_port(49983);
-        assert!(ifm.listen.is_empty());
-        assert_eq!(ifm.phones[0].protocol, Protocol::IFacialMocap);
-        let other = IngestConfig::from_section(&section).restrict_to_port(40000);
-        assert_eq!(other.listen, [SocketAddr::from(([0, 0, 0, 0], 40000))]);
-        assert!(other.phones.is_empty() && other.listen_required);
+        let err = spawn(config, Box::new(|_: FaceFrame| {})).unwrap_err();
+        let IngestError::Bind { addr, kind, .. } = &err else {
+            panic!("expected a bind error: {err}");
+        };
+        assert_eq!((*addr, *kind), (busy, Protocol::LiveLinkFace));
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "cannot listen for Live Link Face on {busy} (UDP): "
+            )),
+            "{text}"
+        );
+        // This process holds the port: on Linux that is found and said.
+        if cfg!(target_os = "linux") && udp_port_holder(busy.port()).is_some() {
+            assert!(
+                text.contains("this facewire already listens on port"),
+                "{text}"
+            );
+        }
+        drop(taken);
+    }
+
+    #[test]
+    fn reports_say_what_each_listener_heard_and_what_it_looks_like() {
+        let (handle, rx) = start(IngestConfig {
+            listen: vec![loopback()],
+            phones: vec![phone(Protocol::LiveLinkFace), phone(Protocol::IFacialMocap)],
+            ..IngestConfig::default()
+        });
+        let probe = handle.probe();
+        let [osc, llf, ifm] = [
+            Protocol::Vmc,
+            Protocol::LiveLinkFace,
+            Protocol::IFacialMocap,
+        ]
+        .map(|p| handle.local_addr(p).unwrap());
+        let kinds: Vec<_> = handle.reports().iter().map(|r| (r.kind, r.addr)).collect();
+        let listed: Vec<_> = handle
+            .listeners()
+            .iter()
+            .map(|l| (l.kind, l.addr))
+            .collect();
+        assert_eq!(
+            kinds, listed,
+            "one report per listener, in listeners() order"
+        );
+
+        let phone_app = std::net::UdpSocket::bind(loopback()).unwrap();
+        let text = b"eyeBlink_L-29|jawOpen-40|=head#1,2,3,0,0,0|";
+        // The wrong ports: Live Link Face to the OSC socket, iFacialMocap to Live Link's.
+        phone_app.send_to(&live_link_packet(), osc).unwrap();
+        phone_app.send_to(text, llf).unwrap();
+        let reports = wait_for(&probe, |r| r[0].undecoded == 1 && r[1].undecoded == 1);
+        assert_eq!(reports[0].looks_like, Some(Protocol::LiveLinkFace));
+        assert_eq!(reports[1].looks_like, Some(Protocol::IFacialMocap));
+        assert_eq!((reports[0].datagrams, reports[0].frames), (1, 0));
+        assert_eq!(probe.frames(), 0);
+        // Garbage that looks like nothing clears the hint of the last undecoded datagram.
+        phone_app.send_to(b"\x00\x01", llf).unwrap();
+        let reports = wait_for(&probe, |r| r[1].undecoded == 2);
+        assert_eq!(reports[1].looks_like, None);
+
+        // The right port: a frame, counted on that listener and in the total.
+        phone_app.send_to(text, ifm).unwrap();
+        let frame = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(frame.protocol, Protocol::IFacialMocap);
+        let reports = wait_for(&probe, |r| r[2].frames == 1);
+        assert_eq!((reports[2].datagrams, reports[2].undecoded), (1, 0));
+        assert_eq!(reports[2].looks_like, None);
+        assert_eq!(probe.frames(), 1);
+
+        // The probe outlives the handle, and another thread can read it.
+        handle.shutdown();
+        let reader = std::thread::spawn(move || probe.reports());
+        assert_eq!(reader.join().unwrap()[1].datagrams, 2);
+    }
+
+    #[test]
+    fn reports_count_senders_outside_the_allow_list() {
+        let (handle, _rx) = start(IngestConfig {
+            listen: vec![loopback()],
+            allow: vec!["127.0.0.2/32".parse().unwrap()],
+            ..IngestConfig::default()
+        });
+        let sender = std::net::UdpSocket::bind(loopback()).unwrap();
+        sender
+            .send_to(b"/VMC/Ext/OK\0", handle.local_addrs()[0])
+            .unwrap();
+        let reports = wait_for(&handle.probe(), |r| r[0].not_allowed == 1);
+        assert_eq!(
+            reports[0].last_not_allowed,
+            Some(sender.local_addr().unwrap())
+        );
+        assert_eq!((reports[0].datagrams, reports[0].undecoded), (1, 0));
     }
 
     #[test]
