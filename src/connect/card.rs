@@ -5,9 +5,9 @@ use std::net::{IpAddr, SocketAddr};
 
 use super::hints::Hint;
 use super::lan::{AddressKind, LanAddress};
-use super::wrap;
 use crate::arkit::Protocol;
 use crate::ingest::BoundListener;
+use crate::text::wrap_chars;
 
 /// The card's title.
 pub const TITLE: &str = "Connect your phone";
@@ -93,7 +93,7 @@ fn what_to_enter(protocol: Protocol, pc: &str, port: u16, phone: Option<IpAddr>)
     };
     match protocol {
         Protocol::Vmc => {
-            format!("Waidayo, VSeeFace, iFacialMocap's PC app: send to {pc} port {port}")
+            format!("Waidayo, VSeeFace, iFacialMocap PC: send to {pc} port {port}")
         }
         Protocol::FaceCap => format!("OSC host {pc}, port {port}"),
         Protocol::LiveLinkFace => {
@@ -107,7 +107,7 @@ fn what_to_enter(protocol: Protocol, pc: &str, port: u16, phone: Option<IpAddr>)
 /// The name of `protocol`'s app on the card.
 fn app_name(protocol: Protocol) -> &'static str {
     match protocol {
-        Protocol::Vmc => "VMC apps",
+        Protocol::Vmc => "VMC senders",
         Protocol::FaceCap => "Face Cap",
         Protocol::LiveLinkFace => "Live Link Face",
         Protocol::IFacialMocap => "iFacialMocap",
@@ -271,7 +271,10 @@ impl ConnectCard {
             None => out.push(format!("{label}{PC_IP_PLACEHOLDER} (no address found)")),
         }
         for note in &self.notes {
-            for (i, line) in wrap(note, TERMINAL_COLUMNS - 4).into_iter().enumerate() {
+            for (i, line) in wrap_chars(note, TERMINAL_COLUMNS - 4)
+                .into_iter()
+                .enumerate()
+            {
                 out.push(format!("{}{line}", if i == 0 { "  ! " } else { "    " }));
             }
         }
@@ -279,7 +282,7 @@ impl ConnectCard {
         // "  NAME  UDP 39539  " before the wrapped instruction.
         let lead = 2 + name_width + 2 + 9 + 2;
         for row in &self.apps {
-            let lines = wrap(&row.enter, TERMINAL_COLUMNS.saturating_sub(lead).max(20));
+            let lines = wrap_chars(&row.enter, TERMINAL_COLUMNS.saturating_sub(lead).max(20));
             for (i, line) in lines.into_iter().enumerate() {
                 if i == 0 {
                     let port = format!("UDP {}", row.port);
@@ -301,7 +304,7 @@ pub(crate) fn hint_lines(hints: &[Hint]) -> Vec<String> {
     }
     let mut out = vec!["  No face data yet. Check:".to_string()];
     for hint in hints {
-        for (i, line) in wrap(&hint.text, TERMINAL_COLUMNS - 6)
+        for (i, line) in wrap_chars(&hint.text, TERMINAL_COLUMNS - 6)
             .into_iter()
             .enumerate()
         {
@@ -360,7 +363,7 @@ mod tests {
         assert_eq!(
             apps,
             [
-                "VMC apps",
+                "VMC senders",
                 "Face Cap",
                 "iFacialMocap",
                 "Facemotion3d",
@@ -370,7 +373,7 @@ mod tests {
         );
         assert_eq!(
             row(&card, Protocol::Vmc).enter,
-            "Waidayo, VSeeFace, iFacialMocap's PC app: send to 192.168.1.20 port 39539"
+            "Waidayo, VSeeFace, iFacialMocap PC: send to 192.168.1.20 port 39539"
         );
         assert_eq!(
             row(&card, Protocol::FaceCap).enter,

@@ -47,7 +47,9 @@ pub enum HintKind {
     Firewall,
     /// Nothing arrives: the app's target address and port.
     Target,
-    /// Nothing arrives: the apps facewire asks for data need the phone's address.
+    /// Nothing arrives from the apps facewire asks for data: is the configured phone address
+    /// the one the app shows? (Without one, the card's rows already say to start with
+    /// `--phone`.)
     AskPhone,
     /// Every listener is bound to loopback: the phone cannot reach any.
     LoopbackOnly,
@@ -147,16 +149,18 @@ fn firewall(os: Os, ports: &[u16]) -> Hint {
                 .chunks(UFW_MAX_PORTS)
                 .map(|chunk| format!("sudo ufw allow {}/udp", chunk.join(",")))
                 .collect();
-            let adds: Vec<String> = list.iter().map(|p| format!("--add-port={p}/udp")).collect();
+            // One --add-port per port; bash, zsh and fish expand `{a,b}` into one each.
+            let ports = match list.as_slice() {
+                [one] => one.clone(),
+                many => format!("{{{}}}", many.join(",")),
+            };
             commands.push(format!(
-                "sudo firewall-cmd --permanent {} && sudo firewall-cmd --reload",
-                adds.join(" ")
+                "sudo firewall-cmd --permanent --add-port={ports}/udp"
             ));
+            commands.push("sudo firewall-cmd --reload".to_string());
             Hint {
                 kind: HintKind::Firewall,
-                text: format!(
-                    "The firewall lets UDP in on {words}. With ufw, or with firewalld (Fedora):"
-                ),
+                text: format!("The firewall lets UDP in on {words} (ufw, or firewalld):"),
                 commands,
             }
         }
@@ -164,7 +168,7 @@ fn firewall(os: Os, ports: &[u16]) -> Hint {
             kind: HintKind::Firewall,
             text: format!(
                 "Windows Firewall lets UDP in on {words}: allow facewire when Windows asks on \
-                 first start, and make the Wi-Fi a Private network; or, as administrator:"
+                 first start, with the Wi-Fi a Private network; or, as administrator:"
             ),
             commands: vec![format!(
                 "netsh advfirewall firewall add rule name=\"facewire\" dir=in action=allow \
@@ -184,8 +188,8 @@ fn firewall(os: Os, ports: &[u16]) -> Hint {
 
 /// What to check, in the order to check it. Empty before [`NO_DATA_HINT`] has passed and once
 /// any frame has arrived. With no datagram at all: the same network, the firewall (commands
-/// for the listened ports on `os`), the app's target, and the phone's address for the apps
-/// facewire asks. When datagrams arrive but give no frame: the port they belong on, the
+/// for the listened ports on `os`), the app's target, and for the apps facewire asks, the
+/// configured phone's address. When datagrams arrive but give no frame: the port they belong on, the
 /// `[ingest]` key that turns their listener on, or the `ingest.allow` entry their sender needs.
 pub fn hints(input: &HintInput<'_>) -> Vec<Hint> {
     if input.frames > 0 || input.elapsed < NO_DATA_HINT {
@@ -224,8 +228,7 @@ pub fn hints(input: &HintInput<'_>) -> Vec<Hint> {
             HintKind::SameNetwork,
             match primary {
                 Some(a) => format!(
-                    "The phone is on the same Wi-Fi as this PC ({}): not a guest network, and \
-                     no VPN on the phone or the PC.",
+                    "Same Wi-Fi as this PC ({})? Not a guest network, no VPN.",
                     a.ip
                 ),
                 None => "This PC has no address a phone can reach: connect it to the phone's \
@@ -252,11 +255,7 @@ pub fn hints(input: &HintInput<'_>) -> Vec<Hint> {
             let ip = primary.map_or_else(|| "this PC's address".to_string(), |a| a.ip.to_string());
             push(Hint::new(
                 HintKind::Target,
-                format!(
-                    "The app sends to {ip} on the port the card shows ({}), not to another PC \
-                     or an old address.",
-                    port_words(&pushed)
-                ),
+                format!("App target: {ip}, {} (not an old IP).", port_words(&pushed)),
             ));
         }
         let asked_apps: Vec<&str> = reports
@@ -269,20 +268,15 @@ pub fn hints(input: &HintInput<'_>) -> Vec<Hint> {
                 }
                 names
             });
-        if !asked_apps.is_empty() {
-            let apps = asked_apps.join(", ");
+        // Without a phone address the card's rows already say to start with --phone.
+        if let (Some(phone), false) = (input.phone, asked_apps.is_empty()) {
             push(Hint::new(
                 HintKind::AskPhone,
-                match input.phone {
-                    Some(phone) => format!(
-                        "{apps}: facewire asks {phone} for data; that must be the address the \
-                         app shows, with the app open on the phone."
-                    ),
-                    None => format!(
-                        "{apps} send only when asked: start facewire with --phone PHONE-IP \
-                         (the address the app shows)."
-                    ),
-                },
+                format!(
+                    "{}: facewire asks {phone} for data; that must be the address the app \
+                     shows, with the app open on the phone.",
+                    asked_apps.join(", ")
+                ),
             ));
         }
         return out;
@@ -422,16 +416,12 @@ mod tests {
     }
 
     #[test]
-    fn silence_asks_for_network_firewall_target_and_phone() {
+    fn silence_asks_for_network_firewall_and_target() {
         let list = at(6, 0, &all_reports(), Os::Linux);
         assert_eq!(
             kinds(&list),
-            [
-                HintKind::SameNetwork,
-                HintKind::Firewall,
-                HintKind::Target,
-                HintKind::AskPhone
-            ]
+            [HintKind::SameNetwork, HintKind::Firewall, HintKind::Target],
+            "no phone hint: without --phone the card's rows say it"
         );
         assert!(
             find(&list, HintKind::SameNetwork)
@@ -441,15 +431,10 @@ mod tests {
         );
         let target = &find(&list, HintKind::Target).text;
         assert!(target.contains("192.168.1.20"), "{target}");
-        assert!(target.contains("ports 39539 and 11111"), "{target}");
-        let ask = &find(&list, HintKind::AskPhone).text;
-        assert!(
-            ask.starts_with(
-                "iFacialMocap, Facemotion3d, VTube Studio/MeowFace send only when asked"
-            ),
-            "{ask}"
+        assert_eq!(
+            target,
+            "App target: 192.168.1.20, ports 39539 and 11111 (not an old IP)."
         );
-        assert!(ask.contains("--phone PHONE-IP"));
     }
 
     #[test]
@@ -463,8 +448,8 @@ mod tests {
             fw.commands,
             [
                 "sudo ufw allow 39539,11111/udp",
-                "sudo firewall-cmd --permanent --add-port=39539/udp --add-port=11111/udp && \
-                 sudo firewall-cmd --reload",
+                "sudo firewall-cmd --permanent --add-port={39539,11111}/udp",
+                "sudo firewall-cmd --reload",
             ]
         );
         assert!(fw.text.contains("ports 39539 and 11111"));
@@ -473,7 +458,14 @@ mod tests {
             HintKind::Firewall,
         )
         .clone();
-        assert_eq!(one.commands[0], "sudo ufw allow 39539/udp");
+        assert_eq!(
+            one.commands,
+            [
+                "sudo ufw allow 39539/udp",
+                "sudo firewall-cmd --permanent --add-port=39539/udp",
+                "sudo firewall-cmd --reload",
+            ]
+        );
         // Loopback listeners need no rule; ports are listed once.
         let mut mixed = vec![report(Protocol::Vmc, 39539), report(Protocol::Vmc, 39539)];
         mixed.push(ListenerReport::new(
@@ -485,7 +477,7 @@ mod tests {
         // ufw takes 15 ports per rule.
         let many: Vec<ListenerReport> = (0..17).map(|i| report(Protocol::Vmc, 40000 + i)).collect();
         let fw = find(&at(6, 0, &many, Os::Linux), HintKind::Firewall).clone();
-        assert_eq!(fw.commands.len(), 3);
+        assert_eq!(fw.commands.len(), 4);
         assert!(fw.commands[0].ends_with(",40014/udp"));
         assert_eq!(fw.commands[1], "sudo ufw allow 40015,40016/udp");
     }
@@ -644,6 +636,6 @@ mod tests {
             .starts_with("This PC has no address a phone can reach"));
         assert!(find(&list, HintKind::Target)
             .text
-            .starts_with("The app sends to this PC's address"));
+            .starts_with("App target: this PC's address"));
     }
 }

@@ -28,9 +28,10 @@ pub struct LanAddress {
 }
 
 impl LanAddress {
-    /// The address as a person types it, with the interface in brackets when known and
-    /// `virtual` for a virtual adapter: `192.168.1.20 (wlan0)`, `172.17.0.1 (docker0, virtual)`.
-    pub fn describe(&self) -> String {
+    /// What the card says about the address besides the address itself: the interface, and
+    /// `virtual`, `link-local` or `this PC only` for those kinds (`docker0, virtual`); empty
+    /// for a LAN address of an unknown interface.
+    pub fn notes(&self) -> String {
         let mut notes = Vec::new();
         if !self.interface.is_empty() {
             notes.push(self.interface.as_str());
@@ -41,10 +42,17 @@ impl LanAddress {
             AddressKind::LinkLocal => notes.push("link-local"),
             AddressKind::Loopback => notes.push("this PC only"),
         }
+        notes.join(", ")
+    }
+
+    /// The address as a person types it, with its [`LanAddress::notes`] in brackets:
+    /// `192.168.1.20 (wlan0)`, `172.17.0.1 (docker0, virtual)`.
+    pub fn describe(&self) -> String {
+        let notes = self.notes();
         if notes.is_empty() {
             self.ip.to_string()
         } else {
-            format!("{} ({})", self.ip, notes.join(", "))
+            format!("{} ({notes})", self.ip)
         }
     }
 }
@@ -380,6 +388,7 @@ mod tests {
             ..lan.clone()
         };
         assert_eq!(docker.describe(), "192.168.1.20 (docker0, virtual)");
+        assert_eq!(docker.notes(), "docker0, virtual");
         let bare = LanAddress {
             interface: String::new(),
             ..lan
