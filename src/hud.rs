@@ -270,7 +270,9 @@ pub fn connect_placement(viewport: (u32, u32), card_size: (u32, u32)) -> (i32, i
 /// Draws the connect card `width` pixels wide (at least 320): the title, this PC's first address
 /// in large letters with its interface, the other addresses small, notes, a row per listening
 /// app (name, port, what to enter), then the hints in amber with their commands. Every line is
-/// wrapped to fit; the card is as tall as its contents.
+/// wrapped to fit; the card is as tall as its contents. With the usual five listeners, a second
+/// address and the hints it fits a 1280x720 stage; on a smaller stage it can be taller than the
+/// stage ([`connect_placement`] keeps its top in view).
 pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
     let width = width.max(320);
     let mut layout = Layout::new(width);
