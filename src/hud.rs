@@ -1,8 +1,9 @@
-//! On-stage text cards (the calibration routine's prompts), laid out and drawn on the CPU into
-//! an RGBA image that `render::overlay` puts over the avatar.
+//! On-stage text cards (the calibration routine's prompts and the connect card), laid out and
+//! drawn on the CPU into an RGBA image that `render::overlay` puts over the avatar.
 
+use crate::connect::ConnectCard;
 use crate::image::RgbaImage;
-use crate::text::{draw_text, fill, text_width, Rect, GLYPH};
+use crate::text::{draw_text, fill, text_width, wrap_chars, Rect, GLYPH};
 
 /// What one prompt card says.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,30 +41,9 @@ const TRACK: [u8; 4] = [70, 74, 82, 255];
 const FILL: [u8; 4] = [90, 200, 120, 255];
 
 /// Splits `text` into lines of at most `max_width` pixels at `scale`, breaking between words
-/// (a word longer than a line is cut).
+/// (a word longer than a line is split across lines: nothing is cut off).
 pub fn wrap_words(text: &str, max_width: u32, scale: u32) -> Vec<String> {
-    let max_chars = (max_width / (GLYPH * scale.max(1))).max(1) as usize;
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        let mut word: String = word.chars().take(max_chars).collect();
-        let needed = if line.is_empty() {
-            word.chars().count()
-        } else {
-            line.chars().count() + 1 + word.chars().count()
-        };
-        if needed > max_chars && !line.is_empty() {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&std::mem::take(&mut word));
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
+    wrap_chars(text, (max_width / (GLYPH * scale.max(1))).max(1) as usize)
 }
 
 /// Where a card goes on a `viewport`-sized stage, and how wide it is: a third of the stage
@@ -154,9 +134,288 @@ pub fn render_prompt(card: &PromptCard, width: u32) -> RgbaImage {
     image
 }
 
+/// The connect card's address in large letters: green, like a progress bar's fill.
+const ADDRESS: [u8; 4] = [120, 220, 150, 255];
+/// The connect card's app names.
+const ACCENT: [u8; 4] = [130, 185, 255, 255];
+/// The connect card's notes and hints: amber.
+const WARN: [u8; 4] = [255, 190, 90, 255];
+/// Behind a command in a hint.
+const COMMAND_BG: [u8; 4] = [10, 11, 13, 235];
+/// Scale of the connect card's small text.
+const SMALL: u32 = 2;
+/// Height of one line of small text, with its spacing.
+const SMALL_LINE: u32 = GLYPH * SMALL + 4;
+/// How many addresses besides the first the connect card lists.
+const OTHER_ADDRESSES: usize = 3;
+/// Indent of an app's instruction and of a hint's continuation lines, in pixels.
+const INDENT: u32 = 16;
+
+/// One drawing step of a laid-out card.
+enum Draw {
+    Text {
+        x: u32,
+        y: u32,
+        text: String,
+        scale: u32,
+        rgba: [u8; 4],
+    },
+    Fill(Rect, [u8; 4]),
+}
+
+/// A card laid out top to bottom before it is drawn, so that its height is known.
+struct Layout {
+    inner: u32,
+    y: u32,
+    steps: Vec<Draw>,
+}
+
+impl Layout {
+    fn new(width: u32) -> Layout {
+        Layout {
+            inner: width - 2 * PAD,
+            y: PAD,
+            steps: Vec::new(),
+        }
+    }
+
+    /// `text` wrapped at `scale` from `indent` pixels in; each line `gap` pixels below the
+    /// previous one's glyphs.
+    fn text(&mut self, text: &str, indent: u32, scale: u32, rgba: [u8; 4], gap: u32) {
+        for line in wrap_words(text, self.inner - indent, scale) {
+            self.steps.push(Draw::Text {
+                x: PAD + indent,
+                y: self.y,
+                text: line,
+                scale,
+                rgba,
+            });
+            self.y += GLYPH * scale + gap;
+        }
+    }
+
+    /// A bulleted paragraph at small scale: `bullet` on the first line, the rest indented.
+    fn bulleted(&mut self, bullet: &str, text: &str, rgba: [u8; 4]) {
+        let lead = text_width(bullet, SMALL);
+        let lines = wrap_words(text, self.inner - lead, SMALL);
+        for (i, line) in lines.into_iter().enumerate() {
+            if i == 0 {
+                self.steps.push(Draw::Text {
+                    x: PAD,
+                    y: self.y,
+                    text: bullet.to_string(),
+                    scale: SMALL,
+                    rgba,
+                });
+            }
+            self.steps.push(Draw::Text {
+                x: PAD + lead,
+                y: self.y,
+                text: line,
+                scale: SMALL,
+                rgba,
+            });
+            self.y += SMALL_LINE;
+        }
+    }
+
+    /// A thin rule across the card, with space around it.
+    fn rule(&mut self) {
+        self.y += 4;
+        self.steps.push(Draw::Fill(
+            Rect {
+                x: PAD,
+                y: self.y,
+                width: self.inner,
+                height: 2,
+            },
+            TRACK,
+        ));
+        self.y += 10;
+    }
+
+    fn draw(self, width: u32) -> RgbaImage {
+        let mut image = RgbaImage::filled(width, self.y + PAD, CARD);
+        for step in self.steps {
+            match step {
+                Draw::Text {
+                    x,
+                    y,
+                    text,
+                    scale,
+                    rgba,
+                } => draw_text(&mut image, x, y, &text, scale, rgba),
+                Draw::Fill(rect, rgba) => fill(&mut image, rect, rgba),
+            }
+        }
+        image
+    }
+}
+
+/// The connect card's width for a stage `viewport_width` pixels wide: all of it but a 40-pixel
+/// margin each side, 480 to 1200 pixels (before the first frame the face is still, so the card
+/// may cover it).
+pub fn connect_width(viewport_width: u32) -> u32 {
+    viewport_width.saturating_sub(80).clamp(480, 1200)
+}
+
+/// Where the connect card (`card_size`: width, height) goes on a `viewport`-sized stage: centred,
+/// its top edge never above the stage's.
+pub fn connect_placement(viewport: (u32, u32), card_size: (u32, u32)) -> (i32, i32) {
+    let x = (viewport.0 as i32 - card_size.0 as i32) / 2;
+    let y = (viewport.1 as i32 - card_size.1 as i32) / 2;
+    (x.max(0), y.max(0))
+}
+
+/// Draws the connect card `width` pixels wide (at least 320): the title, this PC's first address
+/// in large letters with its interface, the other addresses small, notes, a row per listening
+/// app (name, port, what to enter), then the hints in amber with their commands. Every line is
+/// wrapped to fit; the card is as tall as its contents. With the usual five listeners, a second
+/// address and the hints it fits a 1280x720 stage; on a smaller stage it can be taller than the
+/// stage ([`connect_placement`] keeps its top in view).
+pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
+    let width = width.max(320);
+    let mut layout = Layout::new(width);
+    let inner = layout.inner;
+    let title_scale = if text_width(card.title(), TITLE_SCALE) <= inner {
+        TITLE_SCALE
+    } else {
+        TEXT_SCALE
+    };
+    layout.text(card.title(), 0, title_scale, TEXT, 8);
+    layout.text(card.subtitle(), 0, SMALL, MUTED, 10);
+
+    match card.primary_address() {
+        Some(primary) => {
+            let ip = primary.ip.to_string();
+            // As large as fits on one line; an address too long even for small text wraps.
+            let scale = [6, 5, 4, 3]
+                .into_iter()
+                .find(|&s| text_width(&ip, s) <= inner)
+                .unwrap_or(SMALL);
+            let about = primary.notes();
+            let about = if about.is_empty() {
+                about
+            } else {
+                format!("on {about}")
+            };
+            let beside = text_width(&ip, scale) + INDENT + text_width(&about, SMALL);
+            if scale > SMALL && beside <= inner {
+                // The interface beside the address, on its baseline.
+                layout.steps.push(Draw::Text {
+                    x: PAD + text_width(&ip, scale) + INDENT,
+                    y: layout.y + GLYPH * (scale - SMALL),
+                    text: about,
+                    scale: SMALL,
+                    rgba: MUTED,
+                });
+                layout.text(&ip, 0, scale, ADDRESS, 8);
+            } else {
+                layout.text(&ip, 0, scale, ADDRESS, 8);
+                layout.text(&about, 0, SMALL, MUTED, 6);
+            }
+        }
+        None => layout.text("No network address found", 0, TEXT_SCALE, WARN, 8),
+    }
+    // The other addresses in one paragraph, at most OTHER_ADDRESSES of them.
+    let others: Vec<String> = card
+        .addresses()
+        .iter()
+        .skip(1)
+        .map(|a| a.describe())
+        .collect();
+    if !others.is_empty() {
+        let mut line = format!(
+            "or {}",
+            others[..others.len().min(OTHER_ADDRESSES)].join(", ")
+        );
+        if others.len() > OTHER_ADDRESSES {
+            line.push_str(&format!(
+                ", and {} more (see the terminal)",
+                others.len() - OTHER_ADDRESSES
+            ));
+        }
+        layout.text(&line, 0, SMALL, MUTED, 4);
+    }
+    for note in card.notes() {
+        layout.bulleted("! ", note, WARN);
+    }
+
+    if !card.apps().is_empty() {
+        layout.rule();
+    }
+    // Apps with the same instruction (the ones facewire asks) share a row.
+    let mut rows: Vec<(String, Vec<u16>, &str)> = Vec::new();
+    for row in card.apps() {
+        match rows.iter_mut().find(|(_, _, enter)| *enter == row.enter) {
+            Some((names, ports, _)) => {
+                names.push_str(" / ");
+                names.push_str(row.app);
+                if !ports.contains(&row.port) {
+                    ports.push(row.port);
+                }
+            }
+            None => rows.push((row.app.to_string(), vec![row.port], &row.enter)),
+        }
+    }
+    for (names, ports, enter) in rows {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        let port = format!("UDP {}", ports.join(", "));
+        let name_w = text_width(&names, SMALL);
+        let port_w = text_width(&port, SMALL);
+        if name_w + INDENT + port_w <= inner {
+            layout.steps.push(Draw::Text {
+                x: PAD + inner - port_w,
+                y: layout.y,
+                text: port,
+                scale: SMALL,
+                rgba: MUTED,
+            });
+            layout.text(&names, 0, SMALL, ACCENT, 4);
+        } else {
+            layout.text(&names, 0, SMALL, ACCENT, 4);
+            layout.text(&port, INDENT, SMALL, MUTED, 4);
+        }
+        layout.text(enter, INDENT, SMALL, TEXT, 4);
+        layout.y += 4;
+    }
+
+    if !card.hints().is_empty() {
+        layout.rule();
+        layout.text("No face data yet. Check:", 0, TEXT_SCALE, WARN, 8);
+        for hint in card.hints() {
+            layout.bulleted("- ", &hint.text, WARN);
+            for command in &hint.commands {
+                let lines = wrap_words(command, inner - 2 * INDENT, SMALL);
+                let top = layout.y;
+                let height = lines.len() as u32 * SMALL_LINE + 6;
+                layout.steps.push(Draw::Fill(
+                    Rect {
+                        x: PAD + INDENT / 2,
+                        y: top,
+                        width: inner - INDENT / 2,
+                        height,
+                    },
+                    COMMAND_BG,
+                ));
+                layout.y += 4;
+                for line in lines {
+                    layout.text(&line, INDENT, SMALL, TEXT, 6);
+                }
+                layout.y = top + height + 4;
+            }
+            layout.y += 4;
+        }
+    }
+    layout.draw(width)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arkit::Protocol;
+    use crate::connect::{hints, AddressKind, Hint, HintInput, LanAddress, Os, NO_DATA_HINT};
+    use crate::ingest::{BoundListener, ListenerReport};
 
     fn card(progress: f32) -> PromptCard {
         PromptCard {
@@ -177,7 +436,10 @@ mod tests {
             assert!(text_width(l, 3) <= 8 * 3 * 9);
         }
         assert_eq!(wrap_words("", 100, 1), Vec::<String>::new());
-        assert_eq!(wrap_words("abcdefghij", 8 * 4, 1), vec!["abcd"]);
+        assert_eq!(
+            wrap_words("abcdefghij", 8 * 4, 1),
+            vec!["abcd", "efgh", "ij"]
+        );
     }
 
     #[test]
@@ -233,5 +495,171 @@ mod tests {
         let c = render_prompt(&card(0.3), prompt_width(1280));
         let text_pixels = c.data.chunks_exact(4).filter(|p| *p == TEXT).count();
         assert!(text_pixels > 500, "title and instruction are drawn");
+    }
+
+    fn connect_card(listeners: &[(Protocol, &str)], primary: &str) -> ConnectCard {
+        let lan = [
+            LanAddress {
+                ip: primary.parse().unwrap(),
+                interface: "wlan0".into(),
+                kind: AddressKind::Lan,
+            },
+            LanAddress {
+                ip: "172.17.0.1".parse().unwrap(),
+                interface: "docker0".into(),
+                kind: AddressKind::Virtual,
+            },
+        ];
+        let listeners: Vec<BoundListener> = listeners
+            .iter()
+            .map(|&(kind, addr)| BoundListener {
+                kind,
+                addr: addr.parse().unwrap(),
+            })
+            .collect();
+        ConnectCard::new(&listeners, &lan, None)
+    }
+
+    fn all_apps() -> Vec<(Protocol, &'static str)> {
+        vec![
+            (Protocol::Vmc, "0.0.0.0:39539"),
+            (Protocol::IFacialMocap, "0.0.0.0:49983"),
+            (Protocol::Facemotion3d, "0.0.0.0:49993"),
+            (Protocol::LiveLinkFace, "[::]:11111"),
+            (Protocol::VTubeStudio, "127.0.0.1:11125"),
+        ]
+    }
+
+    fn silent_hints(card: &ConnectCard, listeners: &[(Protocol, &str)], os: Os) -> Vec<Hint> {
+        let reports: Vec<ListenerReport> = listeners
+            .iter()
+            .map(|&(kind, addr)| ListenerReport::new(kind, addr.parse().unwrap()))
+            .collect();
+        hints(&HintInput {
+            elapsed: NO_DATA_HINT,
+            frames: 0,
+            reports: &reports,
+            addresses: card.addresses(),
+            phone: None,
+            os,
+        })
+    }
+
+    fn count(image: &RgbaImage, rgba: [u8; 4]) -> usize {
+        image.data.chunks_exact(4).filter(|p| *p == rgba).count()
+    }
+
+    fn assert_inside(image: &RgbaImage) {
+        for y in 0..image.height {
+            for x in image.width - PAD..image.width {
+                assert_eq!(
+                    image.pixel(x, y),
+                    CARD,
+                    "drawn at ({x}, {y}), past the padding"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn connect_card_stays_inside_its_padding_at_any_width() {
+        // An IPv6 primary address is too long for large letters on a narrow card.
+        for primary in ["192.168.100.200", "2001:db8:1234:5678:9abc:def0:1234:5678"] {
+            let plain = connect_card(&all_apps(), primary);
+            for os in [Os::Linux, Os::Windows, Os::MacOs] {
+                let card = plain
+                    .clone()
+                    .with_hints(silent_hints(&plain, &all_apps(), os));
+                for width in [200, 320, 480, connect_width(1280), 2000] {
+                    let image = render_connect(&card, width);
+                    assert_eq!(image.width, width.max(320));
+                    assert_inside(&image);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn connect_card_grows_with_hints_drawn_in_the_warning_colour() {
+        let plain = connect_card(&all_apps(), "192.168.1.20");
+        let hinted = plain
+            .clone()
+            .with_hints(silent_hints(&plain, &all_apps(), Os::Linux));
+        let width = connect_width(1280);
+        let before = render_connect(&plain, width);
+        let after = render_connect(&hinted, width);
+        assert!(after.height > before.height + 100, "the hints take room");
+        // The loopback note is amber too; the hints add much more of it.
+        assert!(count(&after, WARN) > count(&before, WARN) + 2000);
+        assert!(
+            count(&after, COMMAND_BG) > 0,
+            "commands sit on a dark strip"
+        );
+        assert_eq!(count(&before, COMMAND_BG), 0);
+        // The usual listeners (every app on all interfaces) with their hints fit a 1280x720
+        // stage, the extra address included.
+        let usual: Vec<(Protocol, String)> = Protocol::FAMILIES
+            .into_iter()
+            .map(|p| (p, format!("0.0.0.0:{}", crate::ingest::default_port(p))))
+            .collect();
+        let usual: Vec<(Protocol, &str)> = usual.iter().map(|(p, a)| (*p, a.as_str())).collect();
+        let card = connect_card(&usual, "192.168.1.20");
+        let card = card
+            .clone()
+            .with_hints(silent_hints(&card, &usual, Os::Linux));
+        let image = render_connect(&card, connect_width(1280));
+        assert!(image.height <= 720, "{} pixels high", image.height);
+    }
+
+    #[test]
+    fn connect_card_shows_the_address_large_and_the_apps() {
+        let card = connect_card(&all_apps(), "192.168.1.20");
+        let image = render_connect(&card, connect_width(1280));
+        // "192.168.1.20" at scale 6: far more green than a line of small text would give.
+        let green = count(&image, ADDRESS);
+        assert!(green > 12 * 36 * 8, "{green} address pixels");
+        assert!(count(&image, ACCENT) > 500, "app names are drawn");
+        let narrow = render_connect(&card, 320);
+        assert!(
+            narrow.height > image.height,
+            "a narrow card wraps into more lines"
+        );
+    }
+
+    #[test]
+    fn apps_with_the_same_instruction_share_a_row() {
+        let one = connect_card(&[(Protocol::IFacialMocap, "0.0.0.0:49983")], "192.168.1.20");
+        let two = connect_card(
+            &[
+                (Protocol::IFacialMocap, "0.0.0.0:49983"),
+                (Protocol::Facemotion3d, "0.0.0.0:49993"),
+            ],
+            "192.168.1.20",
+        );
+        assert_eq!(two.apps().len(), 2);
+        let width = connect_width(1280);
+        assert_eq!(
+            render_connect(&one, width).height,
+            render_connect(&two, width).height
+        );
+        let three = connect_card(
+            &[
+                (Protocol::IFacialMocap, "0.0.0.0:49983"),
+                (Protocol::LiveLinkFace, "0.0.0.0:11111"),
+            ],
+            "192.168.1.20",
+        );
+        assert!(render_connect(&three, width).height > render_connect(&one, width).height);
+    }
+
+    #[test]
+    fn connect_card_is_centred_and_sized_for_the_stage() {
+        assert_eq!(connect_width(1280), 1200);
+        assert_eq!(connect_width(640), 560);
+        assert_eq!(connect_width(400), 480);
+        assert_eq!(connect_width(3840), 1200);
+        assert_eq!(connect_placement((1280, 720), (1200, 680)), (40, 20));
+        assert_eq!(connect_placement((1280, 720), (1200, 900)), (40, 0));
+        assert_eq!(connect_placement((400, 300), (480, 200)), (0, 50));
     }
 }

@@ -24,6 +24,8 @@
 //!   weights) mixed by face region over the rest pose.
 //! - [`forward`]: sends the mixed stream on as VMC to other tools.
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
+//! - [`connect`]: the connect card: this PC's addresses, what to enter in each phone app, and
+//!   what to check when no data arrives (network, firewall, wrong port, `ingest.allow`).
 //! - [`session`]: a live run's wiring: the input (network or replay), the chain from decoded
 //!   frames through conditioner and mixer to the hand-off, neutral capture, the panel's
 //!   controls, the config and mapping watchers, `listen` and `record`.
@@ -63,6 +65,7 @@ pub mod avatar;
 pub mod bridge;
 pub mod calibrate;
 pub mod config;
+pub mod connect;
 pub mod diagnostic;
 pub mod forward;
 pub mod fsutil;

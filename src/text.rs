@@ -1,6 +1,6 @@
-//! CPU drawing into RGBA images: text in the public-domain 8x8 bitmap font (`font8x8`) and
-//! filled rectangles, shared by the contact sheet ([`crate::sheet`]) and the on-stage cards
-//! ([`crate::hud`]).
+//! CPU drawing into RGBA images: text in the public-domain 8x8 bitmap font (`font8x8`), filled
+//! rectangles and line wrapping, shared by the contact sheet ([`crate::sheet`]), the on-stage
+//! cards ([`crate::hud`]) and the connect card's terminal text ([`crate::connect`]).
 
 use font8x8::UnicodeFonts;
 
@@ -97,6 +97,42 @@ pub fn draw_text(image: &mut RgbaImage, x: u32, y: u32, text: &str, scale: u32, 
     }
 }
 
+/// Splits `text` into lines of at most `width` characters, breaking between words; a word
+/// longer than a line is split across lines, so nothing is lost.
+pub fn wrap_chars(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut line_len = 0;
+    for word in text.split_whitespace() {
+        let mut chars: Vec<char> = word.chars().collect();
+        let fits = if line_len == 0 {
+            chars.len() <= width
+        } else {
+            line_len + 1 + chars.len() <= width
+        };
+        if !fits && line_len > 0 {
+            lines.push(std::mem::take(&mut line));
+            line_len = 0;
+        }
+        while chars.len() > width {
+            let rest = chars.split_off(width);
+            lines.push(chars.into_iter().collect());
+            chars = rest;
+        }
+        if line_len > 0 {
+            line.push(' ');
+            line_len += 1;
+        }
+        line_len += chars.len();
+        line.extend(chars);
+    }
+    if line_len > 0 {
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +184,19 @@ mod tests {
                 .count()
         };
         assert!(count(0, 4) > count(4, 8));
+    }
+
+    #[test]
+    fn wrapping_breaks_between_words_and_splits_long_ones() {
+        assert_eq!(
+            wrap_chars("one two three four five six", 9),
+            ["one two", "three", "four five", "six"]
+        );
+        assert_eq!(wrap_chars("abcdefghij xy", 4), ["abcd", "efgh", "ij", "xy"]);
+        assert_eq!(wrap_chars("ab abcdefgh", 4), ["ab", "abcd", "efgh"]);
+        assert_eq!(wrap_chars("  ", 10), Vec::<String>::new());
+        for line in wrap_chars("localport=39539,49983,49993,11111,11125 and more", 12) {
+            assert!(line.chars().count() <= 12, "{line}");
+        }
     }
 }
