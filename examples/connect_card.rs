@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use facewire::arkit::Protocol;
 use facewire::connect::{lan_addresses, ConnectCard, ConnectWatch, Os, NO_DATA_HINT};
-use facewire::hud::{connect_placement, connect_width, render_connect};
+use facewire::hud::{connect_placement, fit_connect};
 use facewire::image::RgbaImage;
 use facewire::ingest::{default_addr, BoundListener, ListenerReport};
 
@@ -64,7 +64,7 @@ fn main() -> ExitCode {
         }
     }
 
-    let image = render_connect(watch.card(), connect_width(stage_w));
+    let image = fit_connect(watch.card(), (stage_w, stage_h));
     let mut stage = RgbaImage::filled(stage_w, stage_h, [58, 66, 80, 255]);
     let (x, y) = connect_placement((stage_w, stage_h), (image.width, image.height));
     compose(&mut stage, &image, x, y);

@@ -267,6 +267,45 @@ pub fn connect_placement(viewport: (u32, u32), card_size: (u32, u32)) -> (i32, i
     (x.max(0), y.max(0))
 }
 
+/// The connect card for a `viewport`-sized stage: [`render_connect`] at [`connect_width`] when
+/// it fits the stage's height; else laid out twice as wide (fewer wrapped lines) and shrunk to
+/// half size, so the 16-pixel text becomes 8-pixel text and a small stage (800x800, 640x480)
+/// still shows the whole card.
+pub fn fit_connect(card: &ConnectCard, viewport: (u32, u32)) -> RgbaImage {
+    let width = connect_width(viewport.0);
+    let image = render_connect(card, width);
+    if image.height <= viewport.1 {
+        return image;
+    }
+    let wide = viewport.0.saturating_sub(32).max(width / 2) * 2;
+    half(&render_connect(card, wide))
+}
+
+/// `image` at half its size, each 2x2 block of pixels averaged.
+fn half(image: &RgbaImage) -> RgbaImage {
+    let (width, height) = ((image.width / 2).max(1), (image.height / 2).max(1));
+    let mut out = RgbaImage::filled(width, height, [0; 4]);
+    for y in 0..height {
+        for x in 0..width {
+            let mut sum = [0u32; 4];
+            for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                let p = image.pixel(
+                    (2 * x + dx).min(image.width - 1),
+                    (2 * y + dy).min(image.height - 1),
+                );
+                for (s, v) in sum.iter_mut().zip(p) {
+                    *s += u32::from(v);
+                }
+            }
+            let i = (y as usize * width as usize + x as usize) * 4;
+            for (dst, s) in out.data[i..i + 4].iter_mut().zip(sum) {
+                *dst = ((s + 2) / 4) as u8;
+            }
+        }
+    }
+    out
+}
+
 /// Draws the connect card `width` pixels wide (at least 320): the title, this PC's first address
 /// in large letters with its interface, the other addresses small, notes, a row per listening
 /// app (name, port, what to enter), then the hints in amber with their commands. Every line is
@@ -576,6 +615,31 @@ mod tests {
                     assert_inside(&image);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn connect_card_fits_small_stages_at_half_size() {
+        let plain = connect_card(&all_apps(), "192.168.1.20");
+        let card = plain
+            .clone()
+            .with_hints(silent_hints(&plain, &all_apps(), Os::Linux));
+        let large = fit_connect(&card, (1280, 720));
+        assert_eq!(large, render_connect(&card, connect_width(1280)));
+        for viewport in [(800, 800), (640, 480), (1280, 600)] {
+            let image = fit_connect(&card, viewport);
+            assert!(
+                image.width <= viewport.0 && image.height <= viewport.1,
+                "{}x{} on {viewport:?}",
+                image.width,
+                image.height
+            );
+            let text = image
+                .data
+                .chunks_exact(4)
+                .filter(|p| p[..3] == TEXT[..3])
+                .count();
+            assert!(text > 500, "the text survives the shrinking: {text}");
         }
     }
 

@@ -17,6 +17,14 @@ pub enum AppEvent {
     Layers(Box<crate::config::LayersSection>),
     /// The configuration's `[camera]` framing changed.
     Camera(crate::config::CameraConfig),
+    /// The connect card: what to enter in the phone app and, when nothing arrives, what to
+    /// check. The stage shows it while `waiting` (until the first frame); the panel keeps it.
+    Connect {
+        /// The card, with its current hints.
+        card: Box<crate::connect::ConnectCard>,
+        /// No frame has arrived yet.
+        waiting: bool,
+    },
     /// Show this prompt card over the avatar (`None` hides it).
     Prompt(Option<crate::hud::PromptCard>),
     /// A message for the control panel: an error verbatim (with its file, line and column), or

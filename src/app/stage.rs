@@ -58,8 +58,14 @@ pub struct StageApp {
     options: StageOptions,
     avatar: Option<(Avatar, CompiledMapping)>,
     frames: FrameReceiver,
+    /// The calibration routine's card; it takes the stage's card place from the connect card.
     prompt: Option<crate::hud::PromptCard>,
-    prompt_dirty: bool,
+    /// The connect card, kept for the panel once data flows.
+    connect: Option<Box<crate::connect::ConnectCard>>,
+    /// No frame has arrived yet: the connect card is on the stage.
+    connect_waiting: bool,
+    /// The card's image must be drawn anew (new content or a new stage width).
+    card_dirty: bool,
     telemetry: Arc<Telemetry>,
     controls: Option<Box<dyn Controls>>,
     /// The panel should be open (it opens once the stage is up).
@@ -115,7 +121,9 @@ impl StageApp {
             avatar: Some((avatar, mapping)),
             frames,
             prompt: None,
-            prompt_dirty: false,
+            connect: None,
+            connect_waiting: false,
+            card_dirty: false,
             overlay: None,
             scene: None,
             window: None,
@@ -373,6 +381,13 @@ impl StageApp {
             profile,
             can_calibrate,
             routine: self.routine.clone(),
+            connect: self
+                .connect
+                .as_deref()
+                .map(|card| crate::panel::ConnectView {
+                    card: card.clone(),
+                    waiting: self.connect_waiting,
+                }),
             hotkeys: STAGE_HOTKEYS,
             now,
         })
@@ -459,17 +474,23 @@ impl StageApp {
         window.bind();
         scene.draw(&window.draw_target(clear));
         if let Some(overlay) = self.overlay.as_mut() {
-            let (width, height) = window.size();
-            if self.prompt_dirty {
+            let viewport = window.size();
+            let connect = self.connect.as_deref().filter(|_| self.connect_waiting);
+            if self.card_dirty {
                 if let Some(card) = &self.prompt {
-                    let card_width = crate::hud::prompt_width(width);
-                    overlay.set_image(&crate::hud::render_prompt(card, card_width));
+                    let width = crate::hud::prompt_width(viewport.0);
+                    overlay.set_image(&crate::hud::render_prompt(card, width));
+                } else if let Some(card) = connect {
+                    overlay.set_image(&crate::hud::fit_connect(card, viewport));
                 }
-                self.prompt_dirty = false;
+                self.card_dirty = false;
             }
             if self.prompt.is_some() {
-                let (x, y) = crate::hud::prompt_placement((width, height), overlay.size().1);
-                overlay.draw((width, height), x, y);
+                let (x, y) = crate::hud::prompt_placement(viewport, overlay.size().1);
+                overlay.draw(viewport, x, y);
+            } else if connect.is_some() {
+                let (x, y) = crate::hud::connect_placement(viewport, overlay.size());
+                overlay.draw(viewport, x, y);
             }
         }
         let image = capture.then(|| window.read_rgba());
@@ -587,8 +608,15 @@ impl ApplicationHandler<AppEvent> for StageApp {
             }
             AppEvent::Prompt(card) => {
                 self.prompt = card;
-                self.prompt_dirty = true;
+                self.card_dirty = true;
                 self.dirty = true;
+            }
+            AppEvent::Connect { card, waiting } => {
+                self.connect = Some(card);
+                self.connect_waiting = waiting;
+                self.card_dirty = true;
+                self.dirty = true;
+                self.panel_due = Instant::now();
             }
             AppEvent::Tracking(state) => {
                 tracing::debug!(state = state.name(), "stage sees a tracking change");
@@ -622,6 +650,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 if let Some(w) = self.window.as_mut() {
                     w.resize(size.width, size.height);
                 }
+                self.card_dirty = true;
                 self.dirty = true;
             }
             // Drawn at once: the system asks when the window was uncovered or first shown.

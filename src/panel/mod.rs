@@ -17,8 +17,10 @@ use crate::calibrate::{Decision, TrackingState};
 use crate::mixer::LayerReport;
 use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
+mod connect;
 mod rows;
 
+pub use connect::ConnectView;
 pub use rows::{
     channel_rows, layer_columns, layers_line, target_label, target_weights, ChannelRow, LayerCell,
 };
@@ -194,6 +196,8 @@ pub struct PanelModel {
     pub can_calibrate: bool,
     /// The routine.
     pub routine: RoutineView,
+    /// The connect card, once listening started (`None` for a replay).
+    pub connect: Option<ConnectView>,
     /// The stage's hotkeys, one per line.
     pub hotkeys: &'static [(&'static str, &'static str)],
     /// When this model was made (ages are shown relative to it).
@@ -290,6 +294,9 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
     let mut actions = Vec::new();
     egui::Panel::top("status").show(ui, |ui| {
         status(ui, model);
+        if let Some(view) = &model.connect {
+            connect::section(ui, view);
+        }
         ui.separator();
         controls(ui, model, state, &mut actions);
         routine(ui, model, state, &mut actions);
@@ -887,6 +894,7 @@ mod tests {
             profile: None,
             can_calibrate: true,
             routine,
+            connect: None,
             hotkeys: &[("N", "capture the neutral")],
             now,
         }

@@ -107,6 +107,12 @@ impl RecorderHandle {
         &self.skipped
     }
 
+    /// A reader of the listeners' reports and the frame count, for the connect card (`None`
+    /// once stopped).
+    pub fn probe(&self) -> Option<crate::ingest::IngestProbe> {
+        self.ingest.as_ref().map(IngestHandle::probe)
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> RecordStats {
         let mut stats = self.shared.snapshot();

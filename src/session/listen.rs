@@ -71,6 +71,12 @@ pub fn listen(
             core: Conditioner::new(config.smoothing, config.tracking, start),
         }),
     )?;
+    let _connect = super::watch_connection(
+        handle.probe(),
+        handle.listeners(),
+        config.ingest.phone,
+        None,
+    );
     let mut printed = 0u64;
     while count.is_none_or(|n| printed < n) {
         let line = match rx.recv() {

@@ -10,6 +10,7 @@
 mod args;
 mod avatar;
 mod chain;
+mod connect;
 mod controls;
 mod input;
 mod listen;
@@ -27,6 +28,7 @@ pub use avatar::{
     DEFAULT_HEAD_MAPPING_PATH,
 };
 pub use chain::{build_layers, LiveSink, Outputs, SessionCommand, TrackingLog};
+pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
 pub use input::{Input, Replay};
 pub use listen::{frame_json, listen};
@@ -111,6 +113,8 @@ pub struct Live {
     pub commands: mpsc::Sender<SessionCommand>,
     /// The tracking state as the chain last reported it.
     pub tracking: TrackingLog,
+    /// The connect card's watch, for a network input (it ends at the first frame).
+    pub connect: Option<ConnectHandle>,
 }
 
 /// Starts the input of a live run with its chain, handing mixed frames to `sender`.
@@ -120,6 +124,7 @@ pub fn start(
     options: LiveOptions<'_>,
 ) -> Result<Live, StartError> {
     let tracking = TrackingLog::default();
+    let notify = options.notify.clone();
     let (commands, command_rx) = mpsc::channel();
     let outputs = Outputs {
         sender,
@@ -139,10 +144,30 @@ pub fn start(
         sink = sink.with_tap(tap);
     }
     let input = Input::start(config, options.replay, Box::new(sink))?;
+    let connect = match &input {
+        Input::Network(handle) => {
+            let show = notify.map(|notify| -> ShowCard {
+                Box::new(move |card, waiting| {
+                    notify(crate::app::AppEvent::Connect {
+                        card: Box::new(card),
+                        waiting,
+                    });
+                })
+            });
+            watch_connection(
+                handle.probe(),
+                handle.listeners(),
+                config.ingest.phone,
+                show,
+            )
+        }
+        Input::Replay(_) => None,
+    };
     Ok(Live {
         input,
         commands,
         tracking,
+        connect,
     })
 }
 

@@ -33,6 +33,9 @@ pub fn record(
         max_duration: limits.1,
     })
     .map_err(failed)?;
+    let _connect = handle.probe().and_then(|probe| {
+        super::watch_connection(probe, handle.listeners(), config.ingest.phone, None)
+    });
     while !handle.wait_finished(Duration::from_secs(2)) {
         let s = handle.stats();
         tracing::info!(

@@ -1,0 +1,72 @@
+//! The panel's connect section: this PC's addresses, what to enter in each app and, while no
+//! data arrives, what to check, with commands that can be selected and copied.
+
+use egui::{Color32, RichText};
+
+use crate::connect::ConnectCard;
+
+/// The connect card as the panel shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectView {
+    /// The card with its current hints.
+    pub card: ConnectCard,
+    /// No frame has arrived yet: the section opens and shows the hints.
+    pub waiting: bool,
+}
+
+/// The colour of a hint: what to check.
+const HINT: Color32 = Color32::from_rgb(220, 150, 40);
+
+/// Lays out the section: open while facewire waits for the phone, folded (as "Connect another
+/// phone") once data flows.
+pub(super) fn section(ui: &mut egui::Ui, view: &ConnectView) {
+    let card = &view.card;
+    let title = if view.waiting {
+        card.title()
+    } else {
+        "Connect another phone"
+    };
+    egui::CollapsingHeader::new(RichText::new(title).strong())
+        .id_salt(("connect", view.waiting))
+        .default_open(view.waiting)
+        .show(ui, |ui| {
+            ui.horizontal_wrapped(|ui| {
+                ui.label("This PC:");
+                match card.addresses().split_first() {
+                    Some((first, rest)) => {
+                        ui.label(RichText::new(first.describe()).strong().monospace());
+                        for other in rest {
+                            ui.label(RichText::new(other.describe()).weak().monospace());
+                        }
+                    }
+                    None => {
+                        ui.label("no network address found (is the PC on a network?)");
+                    }
+                }
+            });
+            egui::Grid::new("connect-apps")
+                .num_columns(3)
+                .striped(true)
+                .show(ui, |ui| {
+                    for row in card.apps() {
+                        ui.label(row.app);
+                        ui.label(RichText::new(&row.enter).monospace());
+                        ui.label(RichText::new(format!("UDP {}", row.port)).monospace());
+                        ui.end_row();
+                    }
+                });
+            for note in card.notes() {
+                ui.label(RichText::new(note).weak());
+            }
+            if view.waiting {
+                for hint in card.hints() {
+                    ui.label(RichText::new(&hint.text).color(HINT));
+                    for command in &hint.commands {
+                        ui.add(
+                            egui::Label::new(RichText::new(command).monospace()).selectable(true),
+                        );
+                    }
+                }
+            }
+        });
+}
