@@ -1409,3 +1409,56 @@ fn partial_skips_a_taken_usual_port_and_runs_the_others() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_connect_card_names_the_port_and_then_which_app_sends_to_it() {
+    let dir = out_dir("connect-card");
+    let port = free_udp_port();
+    let config = live_config(&dir);
+    let mut child = facewire()
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--headless", "--exit-after", "7", "--listen"])
+        .arg(format!("0.0.0.0:{port}"))
+        .arg("--out")
+        .arg(dir.join("last.png"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Live Link Face pointed at the VMC port: the packets arrive but do not decode there.
+    let to: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    feed_until_exit(
+        &mut child,
+        to,
+        &crate::support::llf_packet(0.5),
+        Duration::from_secs(60),
+    );
+    let output = check(child.wait_with_output().unwrap(), "run with the wrong app");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let card = stderr
+        .find("Connect your phone")
+        .unwrap_or_else(|| panic!("no connect card: {stderr}"));
+    let row = stderr[card..]
+        .lines()
+        .find(|l| l.contains("VMC senders"))
+        .unwrap_or_else(|| panic!("no VMC row: {stderr}"));
+    assert!(row.contains(&format!("UDP {port}")), "{row}");
+    let hints = stderr[card..]
+        .find("No face data yet")
+        .unwrap_or_else(|| panic!("no hints after five seconds: {stderr}"));
+    // The hint's lines, wrapped for the terminal, read as one text.
+    let words = stderr[card + hints..]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let named = format!("Port {port} hears Live Link Face packets");
+    let hint = &words[words
+        .find(&named)
+        .unwrap_or_else(|| panic!("the packets are not named: {stderr}"))..];
+    assert!(hint.contains("livelinkface = ["), "{hint}");
+    assert!(
+        !stderr.contains("firewall"),
+        "data arrives, so the firewall is not the problem: {stderr}"
+    );
+}
