@@ -515,6 +515,16 @@ fn stage_window_shows_the_head_under_xvfb() {
         return;
     };
     let listen = format!("127.0.0.1:{}", free_udp_port());
+    // A phone that streams a neutral face: the connect card gives way to the head.
+    let to: SocketAddr = listen.parse().unwrap();
+    let phone = std::thread::spawn(move || {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let frame = vmc_frame(&[("jawOpen", 0.0)]);
+        for _ in 0..400 {
+            let _ = sock.send_to(&frame, to);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
     let (screen, mut child, log) = screenshot_stage(
         &display,
         &[
@@ -528,7 +538,16 @@ fn stage_window_shows_the_head_under_xvfb() {
         Duration::from_millis(1500),
     );
     let status = child.wait().unwrap();
+    phone.join().unwrap();
     assert!(status.success(), "facewire exited with {status}:\n{log}");
+    assert!(
+        log.contains("Connect your phone"),
+        "no connect card:\n{log}"
+    );
+    assert!(
+        log.contains("Connected: face data from VMC"),
+        "the first frame is not announced:\n{log}"
+    );
     assert!(
         !log.contains("control panel open"),
         "--no-panel opened the panel:\n{log}"
