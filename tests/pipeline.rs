@@ -1481,3 +1481,115 @@ fn the_connect_card_names_the_port_and_then_which_app_sends_to_it() {
         "data arrives, so the firewall is not the problem: {stderr}"
     );
 }
+
+/// A GLB of one unlit red square facing +Z, two units wide.
+fn red_square_glb() -> Vec<u8> {
+    let mut bin = Vec::new();
+    for p in [
+        [-1.0f32, -1.0, 0.0],
+        [1.0, -1.0, 0.0],
+        [1.0, 1.0, 0.0],
+        [-1.0, 1.0, 0.0],
+    ] {
+        for c in p {
+            bin.extend_from_slice(&c.to_le_bytes());
+        }
+    }
+    for i in [0u16, 1, 2, 0, 2, 3] {
+        bin.extend_from_slice(&i.to_le_bytes());
+    }
+    let json = r#"{"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],
+        "nodes":[{"mesh":0}],
+        "meshes":[{"primitives":[{"attributes":{"POSITION":0},"indices":1,"material":0}]}],
+        "materials":[{"pbrMetallicRoughness":{"baseColorFactor":[1,0,0,1]},
+            "extensions":{"KHR_materials_unlit":{}}}],
+        "extensionsUsed":["KHR_materials_unlit"],
+        "buffers":[{"byteLength":60}],
+        "bufferViews":[{"buffer":0,"byteOffset":0,"byteLength":48},
+            {"buffer":0,"byteOffset":48,"byteLength":12}],
+        "accessors":[
+            {"bufferView":0,"componentType":5126,"count":4,"type":"VEC3",
+             "min":[-1,-1,0],"max":[1,1,0]},
+            {"bufferView":1,"componentType":5123,"count":6,"type":"SCALAR"}]}"#;
+    crate::support::glb(json.as_bytes(), &bin)
+}
+
+/// Replaces `path` with `bytes` the way editors save: a new file renamed into place.
+fn save_over(path: &Path, bytes: &[u8]) {
+    let tmp = path.with_extension("saving");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[test]
+fn a_saved_avatar_swaps_in_and_a_broken_one_keeps_the_last_good() {
+    let Some((_xvfb, display)) = start_xvfb() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("avatar.glb");
+    std::fs::copy(repo().join("models/default_head.glb"), &model).unwrap();
+    let csv = dir.path().join("take.csv");
+    std::fs::write(&csv, llf_csv(30.0)).unwrap();
+    let shots = dir.path().join("shots");
+    let mut child = facewire()
+        .env("DISPLAY", &display)
+        .arg("--config")
+        .arg(live_config(dir.path()))
+        .args(["run", "--exit-after", "12", "--model"])
+        .arg(&model)
+        .arg("--replay")
+        .arg(&csv)
+        .arg("--screenshots")
+        .arg(&shots)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = String::new();
+    let mut wait_for = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !log.contains(what) {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+                Err(_) => panic!("no `{what}` in the log:\n{log}"),
+            }
+        }
+        log.clone()
+    };
+    wait_for("stage ready");
+    wait_for("watching the avatar for changes");
+    // A broken save: the head stays, and the error says which file.
+    save_over(&model, b"glTF, but not really");
+    let log_now = wait_for("avatar not swapped");
+    let error = log_now
+        .lines()
+        .find(|l| l.contains("avatar not swapped"))
+        .unwrap();
+    assert!(error.contains("avatar.glb"), "{error}");
+    // A good save: the new avatar is drawn.
+    save_over(&model, &red_square_glb());
+    wait_for("avatar swapped in");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "facewire exited with {status}:\n{log}");
+    let stage = RgbaImage::load_png(&shots.join("stage.png")).unwrap();
+    stage
+        .save_png(&out_dir("window").join("swapped.png"))
+        .unwrap();
+    let centre = stage.pixel(stage.width / 2, stage.height / 2);
+    assert!(
+        centre[0] > 200 && centre[1] < 80 && centre[2] < 80,
+        "the red square is not drawn: {centre:?}"
+    );
+}

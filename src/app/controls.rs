@@ -32,4 +32,11 @@ pub trait Controls {
     fn review(&mut self, decision: Decision);
     /// The folder holding the configuration.
     fn config_folder(&self) -> PathBuf;
+    /// The avatars the panel offers (`render.models_dir`), by file.
+    fn models(&self) -> Vec<PathBuf>;
+    /// The avatar chosen (`None`: the built-in default head).
+    fn model(&self) -> Option<PathBuf>;
+    /// Loads `path` (`None`: the default head) off the stage's thread and watches it; the avatar
+    /// or the error arrives as [`AppEvent::Model`](super::AppEvent::Model).
+    fn switch_model(&mut self, path: Option<PathBuf>);
 }

@@ -2,7 +2,7 @@
 //! its `EventLoopProxy`.
 
 /// Control messages from background threads to the winit event loop.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum AppEvent {
     /// A new frame waits in the hand-off queue; sent only when the stage renders on change, to
     /// wake it.
@@ -11,6 +11,9 @@ pub enum AppEvent {
     Tracking(crate::calibrate::TrackingState),
     /// The mapping file was saved: its new content, or why it cannot be read.
     Mapping(Result<Box<crate::mapping::MappingFile>, String>),
+    /// An avatar to show instead of the current one (chosen in the panel, or its file saved
+    /// anew), or why it could not be loaded (the current one stays).
+    Model(Result<Box<crate::session::LoadedModel>, String>),
     /// The configuration's stage background changed (straight sRGB RGBA).
     Background([f32; 4]),
     /// The configuration's `[layers]` changed: the layers' own target values to resolve anew.

@@ -110,6 +110,7 @@ pub fn run_stage(
         run.profiles,
         run.profile.map(|p| p.performer),
         config_folder,
+        config,
     );
     let mut app = StageApp::new(
         StageOptions {

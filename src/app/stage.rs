@@ -272,7 +272,42 @@ impl StageApp {
                 self.post(Topic::General, result);
             }
             PanelAction::ClearMessages => self.panel_state.messages.clear(),
+            PanelAction::SwitchModel(path) => {
+                let name = path.as_ref().map_or_else(
+                    || "the default head".to_string(),
+                    |p| p.display().to_string(),
+                );
+                controls.switch_model(path);
+                self.post(Topic::Avatar, Ok(format!("loading {name}")));
+            }
         }
+    }
+
+    /// Shows `loaded` instead of the current avatar, with the stage's camera and layers; the
+    /// current one stays when it cannot be drawn.
+    fn swap_model(&mut self, loaded: crate::session::LoadedModel) -> Result<String, String> {
+        let Some(window) = self.window.as_ref() else {
+            return Err("the stage is not open yet".into());
+        };
+        window.make_current().map_err(|e| with_causes(&e))?;
+        let name = loaded.path.as_ref().map_or_else(
+            || "the default head".to_string(),
+            |p| p.display().to_string(),
+        );
+        let mut scene = Scene::new(window.gl(), loaded.avatar, self.options.config.render.morph)
+            .map_err(|e| format!("cannot draw {name}: {}", with_causes(&e)))?;
+        scene.set_mapping(loaded.mapping);
+        scene.set_camera(self.options.config.camera);
+        if let Err(e) = scene.set_layers(&self.options.config.layers) {
+            tracing::warn!(error = %e, "layer targets left out for the new avatar");
+        }
+        self.options.mapping_path =
+            crate::session::mapping_for(&self.options.config, loaded.path.as_deref());
+        // The old scene's GL objects go while the stage's context is current.
+        self.scene = Some(scene);
+        self.dirty = true;
+        tracing::info!(model = %name, "avatar swapped in");
+        Ok(format!("{name} in use"))
     }
 
     fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
@@ -344,6 +379,11 @@ impl StageApp {
                 None,
             ),
         };
+        let (models, model) = self
+            .controls
+            .as_ref()
+            .map(|c| (c.models(), c.model()))
+            .unwrap_or_default();
         counters.dropped = self.frames.counters().snapshot().dropped;
         let rates = self.rates.update(now, counters);
         let fps = self
@@ -379,6 +419,8 @@ impl StageApp {
             },
             profiles,
             profile,
+            models,
+            model,
             can_calibrate,
             routine: self.routine.clone(),
             connect: self
@@ -583,6 +625,15 @@ impl ApplicationHandler<AppEvent> for StageApp {
             AppEvent::Routine(view) => {
                 self.routine = view;
                 self.panel_due = Instant::now();
+            }
+            AppEvent::Model(loaded) => {
+                let result = loaded
+                    .and_then(|m| self.swap_model(*m))
+                    .map_err(|e| format!("{e}\n(the current avatar stays)"));
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "avatar not swapped");
+                }
+                self.post(Topic::Avatar, result);
             }
             AppEvent::Background(color) => {
                 self.options.config.window.background = crate::config::Color(color);

@@ -521,6 +521,8 @@ pub struct RenderSection {
     pub morph: MorphMode,
     /// Frame rate of headless runs, frames per second.
     pub headless_fps: u32,
+    /// The folder whose avatars (`.glb`, `.gltf`, `.vrm`) the control panel offers.
+    pub models_dir: PathBuf,
 }
 
 impl Default for RenderSection {
@@ -530,6 +532,7 @@ impl Default for RenderSection {
             mapping: PathBuf::new(),
             morph: MorphMode::Auto,
             headless_fps: 60,
+            models_dir: PathBuf::from("models"),
         }
     }
 }

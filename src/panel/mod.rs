@@ -40,6 +40,8 @@ pub enum PanelAction {
     ReloadMapping,
     /// Open the folder holding the configuration in the file manager.
     OpenConfigFolder,
+    /// Show this avatar instead (`None`: the built-in default head).
+    SwitchModel(Option<std::path::PathBuf>),
     /// Forget the messages shown.
     ClearMessages,
 }
@@ -53,6 +55,8 @@ pub enum Topic {
     Config,
     /// A performer profile.
     Profile,
+    /// The avatar file.
+    Avatar,
     /// The calibration routine or a captured neutral.
     Calibration,
     /// Anything else (opening a folder, ...).
@@ -65,6 +69,7 @@ impl Topic {
             Topic::Mapping => "mapping",
             Topic::Config => "config",
             Topic::Profile => "profile",
+            Topic::Avatar => "avatar",
             Topic::Calibration => "calibration",
             Topic::General => "facewire",
         }
@@ -192,6 +197,10 @@ pub struct PanelModel {
     pub profiles: Vec<String>,
     /// The profile in use.
     pub profile: Option<String>,
+    /// The avatars offered (`render.models_dir`).
+    pub models: Vec<std::path::PathBuf>,
+    /// The avatar in use (`None`: the default head).
+    pub model: Option<std::path::PathBuf>,
     /// Whether the calibration routine can start (a live input, not a replay).
     pub can_calibrate: bool,
     /// The routine.
@@ -433,6 +442,31 @@ fn controls(
             });
         if chosen != model.profile {
             actions.push(PanelAction::ChooseProfile(chosen));
+        }
+        ui.separator();
+        ui.label("Avatar:");
+        let name = |path: &Option<std::path::PathBuf>| match path {
+            Some(p) => p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            None => "(default head)".to_string(),
+        };
+        let mut avatar = model.model.clone();
+        egui::ComboBox::from_id_salt("avatar")
+            .selected_text(name(&avatar))
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut avatar, None, name(&None));
+                for path in &model.models {
+                    let path = Some(path.clone());
+                    let label = name(&path);
+                    ui.selectable_value(&mut avatar, path, label);
+                }
+            })
+            .response
+            .on_hover_text("the avatars in render.models_dir; the calibration stays");
+        if avatar != model.model {
+            actions.push(PanelAction::SwitchModel(avatar));
         }
         ui.separator();
         if ui.button("Reload mapping").clicked() {
@@ -892,6 +926,8 @@ mod tests {
             },
             profiles: vec!["alice".into()],
             profile: None,
+            models: vec!["models/alice.vrm".into()],
+            model: None,
             can_calibrate: true,
             routine,
             connect: None,

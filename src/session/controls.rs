@@ -1,7 +1,7 @@
 //! The control panel's side of a live run: counters and labels of the input, profiles, neutral
 //! capture and the calibration routine started from the panel.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use super::chain::SessionCommand;
@@ -10,6 +10,7 @@ use super::Notify;
 use crate::app::{AppEvent, Controls};
 use crate::arkit::FaceFrame;
 use crate::calibrate::{self, Decision, Profile};
+use crate::config::Config;
 use crate::panel::{PanelRoutineUi, RoutineView, Topic};
 use crate::telemetry::InputCounters;
 
@@ -33,10 +34,28 @@ pub struct LiveControls {
     profile: Option<String>,
     routine: Option<PanelRoutine>,
     config_folder: PathBuf,
+    /// The configuration, for loading another avatar.
+    config: Config,
+    /// The avatar in use (`None`: the default head).
+    model: Option<PathBuf>,
+    /// Watches the avatar file in use.
+    model_watch: Option<crate::watch::FileWatcher>,
+}
+
+/// Watches `path` and sends each saved version to the stage; `None` (logged) when it cannot.
+fn watch(config: &Config, path: &Path, notify: &Notify) -> Option<crate::watch::FileWatcher> {
+    let notify = notify.clone();
+    super::watch_model(config, path, move |loaded| {
+        notify(AppEvent::Model(loaded.map(Box::new)));
+    })
+    .map_err(|error| tracing::warn!(error = %error, "the avatar file is not watched"))
+    .ok()
 }
 
 impl LiveControls {
     /// Controls over `input`, sending commands to its chain and events to the stage.
+    /// `config` names the avatar in use (watched for changes) and the folder of avatars the
+    /// panel offers.
     pub fn new(
         input: Input,
         commands: mpsc::Sender<SessionCommand>,
@@ -44,8 +63,13 @@ impl LiveControls {
         profiles: PathBuf,
         profile: Option<String>,
         config_folder: PathBuf,
+        config: &Config,
     ) -> LiveControls {
+        let model = Some(config.render.model.clone()).filter(|p| !p.as_os_str().is_empty());
         LiveControls {
+            model_watch: model.as_deref().and_then(|p| watch(config, p, &notify)),
+            model,
+            config: config.clone(),
             input: Some(input),
             commands,
             notify,
@@ -189,5 +213,35 @@ impl Controls for LiveControls {
 
     fn config_folder(&self) -> PathBuf {
         self.config_folder.clone()
+    }
+
+    fn models(&self) -> Vec<PathBuf> {
+        super::models_in(&self.config.render.models_dir)
+    }
+
+    fn model(&self) -> Option<PathBuf> {
+        self.model.clone()
+    }
+
+    fn switch_model(&mut self, path: Option<PathBuf>) {
+        self.model_watch = path
+            .as_deref()
+            .and_then(|p| watch(&self.config, p, &self.notify));
+        self.model.clone_from(&path);
+        let config = self.config.clone();
+        let notify = self.notify.clone();
+        let loader = std::thread::Builder::new()
+            .name("facewire-model".into())
+            .spawn(move || {
+                let loaded = super::load_model_at(&config, path.as_deref());
+                notify(AppEvent::Model(loaded.map(Box::new)));
+            });
+        if let Err(error) = loader {
+            self.notify.as_ref()(AppEvent::Message {
+                topic: Topic::Avatar,
+                error: true,
+                text: format!("cannot load the avatar: {error}"),
+            });
+        }
     }
 }
