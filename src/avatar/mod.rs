@@ -6,6 +6,7 @@
 
 pub mod blend;
 mod load;
+pub mod lookat;
 pub mod mtoon;
 pub mod vrm;
 

@@ -271,6 +271,8 @@ pub struct Vrm {
     pub expressions: Vec<Expression>,
     /// Humanoid bones: the VRM bone name (`head`, `leftEye`) and its node, in file order.
     pub humanoid: Vec<(String, usize)>,
+    /// How the eyes look around (0.x `firstPerson`, 1.0 `lookAt`), when the file says.
+    pub look_at: Option<super::lookat::LookAt>,
     /// How many expressions, binds, bones or values were skipped as invalid.
     pub skipped: usize,
 }
@@ -658,6 +660,10 @@ fn read_v0(root: &Map<String, Value>, cx: &Context, log: &mut Warnings) -> Vrm {
         author: meta.and_then(|m| string(m, "author")),
         expressions,
         humanoid,
+        look_at: root
+            .get("firstPerson")
+            .and_then(Value::as_object)
+            .and_then(super::lookat::read_v0),
         skipped: 0,
     }
 }
@@ -741,6 +747,10 @@ fn read_v1(root: &Map<String, Value>, cx: &Context, log: &mut Warnings) -> Vrm {
         author: authors,
         expressions,
         humanoid,
+        look_at: root
+            .get("lookAt")
+            .and_then(Value::as_object)
+            .and_then(super::lookat::read_v1),
         skipped: 0,
     }
 }

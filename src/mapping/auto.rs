@@ -113,6 +113,7 @@ impl CompiledMapping {
                 horizontal: 0.0,
                 up: 0.0,
                 down: 0.0,
+                ranges: None,
             },
             jaw: None,
             expressions: Vec::new(),

@@ -1,13 +1,14 @@
 //! Compiling a mapping file against an avatar: resolving target, expression and node names
 //! (with the nearest name suggested for a mistake) into the index tables of a [`CompiledMapping`].
 
-use super::file::TargetEntry;
+use super::file::{EyesSection, TargetEntry};
 use super::{
     channel_for_target, fallback, BoneDriver, BoneFrames, CompiledMapping, Curve, Driver,
     ExpressionBinding, EyeLook, Group, JawDriver, MappingError, MappingFile, TargetBinding,
     EXPRESSION_PREFIX,
 };
 use crate::arkit::ChannelMask;
+use crate::avatar::lookat::{LookAt, LookAtKind};
 use crate::avatar::vrm::{Preset, Procedural};
 use crate::avatar::{Avatar, MorphBind};
 use glam::Quat;
@@ -91,6 +92,22 @@ fn unknown_expression(
                 .into(),
         ),
     )
+}
+
+/// Shapes the automatic driver of a look expression by the avatar's range map: the eyeLook
+/// channels give a gaze of up to `eyes`' degrees, which the map turns into the weight (its
+/// output scale at its input angle, never above 1).
+fn look_expression(driver: &mut Driver, preset: Preset, look: &LookAt, eyes: &EyesSection) {
+    let (range, degrees) = match preset {
+        Preset::LookUp => (look.vertical_up, eyes.up_degrees),
+        Preset::LookDown => (look.vertical_down, eyes.down_degrees),
+        Preset::LookLeft | Preset::LookRight => (look.horizontal_outer, eyes.horizontal_degrees),
+        _ => return,
+    };
+    if range.input_max_degrees > 0.0 {
+        driver.gain *= degrees / range.input_max_degrees * range.output_scale;
+        driver.clamp = Some((0.0, range.output_scale.min(1.0)));
+    }
 }
 
 /// The nodes the head, neck, eye and jaw drivers turn.
@@ -191,7 +208,19 @@ impl CompiledMapping {
         let mut errors: Vec<(usize, MappingError)> = Vec::new();
         let vrm = avatar.vrm.as_ref();
         // Bones first: whether the avatar has eye bones decides the look-at fallback.
-        let bones = resolve_bones(file, avatar, &mut errors);
+        let mut bones = resolve_bones(file, avatar, &mut errors);
+        let look_at = vrm.and_then(|v| v.look_at);
+        // An avatar that looks around by expressions keeps its eye bones still, unless the
+        // mapping names them.
+        let expression_look = look_at.filter(|l| l.kind == LookAtKind::Expression);
+        if expression_look.is_some() {
+            if file.eyes.left.is_none() {
+                bones.left_eye = None;
+            }
+            if file.eyes.right.is_none() {
+                bones.right_eye = None;
+            }
+        }
         let unknown_target = |name: &Spanned<String>, what: &str| {
             let n = name.get_ref();
             let message = match crate::diagnostic::nearest(n, target_names(avatar)) {
@@ -266,9 +295,12 @@ impl CompiledMapping {
                     {
                         continue;
                     }
-                    let Some(driver) = fallback(preset) else {
+                    let Some(mut driver) = fallback(preset) else {
                         continue;
                     };
+                    if let Some(look) = expression_look {
+                        look_expression(&mut driver, preset, &look, &file.eyes);
+                    }
                     if driver.sources.iter().any(|&(c, _)| named.contains(c)) {
                         continue;
                     }
@@ -436,6 +468,7 @@ impl CompiledMapping {
                 horizontal: file.eyes.horizontal_degrees.to_radians(),
                 up: file.eyes.up_degrees.to_radians(),
                 down: file.eyes.down_degrees.to_radians(),
+                ranges: look_at.filter(|l| l.kind == LookAtKind::Bone),
             },
             jaw,
             expressions,

@@ -252,11 +252,28 @@ fn eye_from_look(frame: &FaceFrame, side: Side, look: &EyeLook) -> Option<Quat> 
     }
     let v = |c| finite(get(c).unwrap_or(0.0));
     let outward = v(out) - v(inward);
+    let (turn, pitch) = match &look.ranges {
+        None => (
+            outward * look.horizontal,
+            v(down) * look.down - v(up) * look.up,
+        ),
+        // The avatar's range maps turn the gaze (in degrees) into the eye's turn.
+        Some(r) => {
+            let gaze = (outward * look.horizontal).to_degrees();
+            let turn = if outward >= 0.0 {
+                r.horizontal_outer.map(gaze)
+            } else {
+                -r.horizontal_inner.map(gaze)
+            };
+            let down = r.vertical_down.map((v(down) * look.down).to_degrees());
+            let up = r.vertical_up.map((v(up) * look.up).to_degrees());
+            (turn.to_radians(), (down - up).to_radians())
+        }
+    };
     let yaw = match side {
-        Side::Left => outward,
-        Side::Right => -outward,
-    } * look.horizontal;
-    let pitch = v(down) * look.down - v(up) * look.up;
+        Side::Left => turn,
+        Side::Right => -turn,
+    };
     Some(Quat::from_rotation_y(yaw) * Quat::from_rotation_x(pitch))
 }
 
@@ -364,5 +381,119 @@ mod tests {
                 "{q} {delta}"
             );
         }
+    }
+
+    /// The VRM test avatar with eye bones under its head and `look` as its look-at.
+    fn looking_avatar(look: crate::avatar::lookat::LookAt) -> crate::avatar::Avatar {
+        use super::super::fixtures::node;
+        let mut a = vrm_avatar();
+        for name in ["J_EyeL", "J_EyeR"] {
+            let mut eye = node(name, None);
+            eye.parent = Some(1);
+            let index = a.nodes.len();
+            a.nodes[1].children.push(index);
+            a.nodes.push(eye);
+        }
+        let vrm = a.vrm.as_mut().unwrap();
+        vrm.humanoid.push(("leftEye".into(), 2));
+        vrm.humanoid.push(("rightEye".into(), 3));
+        vrm.look_at = Some(look);
+        a
+    }
+
+    fn range(input: f32, output: f32) -> crate::avatar::lookat::RangeMap {
+        crate::avatar::lookat::RangeMap {
+            input_max_degrees: input,
+            output_scale: output,
+        }
+    }
+
+    #[test]
+    fn bone_look_at_turns_the_eyes_through_the_avatars_range_maps() {
+        use crate::avatar::lookat::{LookAt, LookAtKind};
+        let a = looking_avatar(LookAt {
+            kind: LookAtKind::Bone,
+            horizontal_inner: range(90.0, 8.0),
+            horizontal_outer: range(90.0, 12.0),
+            vertical_down: range(90.0, 10.0),
+            vertical_up: range(90.0, 10.0),
+        });
+        let m = CompiledMapping::auto(&a);
+        let degrees = |values: &[(Channel, f32)], eye: usize| {
+            let mut pose = a.rest_pose();
+            m.apply(&frame(values), &mut pose);
+            pose.rotations[eye]
+                .angle_between(Quat::IDENTITY)
+                .to_degrees()
+        };
+        // The mapping's 25 degrees of gaze at eyeLook = 1, through 90 -> 12 (outward) and
+        // 90 -> 8 (inward).
+        let out = degrees(&[(Channel::EyeLookOutLeft, 1.0)], 2);
+        assert!((out - 25.0 / 90.0 * 12.0).abs() < 0.01, "{out}");
+        let inward = degrees(&[(Channel::EyeLookInLeft, 1.0)], 2);
+        assert!((inward - 25.0 / 90.0 * 8.0).abs() < 0.01, "{inward}");
+        let right_in = degrees(&[(Channel::EyeLookInRight, 1.0)], 3);
+        assert!((right_in - inward).abs() < 0.01, "{right_in}");
+        // Without the avatar's maps the mapping's degrees are the eye's turn.
+        let mut plain = a.clone();
+        plain.vrm.as_mut().unwrap().look_at = None;
+        let m = CompiledMapping::auto(&plain);
+        let mut pose = plain.rest_pose();
+        m.apply(&frame(&[(Channel::EyeLookOutLeft, 1.0)]), &mut pose);
+        let full = pose.rotations[2].angle_between(Quat::IDENTITY).to_degrees();
+        assert!((full - 25.0).abs() < 0.01, "{full}");
+    }
+
+    #[test]
+    fn expression_look_at_weights_the_look_expressions_and_keeps_the_eye_bones_still() {
+        use crate::avatar::lookat::{LookAt, LookAtKind};
+        use crate::avatar::vrm::{Expression, Preset};
+        let mut a = looking_avatar(LookAt {
+            kind: LookAtKind::Expression,
+            horizontal_inner: range(90.0, 1.0),
+            horizontal_outer: range(50.0, 1.0),
+            vertical_down: range(90.0, 1.0),
+            vertical_up: range(40.0, 0.6),
+        });
+        let look = |name: &str, preset, target| Expression {
+            name: name.into(),
+            preset: Some(preset),
+            binds: vec![crate::avatar::MorphBind {
+                mesh: 0,
+                target,
+                weight: 1.0,
+            }],
+            material_binds: vec![],
+            is_binary: false,
+            overrides: [Override::None; 3],
+        };
+        let vrm = a.vrm.as_mut().unwrap();
+        vrm.expressions.push(look("LookLeft", Preset::LookLeft, 2));
+        vrm.expressions.push(look("LookUp", Preset::LookUp, 3));
+        let m = CompiledMapping::auto(&a);
+        let mut pose = a.rest_pose();
+        m.apply(
+            &frame(&[
+                (Channel::EyeLookOutLeft, 1.0),
+                (Channel::EyeLookInRight, 1.0),
+                (Channel::EyeLookUpLeft, 1.0),
+                (Channel::EyeLookUpRight, 1.0),
+            ]),
+            &mut pose,
+        );
+        // 25 degrees of gaze sideways: half of the outer map's 50; 20 up: half of the up map's
+        // 40, so half of its 0.6.
+        assert!(
+            (pose.weights[0][2] - 0.5).abs() < 1e-4,
+            "{:?}",
+            pose.weights[0]
+        );
+        assert!(
+            (pose.weights[0][3] - 0.3).abs() < 1e-4,
+            "{:?}",
+            pose.weights[0]
+        );
+        assert_eq!(pose.rotations[2], Quat::IDENTITY);
+        assert_eq!(pose.rotations[3], Quat::IDENTITY);
     }
 }

@@ -97,6 +97,7 @@ pub(super) fn vrm_avatar() -> Avatar {
                 expression("A", Preset::Aa, vec![bind(2, 0.8)], false),
             ],
             humanoid: vec![("head".into(), 1)],
+            look_at: None,
             skipped: 0,
         }),
         ..Avatar::default()

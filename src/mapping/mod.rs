@@ -99,6 +99,9 @@ pub struct EyeLook {
     pub up: f32,
     /// Down (eyeLookDown).
     pub down: f32,
+    /// The avatar's own range maps (VRM look-at by bone): the angles above are then the gaze,
+    /// which the maps turn into each eye's turn.
+    pub ranges: Option<crate::avatar::lookat::LookAt>,
 }
 
 #[cfg(test)]
