@@ -478,35 +478,70 @@ fn screenshot_stage(display: &str, args: &[&str], settle: Duration) -> (RgbaImag
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut log = String::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !log.contains("stage ready") {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) => {
-                log.push_str(&line);
-                log.push('\n');
-            }
-            Err(_) => {
-                let _ = child.kill();
-                panic!("the stage never became ready:\n{log}");
-            }
-        }
+    let mut log = ChildLog::new(&mut child);
+    if !log.wait_for("stage ready") {
+        let _ = child.kill();
+        panic!("the stage never became ready:\n{}", log.text);
     }
     std::thread::sleep(settle);
     let shot = Command::new("xwd")
         .args(["-root", "-silent", "-display", display])
         .output()
         .unwrap();
-    log.extend(rx.try_iter().map(|l| l + "\n"));
+    log.drain();
     let screen = read_xwd(&shot.stdout).expect("xwd output of a TrueColor screen");
-    (screen, child, log)
+    (screen, child, log.text)
+}
+
+/// What a child writes to stderr, read line by line on a thread.
+struct ChildLog {
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line read so far.
+    text: String,
+}
+
+impl ChildLog {
+    /// Takes `child`'s stderr (which must be piped).
+    fn new(child: &mut Child) -> ChildLog {
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        ChildLog {
+            lines,
+            text: String::new(),
+        }
+    }
+
+    /// Reads until the log holds `what`; false when a minute passes or the child closes its
+    /// stderr first.
+    fn wait_for(&mut self, what: &str) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.text.contains(what) {
+            match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) => {
+                    self.text.push_str(&line);
+                    self.text.push('\n');
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Adds what has arrived without waiting.
+    fn drain(&mut self) {
+        for line in self.lines.try_iter() {
+            self.text.push_str(&line);
+            self.text.push('\n');
+        }
+    }
 }
 
 #[test]
@@ -1547,26 +1582,10 @@ fn a_saved_avatar_swaps_in_and_a_broken_one_keeps_the_last_good() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut log = String::new();
+    let mut log = ChildLog::new(&mut child);
     let mut wait_for = |what: &str| {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !log.contains(what) {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) => {
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-                Err(_) => panic!("no `{what}` in the log:\n{log}"),
-            }
-        }
-        log.clone()
+        assert!(log.wait_for(what), "no `{what}` in the log:\n{}", log.text);
+        log.text.clone()
     };
     wait_for("stage ready");
     wait_for("watching the avatar for changes");
@@ -1582,7 +1601,7 @@ fn a_saved_avatar_swaps_in_and_a_broken_one_keeps_the_last_good() {
     save_over(&model, &red_square_glb());
     wait_for("avatar swapped in");
     let status = child.wait().unwrap();
-    assert!(status.success(), "facewire exited with {status}:\n{log}");
+    assert!(status.success(), "facewire exited with {status}");
     let stage = RgbaImage::load_png(&shots.join("stage.png")).unwrap();
     stage
         .save_png(&out_dir("window").join("swapped.png"))
