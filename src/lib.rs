@@ -22,6 +22,7 @@
 //!   machine, profiles and the guided routine's logic.
 //! - [`mixer`]: the ordered stack of layers (tracking, fixed poses, and every later source of
 //!   weights) mixed by face region over the rest pose.
+//! - [`lipsync`]: audio to mouth shapes (MFCC against vowel profiles), a source of weights.
 //! - [`forward`]: sends the mixed stream on as VMC to other tools.
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
 //! - [`connect`]: the connect card: this PC's addresses, what to enter in each phone app, and
@@ -73,6 +74,7 @@ pub mod headgen;
 pub mod hud;
 pub mod image;
 pub mod ingest;
+pub mod lipsync;
 pub mod logging;
 pub mod mapping;
 pub mod mixer;
