@@ -25,7 +25,7 @@ pub struct Bust {
 }
 
 /// Headroom above the head, as a fraction of the head-and-neck height.
-const HEADROOM: f32 = 0.06;
+const HEADROOM: f32 = 0.03;
 /// The picture is cut at the chest bone, but never less than this many head-and-neck heights
 /// below the neck...
 const CUT_MIN: f32 = 0.35;
