@@ -774,10 +774,13 @@ fn a_layer_sets_an_expression_through_its_binds() {
     assert!(e.contains("did you mean `vrm:Joy`?"), "{e}");
 }
 
-/// `model` loaded as a run loads it: with the configuration's `[pose]` (here the default,
-/// arms relaxed).
-fn load_as_run(model: &Path) -> Avatar {
-    let text = format!("[render]\nmodel = {:?}\n", model.display().to_string());
+/// `model` loaded as a run loads it: with the configuration's `[pose]` (the default, arms
+/// relaxed, unless `more` says otherwise).
+fn load_as_run(model: &Path, more: &str) -> Avatar {
+    let text = format!(
+        "[render]\nmodel = {:?}\n{more}",
+        model.display().to_string()
+    );
     let config = facewire::config::Config::parse(&text, "facewire.toml").unwrap();
     facewire::session::load_model(&config).unwrap()
 }
@@ -835,7 +838,7 @@ fn godette_is_framed_as_a_bust_with_her_arms_down() {
     }
     // Loaded for a run, the arms hang: hands well below the shoulders, a little forward,
     // each on its own side.
-    let relaxed = load_as_run(&model);
+    let relaxed = load_as_run(&model, "");
     let arms = shoulders_and_hands(&relaxed);
     for &(shoulder, hand) in &arms {
         let reach = (hand - shoulder).length();
@@ -846,6 +849,9 @@ fn godette_is_framed_as_a_bust_with_her_arms_down() {
         arms[0].1.x > 0.0 && arms[1].1.x < 0.0,
         "left on +X: {arms:?}"
     );
+    // `as_modelled` keeps the T-pose.
+    let kept = load_as_run(&model, "[pose]\narms = \"as_modelled\"\n");
+    assert_eq!(shoulders_and_hands(&kept), shoulders_and_hands(modelled));
 
     // Framed from the chest up: the face (her head bone sits low, at the chin, under a big
     // chibi head) in the upper half, the head across a good part of the picture, a little
@@ -897,7 +903,7 @@ fn vrm1_fixtures_lower_their_arms_and_frame_a_head_when_they_have_one() {
     assert!(files.len() >= 4, "{files:?}");
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy();
-        let avatar = load_as_run(file);
+        let avatar = load_as_run(file, "");
         assert_eq!(avatar.vrm.as_ref().unwrap().version, VrmVersion::V1);
         for (shoulder, hand) in shoulders_and_hands(&avatar) {
             assert!(hand.y < shoulder.y - 0.05, "{name}: {shoulder} {hand}");
@@ -914,4 +920,21 @@ fn vrm1_fixtures_lower_their_arms_and_frame_a_head_when_they_have_one() {
             .count();
         assert!(drawn > 120 * 120 / 10, "{name}: {drawn} pixels drawn");
     }
+}
+
+#[test]
+fn the_default_head_is_no_humanoid_and_keeps_its_framing_and_pose() {
+    use facewire::avatar::{rest_pose, Bust, Humanoid};
+    // It has `Head` and `Neck` nodes but nothing below them: no chest, no arms.
+    let config = facewire::config::Config::default();
+    let mut head = facewire::session::load_model(&config).unwrap();
+    assert!(head.find_node("Head").is_some() && head.find_node("Neck").is_some());
+    assert_eq!(Humanoid::detect(&head), None);
+    assert_eq!(Bust::of(&head), None);
+    let before = head.nodes.iter().map(|n| n.rotation).collect::<Vec<_>>();
+    assert!(rest_pose::relax(&mut head, &Default::default()).is_empty());
+    assert_eq!(
+        head.nodes.iter().map(|n| n.rotation).collect::<Vec<_>>(),
+        before
+    );
 }
