@@ -41,7 +41,8 @@
 //!   (smooth motion at the display rate, one sender period late).
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
-//! - [`avatar`]: glTF/GLB/VRM loading into CPU structures and the CPU reference blend.
+//! - [`avatar`]: glTF/GLB/VRM loading into CPU structures and the CPU reference blend; a
+//!   humanoid's bones, its arms' rest pose and the bust the camera frames.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths,
 //!   skins, materials, draw passes.
 //! - [`panel`]: the control panel's contents (egui): meters, layers, state, actions, errors.

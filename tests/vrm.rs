@@ -722,17 +722,23 @@ fn godette_snapshot_closes_her_eyes_and_opens_her_mouth() {
             }
         }
     }
-    // The whole body is framed: the face is a small area in the upper middle. Had the loader
-    // left her facing away, the eyes and mouth would be hidden and nothing would change.
-    assert!(changed.len() > 40, "only {} pixels changed", changed.len());
+    // She is framed as a bust: the face is large, in the middle across and the upper middle
+    // down. Had the loader left her facing away, the eyes and mouth would be hidden and
+    // nothing would change.
+    assert!(changed.len() > 400, "only {} pixels changed", changed.len());
     let (w, h) = (neutral.width as f32, neutral.height as f32);
     for &(x, y) in &changed {
         let (fx, fy) = (x as f32 / w, y as f32 / h);
         assert!(
-            (0.35..0.65).contains(&fx) && (0.1..0.45).contains(&fy),
+            (0.25..0.75).contains(&fx) && (0.3..0.7).contains(&fy),
             "a change at ({x}, {y}) is outside the face"
         );
     }
+    let span = |f: fn(&(u32, u32)) -> u32| {
+        let values = changed.iter().map(f);
+        values.clone().max().unwrap() - values.min().unwrap()
+    };
+    assert!(span(|p| p.0) as f32 > 0.25 * w, "the eyes are far apart");
 }
 
 #[test]
@@ -766,4 +772,169 @@ fn a_layer_sets_an_expression_through_its_binds() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("did you mean `vrm:Joy`?"), "{e}");
+}
+
+/// `model` loaded as a run loads it: with the configuration's `[pose]` (the default, arms
+/// relaxed, unless `more` says otherwise).
+fn load_as_run(model: &Path, more: &str) -> Avatar {
+    let text = format!(
+        "[render]\nmodel = {:?}\n{more}",
+        model.display().to_string()
+    );
+    let config = facewire::config::Config::parse(&text, "facewire.toml").unwrap();
+    facewire::session::load_model(&config).unwrap()
+}
+
+/// `facewire snapshot` of `model` at `size` (`WxH`) with an empty configuration: no `[camera]`
+/// values, the default `[pose]`.
+fn plain_snapshot(model: &Path, size: &str, weights: &str, name: &str) -> RgbaImage {
+    let dir = repo().join("target/vrm-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("empty.toml");
+    std::fs::write(&config, "").unwrap();
+    let out = dir.join(name);
+    let output = Command::new(facewire_bin())
+        .current_dir(repo())
+        .arg("snapshot")
+        .arg("--config")
+        .arg(&config)
+        .arg("--model")
+        .arg(model)
+        .args(["--size", size, "--morph", "cpu", "--weights", weights])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    RgbaImage::load_png(&out).unwrap()
+}
+
+/// World positions of each arm's upper arm (the shoulder joint) and hand, left then right.
+fn shoulders_and_hands(avatar: &Avatar) -> Vec<(Vec3, Vec3)> {
+    use facewire::avatar::{Bone, Humanoid, Side};
+    let h = Humanoid::detect(avatar).expect("a humanoid");
+    let world = avatar.world_transforms(&avatar.rest_pose());
+    let at = |bone| world[h.bone(bone).unwrap()].w_axis.truncate();
+    [Side::Left, Side::Right]
+        .into_iter()
+        .map(|s| (at(Bone::UpperArm(s)), at(Bone::Hand(s))))
+        .collect()
+}
+
+#[test]
+fn godette_is_framed_as_a_bust_with_her_arms_down() {
+    use facewire::avatar::Bust;
+    use facewire::render::Camera;
+    let (Some(model), Some(modelled)) = (fixture(GODETTE), godette()) else {
+        return;
+    };
+    // Modelled in a T-pose: the hands at shoulder height, far out.
+    for (shoulder, hand) in shoulders_and_hands(modelled) {
+        assert!((hand.y - shoulder.y).abs() < 0.05, "{shoulder} {hand}");
+    }
+    // Loaded for a run, the arms hang: hands well below the shoulders, a little forward,
+    // each on its own side.
+    let relaxed = load_as_run(&model, "");
+    let arms = shoulders_and_hands(&relaxed);
+    for &(shoulder, hand) in &arms {
+        let reach = (hand - shoulder).length();
+        assert!(shoulder.y - hand.y > 0.8 * reach, "{shoulder} {hand}");
+        assert!(hand.z > shoulder.z, "forward: {shoulder} {hand}");
+    }
+    assert!(
+        arms[0].1.x > 0.0 && arms[1].1.x < 0.0,
+        "left on +X: {arms:?}"
+    );
+    // `as_modelled` keeps the T-pose.
+    let kept = load_as_run(&model, "[pose]\narms = \"as_modelled\"\n");
+    assert_eq!(shoulders_and_hands(&kept), shoulders_and_hands(modelled));
+
+    // Framed from the chest up: the face (her head bone sits low, at the chin, under a big
+    // chibi head) in the upper half, the head across a good part of the picture, a little
+    // room above it and the body running off the bottom.
+    let bust = Bust::of(&relaxed).expect("Godette has a bust");
+    let camera = Camera::framed(bust.region(), 1.0, &Default::default());
+    let face = bust.head + Vec3::Y * 0.4 * (bust.head_top - bust.head.y);
+    let head = camera.view_proj().project_point3(face);
+    assert!(head.y > 0.0, "face at {head}");
+    let top = camera
+        .view_proj()
+        .project_point3(Vec3::new(0.0, bust.head_top, face.z));
+    assert!((0.6..1.0).contains(&top.y), "top of the head at {top}");
+    let image = plain_snapshot(&model, "240x240", "", "godette_bust.png");
+    let background = image.pixel(0, 0);
+    let covered = |x: u32, y: u32| {
+        let p = image.pixel(x, y);
+        p.iter()
+            .zip(background)
+            .take(3)
+            .any(|(a, b)| a.abs_diff(b) > 24)
+    };
+    let row = |y: u32| (0..image.width).filter(|&x| covered(x, y)).count() as f32;
+    let width = image.width as f32;
+    assert_eq!(row(0), 0.0, "room above the head");
+    let first = (0..image.height).find(|&y| row(y) > 0.0).unwrap();
+    assert!(first < image.height / 5, "the head starts at row {first}");
+    let head_row = ((1.0 - head.y) * 0.5 * image.height as f32) as u32;
+    assert!(
+        row(head_row) > 0.4 * width,
+        "the head is {} of {width} pixels wide",
+        row(head_row)
+    );
+    assert!(row(image.height - 1) > 0.3 * width, "cut at the chest");
+}
+
+#[test]
+fn vrm1_fixtures_lower_their_arms_and_frame_a_head_when_they_have_one() {
+    use facewire::avatar::Bust;
+    let Some(root) = fixtures("VRM tests") else {
+        return;
+    };
+    let mut files = vrm_files(&root.join("vrm/vrm-specification"));
+    files.extend(
+        vrm_files(&root.join("vrm/vrm-addon-for-blender"))
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("vrm1")),
+    );
+    assert!(files.len() >= 4, "{files:?}");
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy();
+        let avatar = load_as_run(file, "");
+        assert_eq!(avatar.vrm.as_ref().unwrap().version, VrmVersion::V1);
+        for (shoulder, hand) in shoulders_and_hands(&avatar) {
+            assert!(hand.y < shoulder.y - 0.05, "{name}: {shoulder} {hand}");
+            assert!(hand.z > shoulder.z, "{name}: forward {shoulder} {hand}");
+        }
+        // These samples are test cards on a humanoid rig: no head to frame, so the whole card
+        // is framed as before and fills the picture.
+        assert_eq!(Bust::of(&avatar), None, "{name}");
+        let image = plain_snapshot(file, "120x120", "", &format!("{name}.png"));
+        let background = image.pixel(0, 0);
+        let drawn = (0..image.height)
+            .flat_map(|y| (0..image.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| image.pixel(x, y) != background)
+            .count();
+        assert!(drawn > 120 * 120 / 10, "{name}: {drawn} pixels drawn");
+    }
+}
+
+#[test]
+fn the_default_head_is_no_humanoid_and_keeps_its_framing_and_pose() {
+    use facewire::avatar::{rest_pose, Bust, Humanoid};
+    // It has `Head` and `Neck` nodes but nothing below them: no chest, no arms.
+    let config = facewire::config::Config::default();
+    let mut head = facewire::session::load_model(&config).unwrap();
+    assert!(head.find_node("Head").is_some() && head.find_node("Neck").is_some());
+    assert_eq!(Humanoid::detect(&head), None);
+    assert_eq!(Bust::of(&head), None);
+    let before = head.nodes.iter().map(|n| n.rotation).collect::<Vec<_>>();
+    assert!(rest_pose::relax(&mut head, &Default::default()).is_empty());
+    assert_eq!(
+        head.nodes.iter().map(|n| n.rotation).collect::<Vec<_>>(),
+        before
+    );
 }

@@ -17,7 +17,8 @@ pub struct Scene {
     renderer: Renderer,
     rest: Pose,
     pose: Pose,
-    /// Rest-pose bounds, computed once: the camera frames them every frame.
+    /// What the camera frames every frame, computed once: a humanoid's bust, or the rest-pose
+    /// bounds of any other avatar.
     bounds: crate::avatar::Aabb,
     /// Bounds of every expression the targets can make: the clip planes hold them.
     reach: crate::avatar::Aabb,
@@ -42,6 +43,12 @@ impl Scene {
             max: glam::Vec3::splat(0.5),
         });
         let reach = avatar.deformation_bounds().unwrap_or(bounds);
+        // A humanoid is framed from the chest up; anything else as a whole.
+        let bust = crate::avatar::Bust::of(&avatar);
+        if let Some(bust) = &bust {
+            tracing::info!(head = %bust.head, neck = %bust.neck, chest = %bust.chest, head_top = bust.head_top, "framing the humanoid's bust");
+        }
+        let bounds = bust.map_or(bounds, |b| b.region());
         Ok(Scene {
             bounds,
             reach,

@@ -5,13 +5,19 @@
 //! glTF defines them; the CPU blend in [`blend`] builds its own sparse view for speed.
 
 pub mod blend;
+pub mod bust;
+pub mod humanoid;
 mod load;
 pub mod lookat;
 pub mod mtoon;
+pub mod rest_pose;
 pub mod vrm;
 
+pub use bust::Bust;
+pub use humanoid::{Bone, Humanoid, Side};
 pub use load::{load, load_slice, AvatarError};
 pub use mtoon::{Outline, OutlineMode, Toon};
+pub use rest_pose::{relax_arms, ArmRest, ArmStart, RelaxedArm};
 pub use vrm::{Expression, MorphBind, Preset, Vrm, VrmVersion};
 
 use glam::{Mat3, Mat4, Quat, Vec2, Vec3, Vec4};

@@ -13,10 +13,12 @@ use crate::arkit::Protocol;
 
 mod layers;
 mod net;
+mod pose;
 pub mod smoothing;
 
 pub use layers::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use net::{Subnet, SubnetError};
+pub use pose::{ArmsMode, PoseConfig};
 pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
 
 /// The configuration file used when `--config` is not given and it exists.
@@ -557,6 +559,8 @@ pub struct Config {
     pub camera: CameraConfig,
     /// `[layers]`: the mixer's stack.
     pub layers: LayersSection,
+    /// `[pose]`: a humanoid's rest pose.
+    pub pose: PoseConfig,
 }
 
 impl Config {
@@ -657,6 +661,7 @@ impl Config {
         if let Err((key, message, hint)) = self.camera.check() {
             return fail(key, message, &hint);
         }
+        self.pose.validate(text, path).map_err(ConfigError::Parse)?;
         if let Err((key, message, hint)) = self.layers.check() {
             // Channel names sit inside inline tables, not at the start of a line.
             let offset = crate::diagnostic::key_offset(text, &key)

@@ -428,6 +428,67 @@ mod tests {
         assert_eq!(clamped.orbit_pitch, -CameraConfig::PITCH_LIMIT);
     }
 
+    /// A grown-up humanoid's bust: head bone at 1.40 m, neck 1.33, chest 1.12, the skull's
+    /// top at 1.60, 18 cm wide.
+    fn bust() -> crate::avatar::Bust {
+        crate::avatar::Bust {
+            head: Vec3::new(0.0, 1.40, 0.0),
+            neck: Vec3::new(0.0, 1.33, -0.01),
+            chest: Vec3::new(0.0, 1.12, 0.0),
+            head_top: 1.60,
+            head_half_width: 0.09,
+            head_depth: (-0.11, 0.11),
+        }
+    }
+
+    #[test]
+    fn a_bust_is_framed_from_the_chest_up_with_the_face_high_and_large() {
+        let b = bust();
+        for aspect in [16.0 / 9.0, 1.0] {
+            let c = Camera::framed(b.region(), aspect, &CameraConfig::default());
+            assert_eq!(c.fov_y, FRAMING_FOV_Y);
+            let (_, _, forward) = c.basis();
+            assert!(forward.abs_diff_eq(Vec3::NEG_Z, 1e-6), "facing the avatar");
+            assert!(c.eye.z > b.head_depth.1 && (c.eye.x - b.head.x).abs() < 1e-6);
+            let vp = c.view_proj();
+            let y = |p: Vec3| vp.project_point3(p).y;
+            let top = y(Vec3::new(0.0, b.head_top, 0.0));
+            // The whole head shows, with a little room above it.
+            assert!((0.7..0.95).contains(&top), "top of the head at {top}");
+            // The head bone (the base of the skull) is in the upper half, the eyes a little
+            // above it in the upper third of the picture.
+            assert!(y(b.head) > 0.0, "head bone at {}", y(b.head));
+            let eyes = y(b.head + Vec3::Y * 0.07);
+            assert!(eyes > 1.0 / 3.0 - 0.05, "eyes at {eyes}");
+            // The chest is at the bottom edge: the picture is cut there.
+            let chest = y(b.chest);
+            assert!((-1.0..-0.75).contains(&chest), "chest at {chest}");
+            // The face fills a good part of the width: a fifth on a wide stage, more on a square.
+            let left = vp.project_point3(b.head - Vec3::X * b.head_half_width).x;
+            let right = vp.project_point3(b.head + Vec3::X * b.head_half_width).x;
+            let share = (right - left) / 2.0;
+            assert!(share > 0.15 * (16.0 / 9.0) / aspect, "face width {share}");
+            assert!(share < 0.5, "face width {share}");
+        }
+    }
+
+    #[test]
+    fn the_saved_camera_applies_on_top_of_the_bust() {
+        let b = bust().region();
+        let base = Camera::framed(b, 1.0, &CameraConfig::default());
+        let zoomed = Camera::framed(
+            b,
+            1.0,
+            &CameraConfig {
+                zoom: 2.0,
+                ..CameraConfig::default()
+            },
+        );
+        assert!((zoomed.target - base.target).length() < 1e-6);
+        let ratio = (base.eye - base.target).length() / (zoomed.eye - zoomed.target).length();
+        assert!((ratio - 2.0).abs() < 1e-4, "{ratio}");
+    }
+
     #[test]
     fn reaching_widens_the_clip_planes_and_keeps_the_framing() {
         // A head whose expression pushes the face far towards the camera and the back far away.

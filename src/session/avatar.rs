@@ -16,13 +16,26 @@ fn default_head(config: &Config) -> bool {
     config.render.model.as_os_str().is_empty()
 }
 
-/// The configured avatar, or the built-in default head.
+/// The configured avatar, or the built-in default head, with a humanoid's arms brought to
+/// the rest pose `[pose]` asks for.
 pub fn load_model(config: &Config) -> Result<Avatar, StartError> {
-    Ok(if default_head(config) {
+    let mut avatar = if default_head(config) {
         avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, crate::headgen::DEFAULT_HEAD)?
     } else {
         avatar::load(&config.render.model)?
-    })
+    };
+    if let Some(rest) = config.pose.arm_rest() {
+        for arm in avatar::rest_pose::relax(&mut avatar, &rest) {
+            tracing::info!(
+                side = ?arm.side,
+                modelled = ?arm.start,
+                modelled_down_degrees = arm.modelled_down_degrees,
+                relaxed = arm.moved(),
+                "humanoid arm at rest"
+            );
+        }
+    }
+    Ok(avatar)
 }
 
 /// The mapping text and where it came from: `render.mapping`, else (for the default head)

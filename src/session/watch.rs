@@ -92,6 +92,7 @@ fn apply(
         ("[ingest]", new.ingest != old.ingest),
         ("[render]", new.render != old.render),
         ("[forward]", new.forward != old.forward),
+        ("[pose]", new.pose != old.pose),
     ]
     .into_iter()
     .filter_map(|(name, changed)| changed.then_some(name))
@@ -171,10 +172,11 @@ mod tests {
         new.layers.order.push("smile".into());
         new.camera.zoom = 2.0;
         new.forward.to = vec!["127.0.0.1:39540".parse().unwrap()];
+        new.pose.elbow_degrees = 30.0;
         let (tx, rx) = mpsc::channel();
         let (camera_tx, cameras) = mpsc::channel();
         let restart = apply(&old, &new, None, &tx, &StageLink::Headless(camera_tx));
-        assert_eq!(restart, ["[forward]"]);
+        assert_eq!(restart, ["[forward]", "[pose]"]);
         let sent: Vec<SessionCommand> = rx.try_iter().collect();
         assert!(matches!(&sent[0], SessionCommand::Settings(s) if s.1.fade == 1.5));
         assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.order.len() == 2));
