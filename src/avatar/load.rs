@@ -15,6 +15,7 @@
 mod accessor;
 mod compression;
 mod extensions;
+mod ktx;
 mod material;
 mod mesh;
 mod scene;

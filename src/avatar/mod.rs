@@ -7,10 +7,12 @@
 pub mod blend;
 mod load;
 pub mod mtoon;
+mod sampler;
 pub mod vrm;
 
 pub use load::{load, load_slice, AvatarError};
 pub use mtoon::{Outline, OutlineMode, Toon};
+pub use sampler::{MagFilter, MinFilter, Sampler, Wrap};
 pub use vrm::{Expression, MorphBind, Preset, Vrm, VrmVersion};
 
 use glam::{Mat3, Mat4, Quat, Vec2, Vec3, Vec4};
@@ -247,6 +249,8 @@ pub struct Texture {
     pub height: u32,
     /// `width * height * 4` bytes.
     pub rgba: Vec<u8>,
+    /// How the texture is sampled: the glTF texture's sampler.
+    pub sampler: Sampler,
 }
 
 /// An axis-aligned box.
