@@ -340,6 +340,36 @@ fn webp_texture_required_by_the_file_loads_exactly_and_draws() {
 }
 
 #[test]
+fn lossy_webp_with_alpha_decodes_near_what_libwebp_decodes() {
+    let glb = one_image_glb(
+        &fixture("quadrants_lossy.webp"),
+        "image/webp",
+        Some("EXT_texture_webp"),
+    );
+    let avatar = avatar::load_slice(&glb, "webp-lossy").unwrap_or_else(|e| panic!("{e}"));
+    let texture = &avatar.textures[0];
+    assert_eq!((texture.width, texture.height), (16, 16));
+    // libwebp's dwebp decodes the quadrant centres to these (see tests/textures/README.md).
+    let want = [
+        ((4, 4), [255, 1, 0, 255]),
+        ((12, 4), [0, 255, 1, 255]),
+        ((4, 12), [0, 0, 255, 255]),
+        ((12, 12), [255, 255, 255, 128]),
+    ];
+    for ((x, y), rgba) in want {
+        let i = (y * 16 + x) * 4;
+        let got = &texture.rgba[i..i + 4];
+        assert_near(
+            [got[0], got[1], got[2]],
+            [rgba[0], rgba[1], rgba[2]],
+            4,
+            &format!("lossy WebP at ({x}, {y})"),
+        );
+        assert_eq!(got[3], rgba[3], "lossless alpha at ({x}, {y})");
+    }
+}
+
+#[test]
 fn the_extension_image_is_preferred_and_the_plain_source_is_the_fallback() {
     let red: Vec<u8> = [255, 0, 0, 255].repeat(16);
     let blue: Vec<u8> = [0, 0, 255, 255].repeat(16);

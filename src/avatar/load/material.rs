@@ -5,6 +5,7 @@ use super::source::check_uri;
 use super::{ktx, texture, Loader};
 use crate::avatar::{mtoon, AlphaMode, Material, Texture, TextureTransform};
 use glam::Vec2;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
@@ -138,7 +139,7 @@ impl Loader<'_> {
 
     /// The encoded bytes of an image, after checking its source: a buffer view inside its
     /// buffer, or a URI the importer can resolve (a data URI, or a file beside the glTF).
-    fn image_bytes(&self, image: &gltf::Image<'_>) -> Result<Vec<u8>, String> {
+    fn image_bytes(&self, image: &gltf::Image<'_>) -> Result<Cow<'_, [u8]>, String> {
         match image.source() {
             gltf::image::Source::View { view, .. } => {
                 let buffer = self
@@ -148,7 +149,7 @@ impl Loader<'_> {
                 view.offset()
                     .checked_add(view.length())
                     .and_then(|end| buffer.get(view.offset()..end))
-                    .map(<[u8]>::to_vec)
+                    .map(Cow::Borrowed)
                     .ok_or_else(|| {
                         format!(
                             "image buffer view {} runs past the end of its buffer",
@@ -159,7 +160,7 @@ impl Loader<'_> {
             gltf::image::Source::Uri { uri, .. } => {
                 check_uri(uri, self.base)?;
                 gltf::buffer::Data::from_source(gltf::buffer::Source::Uri(uri), self.base)
-                    .map(|data| data.0)
+                    .map(|data| Cow::Owned(data.0))
                     .map_err(|e| e.to_string())
             }
         }

@@ -253,6 +253,46 @@ mod tests {
     }
 
     #[test]
+    fn encodings_are_told_by_their_signatures() {
+        assert_eq!(sniff(b"RIFF\x10\0\0\0WEBPVP8L"), Encoding::WebP);
+        assert_eq!(sniff(b"RIFF\x10\0\0\0WAVEfmt "), Encoding::Other);
+        assert_eq!(sniff(b"\xABKTX 20\xBB\r\n\x1A\n\0\0"), Encoding::Ktx2);
+        assert_eq!(sniff(b"\xABKTX 11\xBB\r\n\x1A\n\0\0"), Encoding::Other);
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n"), Encoding::Other);
+        assert_eq!(sniff(b"RIFF"), Encoding::Other);
+    }
+
+    #[test]
+    fn samplers_read_every_field_and_default_the_rest() {
+        assert_eq!(sampler(None), Sampler::default());
+        let json: json::Sampler = serde_json::from_str(
+            r#"{"wrapS":33071,"wrapT":33648,"magFilter":9728,"minFilter":9984}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            sampler(Some(&json)),
+            Sampler {
+                wrap_s: Wrap::ClampToEdge,
+                wrap_t: Wrap::MirroredRepeat,
+                mag_filter: MagFilter::Nearest,
+                min_filter: MinFilter::NearestMipmapNearest,
+            }
+        );
+        let unset: json::Sampler = serde_json::from_str("{}").unwrap();
+        assert_eq!(sampler(Some(&unset)), Sampler::default());
+        let bad: json::Sampler = serde_json::from_str(r#"{"wrapS":1,"magFilter":7}"#).unwrap();
+        assert_eq!(sampler(Some(&bad)), Sampler::default());
+    }
+
+    #[test]
+    fn sizes_past_the_limit_are_refused() {
+        assert!(check_size(MAX_SIDE, MAX_SIDE).is_ok());
+        assert!(check_size(MAX_SIDE + 1, 1).is_err());
+        assert!(check_size(1, MAX_SIDE + 1).is_err());
+        assert!(check_size(0, 4).is_err());
+    }
+
+    #[test]
     fn wrong_pixel_byte_counts_are_errors() {
         assert!(to_rgba8(&data(Format::R8G8B8, 2, 2, vec![0; 11])).is_err());
         assert!(to_rgba8(&data(Format::R8G8B8A8, 0, 0, Vec::new())).is_err());
