@@ -116,16 +116,18 @@ impl Loader<'_> {
     /// the `gltf` crate. The WebP and KTX2 decoders run under their own panic guard, so that a
     /// decoder bug on a hostile image costs that texture, not the avatar.
     fn decode_image(&self, index: usize) -> Result<Texture, String> {
-        let image = self
-            .document
-            .images()
-            .nth(index)
-            .ok_or_else(|| "image missing from the document".to_string())?;
-        let bytes = self.image_bytes(&image)?;
+        let bytes = self.image_bytes(index)?;
         let decode = match texture::sniff(&bytes) {
             texture::Encoding::WebP => texture::decode_webp,
             texture::Encoding::Ktx2 => ktx::decode_ktx2,
-            texture::Encoding::Other => return self.decode_png_or_jpeg(image),
+            texture::Encoding::Other => {
+                let image = self
+                    .document
+                    .images()
+                    .nth(index)
+                    .ok_or_else(|| "image missing from the document".to_string())?;
+                return self.decode_png_or_jpeg(image);
+            }
         };
         panic::catch_unwind(AssertUnwindSafe(|| decode(&bytes))).unwrap_or_else(|payload| {
             let detail = payload
@@ -137,11 +139,23 @@ impl Loader<'_> {
         })
     }
 
-    /// The encoded bytes of an image, after checking its source: a buffer view inside its
-    /// buffer, or a URI the importer can resolve (a data URI, or a file beside the glTF).
-    fn image_bytes(&self, image: &gltf::Image<'_>) -> Result<Cow<'_, [u8]>, String> {
-        match image.source() {
-            gltf::image::Source::View { view, .. } => {
+    /// The encoded bytes of image `index`, after checking its source in the JSON (the `gltf`
+    /// crate's accessors unwrap what they find there): a buffer view inside its buffer, or a
+    /// URI the importer can resolve (a data URI, or a file beside the glTF).
+    fn image_bytes(&self, index: usize) -> Result<Cow<'_, [u8]>, String> {
+        let json = self
+            .document
+            .as_json()
+            .images
+            .get(index)
+            .ok_or_else(|| "image missing from the document".to_string())?;
+        match (&json.buffer_view, &json.uri) {
+            (Some(view), _) => {
+                let view = self
+                    .document
+                    .views()
+                    .nth(view.value())
+                    .ok_or_else(|| "image buffer view does not exist".to_string())?;
                 let buffer = self
                     .buffers
                     .get(view.buffer().index())
@@ -157,12 +171,13 @@ impl Loader<'_> {
                         )
                     })
             }
-            gltf::image::Source::Uri { uri, .. } => {
+            (None, Some(uri)) => {
                 check_uri(uri, self.base)?;
                 gltf::buffer::Data::from_source(gltf::buffer::Source::Uri(uri), self.base)
                     .map(|data| Cow::Owned(data.0))
                     .map_err(|e| e.to_string())
             }
+            (None, None) => Err("image has neither a uri nor a bufferView".into()),
         }
     }
 
