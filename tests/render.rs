@@ -158,6 +158,7 @@ fn head_texture() -> Texture {
         width: size,
         height: size,
         rgba,
+        sampler: Default::default(),
     }
 }
 
@@ -767,11 +768,13 @@ fn hostile_avatar_data_is_skipped_not_fatal() {
         width: 4,
         height: 4,
         rgba: vec![0; 10],
+        sampler: Default::default(),
     });
     avatar.textures.push(Texture {
         width: 0,
         height: 0,
         rgba: vec![],
+        sampler: Default::default(),
     });
     avatar.nodes[2].mesh = Some(99);
     avatar.nodes[2].children = vec![0, 77];

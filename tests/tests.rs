@@ -53,6 +53,10 @@ mod conformance;
 /// transforms and MToon, on built GLBs, RobotExpressive and Godette.
 mod materials;
 
+/// Texture images and samplers: WebP and KTX2/Basis Universal images, the choice between a
+/// texture's images, hostile images, wrap and filter modes rendered.
+mod textures;
+
 /// Every fixture avatar rendered: each target changes the image only where it moves.
 mod fixture_render;
 

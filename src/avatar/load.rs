@@ -1,7 +1,8 @@
 //! glTF 2.0 / GLB loading into the CPU avatar types, hardened against hostile files.
 //!
 //! Loading goes through the `gltf` crate (JSON validation, buffers, sparse accessors, PNG/JPEG
-//! decoding) but checks what that crate leaves unchecked before asking it to read: GLB header
+//! decoding; WebP and KTX2 images are decoded here, see `texture` and `ktx`) but checks what
+//! that crate leaves unchecked before asking it to read: GLB header
 //! lengths, buffer view and accessor byte ranges, accessor layouts, URI encodings and image
 //! sources. On top of that the avatar's own invariants are enforced: every morph target of a
 //! primitive has one delta per vertex, every primitive of a mesh has the mesh's target count,
@@ -15,6 +16,7 @@
 mod accessor;
 mod compression;
 mod extensions;
+mod ktx;
 mod material;
 mod mesh;
 mod scene;

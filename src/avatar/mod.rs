@@ -11,6 +11,7 @@ mod load;
 pub mod lookat;
 pub mod mtoon;
 pub mod rest_pose;
+mod sampler;
 pub mod vrm;
 
 pub use bust::Bust;
@@ -18,6 +19,7 @@ pub use humanoid::{Bone, Humanoid, Side};
 pub use load::{load, load_slice, AvatarError};
 pub use mtoon::{Outline, OutlineMode, Toon};
 pub use rest_pose::{relax_arms, ArmRest, ArmStart, RelaxedArm};
+pub use sampler::{MagFilter, MinFilter, Sampler, Wrap};
 pub use vrm::{Expression, MorphBind, Preset, Vrm, VrmVersion};
 
 use glam::{Mat3, Mat4, Quat, Vec2, Vec3, Vec4};
@@ -254,6 +256,8 @@ pub struct Texture {
     pub height: u32,
     /// `width * height * 4` bytes.
     pub rgba: Vec<u8>,
+    /// How the texture is sampled: the glTF texture's sampler.
+    pub sampler: Sampler,
 }
 
 /// An axis-aligned box.

@@ -12,7 +12,7 @@ use super::objects::Texture;
 use super::renderer::Renderer;
 use super::variants::{SHADING_STANDARD, SHADING_TOON, SHADING_UNLIT};
 use super::{check_gl, RenderError};
-use crate::avatar::{AlphaMode, Avatar, OutlineMode};
+use crate::avatar::{AlphaMode, Avatar, MagFilter, MinFilter, OutlineMode, Sampler, Wrap};
 
 /// What a material needs at draw time.
 pub(super) struct GpuMaterial {
@@ -173,18 +173,49 @@ pub(super) fn upload_textures(
                 );
                 return Ok(None);
             }
-            upload_texture(gl, t.width, t.height, &t.rgba).map(Some)
+            upload_texture(gl, t.width, t.height, &t.rgba, t.sampler).map(Some)
         })
         .collect()
 }
 
+/// The GL wrap mode of a glTF wrap mode.
+fn gl_wrap(wrap: Wrap) -> u32 {
+    match wrap {
+        Wrap::Repeat => glow::REPEAT,
+        Wrap::ClampToEdge => glow::CLAMP_TO_EDGE,
+        Wrap::MirroredRepeat => glow::MIRRORED_REPEAT,
+    }
+}
+
+/// The GL magnification filter of a glTF one.
+fn gl_mag_filter(filter: MagFilter) -> u32 {
+    match filter {
+        MagFilter::Nearest => glow::NEAREST,
+        MagFilter::Linear => glow::LINEAR,
+    }
+}
+
+/// The GL minification filter of a glTF one.
+fn gl_min_filter(filter: MinFilter) -> u32 {
+    match filter {
+        MinFilter::Nearest => glow::NEAREST,
+        MinFilter::Linear => glow::LINEAR,
+        MinFilter::NearestMipmapNearest => glow::NEAREST_MIPMAP_NEAREST,
+        MinFilter::LinearMipmapNearest => glow::LINEAR_MIPMAP_NEAREST,
+        MinFilter::NearestMipmapLinear => glow::NEAREST_MIPMAP_LINEAR,
+        MinFilter::LinearMipmapLinear => glow::LINEAR_MIPMAP_LINEAR,
+    }
+}
+
 /// Uploads one sRGB RGBA8 texture (rows top to bottom, as glTF UVs expect: v = 0 is the first
-/// row) with mipmaps, trilinear filtering and repeat wrapping.
+/// row) sampled as `sampler` says; mipmaps are generated only when its minification filter
+/// reads them.
 pub(super) fn upload_texture(
     gl: &Rc<glow::Context>,
     width: u32,
     height: u32,
     rgba: &[u8],
+    sampler: Sampler,
 ) -> Result<Texture, RenderError> {
     let texture = Texture::new(gl)?;
     // SAFETY: the texture is fresh; `rgba` holds exactly width * height * 4 bytes (checked by
@@ -203,12 +234,14 @@ pub(super) fn upload_texture(
             glow::UNSIGNED_BYTE,
             glow::PixelUnpackData::Slice(Some(rgba)),
         );
-        gl.generate_mipmap(glow::TEXTURE_2D);
+        if sampler.min_filter.uses_mipmaps() {
+            gl.generate_mipmap(glow::TEXTURE_2D);
+        }
         let params = [
-            (glow::TEXTURE_MIN_FILTER, glow::LINEAR_MIPMAP_LINEAR),
-            (glow::TEXTURE_MAG_FILTER, glow::LINEAR),
-            (glow::TEXTURE_WRAP_S, glow::REPEAT),
-            (glow::TEXTURE_WRAP_T, glow::REPEAT),
+            (glow::TEXTURE_MIN_FILTER, gl_min_filter(sampler.min_filter)),
+            (glow::TEXTURE_MAG_FILTER, gl_mag_filter(sampler.mag_filter)),
+            (glow::TEXTURE_WRAP_S, gl_wrap(sampler.wrap_s)),
+            (glow::TEXTURE_WRAP_T, gl_wrap(sampler.wrap_t)),
         ];
         for (name, value) in params {
             gl.tex_parameter_i32(glow::TEXTURE_2D, name, value as i32);
@@ -217,4 +250,30 @@ pub(super) fn upload_texture(
     }
     check_gl!(gl, "uploading a texture");
     Ok(texture)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samplers_map_to_the_gl_enums_gltf_names() {
+        // glTF writes its sampler modes as the GL enum values themselves.
+        assert_eq!(gl_wrap(Wrap::Repeat), 10497);
+        assert_eq!(gl_wrap(Wrap::ClampToEdge), 33071);
+        assert_eq!(gl_wrap(Wrap::MirroredRepeat), 33648);
+        assert_eq!(gl_mag_filter(MagFilter::Nearest), 9728);
+        assert_eq!(gl_mag_filter(MagFilter::Linear), 9729);
+        let min = [
+            (MinFilter::Nearest, 9728),
+            (MinFilter::Linear, 9729),
+            (MinFilter::NearestMipmapNearest, 9984),
+            (MinFilter::LinearMipmapNearest, 9985),
+            (MinFilter::NearestMipmapLinear, 9986),
+            (MinFilter::LinearMipmapLinear, 9987),
+        ];
+        for (filter, gl) in min {
+            assert_eq!(gl_min_filter(filter), gl, "{filter:?}");
+        }
+    }
 }

@@ -33,7 +33,7 @@ use super::skins::{assign_skins, gpu_skins, upload_joint_texture, GpuSkin, NodeS
 use super::variants::{build_programs, set_globals, Bound, ShaderVariant, UNIT_JOINTS};
 use super::RenderError;
 use super::{check_gl, Camera, DrawTarget, MorphMode, MorphPath};
-use crate::avatar::{Avatar, Pose};
+use crate::avatar::{Avatar, Pose, Sampler};
 
 /// Draws one avatar. Holds every GL object the avatar needs; drop it before the context (see
 /// the module docs of [`crate::render`]).
@@ -117,7 +117,7 @@ impl Renderer {
         let max_active = (max_targets.div_ceil(4) * 4).clamp(4, MAX_ACTIVE_TARGETS);
         let (programs, program_for) = build_programs(&gl, avatar, path, max_active)?;
 
-        let white = upload_texture(&gl, 1, 1, &[255; 4])?;
+        let white = upload_texture(&gl, 1, 1, &[255; 4], Sampler::default())?;
         let textures = upload_textures(&gl, avatar)?;
         let materials: Vec<GpuMaterial> = avatar
             .materials
@@ -421,6 +421,7 @@ mod tests {
                 width: 2,
                 height: 2,
                 rgba: vec![200; 16],
+                sampler: Default::default(),
             }],
             ..Default::default()
         }

@@ -8,10 +8,13 @@
 //! taken out of `extensionsRequired` before it runs; the unsupported ones never reach it.
 
 /// Extensions facewire reads: mesh quantization and meshopt compression (decoded by the
-/// loader), the texture transform and unlit materials, and VRM 0.x.
+/// loader), WebP and KTX2/Basis Universal images (decoded by the loader), the texture transform
+/// and unlit materials, and VRM 0.x.
 const SUPPORTED: &[&str] = &[
     "KHR_mesh_quantization",
     "EXT_meshopt_compression",
+    "EXT_texture_webp",
+    "KHR_texture_basisu",
     "KHR_texture_transform",
     "KHR_materials_unlit",
     "VRM",
@@ -70,7 +73,12 @@ mod tests {
                 "EXT_meshopt_compression",
                 "VRMC_vrm",
             ],
-            &["KHR_mesh_quantization", "EXT_meshopt_compression"],
+            &[
+                "KHR_mesh_quantization",
+                "EXT_meshopt_compression",
+                "EXT_texture_webp",
+                "KHR_texture_basisu",
+            ],
         );
         assert_eq!(check(&mut r), Ok(Vec::new()));
         assert!(r.extensions_required.is_empty());
@@ -93,6 +101,7 @@ mod tests {
                 "KHR_lights_punctual",
                 "KHR_materials_unlit",
                 "KHR_lights_punctual",
+                "MSFT_texture_dds",
                 "EXT_texture_webp",
                 "VRM",
             ],
@@ -102,7 +111,7 @@ mod tests {
             check(&mut r),
             Ok(vec![
                 "KHR_lights_punctual".to_owned(),
-                "EXT_texture_webp".to_owned()
+                "MSFT_texture_dds".to_owned()
             ])
         );
     }

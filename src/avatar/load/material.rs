@@ -2,47 +2,188 @@
 //! and reading every material, with its texture transform and VRM MToon parameters.
 
 use super::source::check_uri;
-use super::{texture, Loader};
+use super::{ktx, texture, Loader};
 use crate::avatar::{mtoon, AlphaMode, Material, Texture, TextureTransform};
 use glam::Vec2;
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 
+/// The texture extensions that name an image of their own, in the order they are preferred
+/// over the plain `source` (which such files keep as an optional fallback).
+const IMAGE_EXTENSIONS: [&str; 2] = ["EXT_texture_webp", "KHR_texture_basisu"];
+
 impl Loader<'_> {
-    /// Decodes every glTF texture from its image source, in texture order. An image that cannot
-    /// be decoded (unsupported encoding, missing file, corrupt data) is replaced by a 1×1 white
-    /// placeholder with a warning: a wrong-coloured avatar is more useful on stream than none.
+    /// Decodes every glTF texture from its image, in texture order, with its sampler. The image
+    /// is the first that decodes of: the `EXT_texture_webp` image, the `KHR_texture_basisu`
+    /// image, the plain `source`. A texture none of whose images decodes (unsupported encoding,
+    /// missing file, corrupt data, too large) is replaced by a 1×1 white placeholder with a
+    /// warning: a wrong-coloured avatar is more useful on stream than none.
     pub(super) fn textures(&self) -> Vec<Texture> {
-        let mut decoded: HashMap<usize, Texture> = HashMap::new();
+        let mut decoded: HashMap<usize, Result<Texture, String>> = HashMap::new();
         let mut textures = Vec::new();
         for texture in self.document.textures() {
-            let image = texture.source();
-            let image_index = image.index();
-            let rgba = match decoded.get(&image_index) {
-                Some(done) => done.clone(),
-                None => {
-                    let result = self.decode_image(image);
-                    let done = result.unwrap_or_else(|reason| {
+            let mut failures: Vec<String> = Vec::new();
+            let mut chosen = None;
+            for image in self.image_candidates(&texture) {
+                let result = decoded
+                    .entry(image)
+                    .or_insert_with(|| self.decode_image(image));
+                match result {
+                    Ok(done) => {
+                        chosen = Some(done.clone());
+                        break;
+                    }
+                    Err(reason) => failures.push(format!("image {image}: {reason}")),
+                }
+            }
+            let reason = if failures.is_empty() {
+                "the texture names no image".to_owned()
+            } else {
+                failures.join("; ")
+            };
+            let mut rgba = match chosen {
+                Some(done) => {
+                    if !failures.is_empty() {
                         tracing::warn!(
                             file = self.file,
                             texture = texture.index(),
-                            image = image_index,
                             %reason,
-                            "texture replaced by a white placeholder"
+                            "texture falls back to another of its images"
                         );
-                        texture::placeholder()
-                    });
-                    decoded.insert(image_index, done.clone());
+                    }
                     done
                 }
+                None => {
+                    tracing::warn!(
+                        file = self.file,
+                        texture = texture.index(),
+                        %reason,
+                        "texture replaced by a white placeholder"
+                    );
+                    texture::placeholder()
+                }
             };
+            let json = self.document.as_json();
+            let sampler = json
+                .textures
+                .get(texture.index())
+                .and_then(|t| t.sampler)
+                .and_then(|index| json.samplers.get(index.value()));
+            rgba.sampler = texture::sampler(sampler);
             textures.push(rgba);
         }
         textures
     }
 
-    /// Decodes one image after checking the parts of its source the `gltf` crate unwraps.
-    fn decode_image(&self, image: gltf::Image<'_>) -> Result<Texture, String> {
+    /// The images a texture may be drawn from, most preferred first, without repeats: each
+    /// image extension's `source` (when it is an index of an existing image), then the plain
+    /// `source`.
+    fn image_candidates(&self, texture: &gltf::Texture<'_>) -> Vec<usize> {
+        let count = self.document.images().len();
+        let mut candidates = Vec::new();
+        for name in IMAGE_EXTENSIONS {
+            let source = texture
+                .extension_value(name)
+                .and_then(|ext| ext.get("source"))
+                .and_then(serde_json::Value::as_u64);
+            match source {
+                Some(index) if (index as usize) < count => candidates.push(index as usize),
+                Some(index) => tracing::warn!(
+                    file = self.file,
+                    texture = texture.index(),
+                    extension = name,
+                    image = index,
+                    "texture extension names an image the file does not have"
+                ),
+                None => {}
+            }
+        }
+        if let Some(image) = texture.source() {
+            candidates.push(image.index());
+        }
+        let mut seen = Vec::new();
+        candidates.retain(|&image| {
+            let first = !seen.contains(&image);
+            seen.push(image);
+            first
+        });
+        candidates
+    }
+
+    /// Decodes image `index`: WebP and KTX2 (told by their first bytes) here, PNG and JPEG by
+    /// the `gltf` crate. The WebP and KTX2 decoders run under their own panic guard, so that a
+    /// decoder bug on a hostile image costs that texture, not the avatar.
+    fn decode_image(&self, index: usize) -> Result<Texture, String> {
+        let bytes = self.image_bytes(index)?;
+        let decode = match texture::sniff(&bytes) {
+            texture::Encoding::WebP => texture::decode_webp,
+            texture::Encoding::Ktx2 => ktx::decode_ktx2,
+            texture::Encoding::Other => {
+                let image = self
+                    .document
+                    .images()
+                    .nth(index)
+                    .ok_or_else(|| "image missing from the document".to_string())?;
+                return self.decode_png_or_jpeg(image);
+            }
+        };
+        panic::catch_unwind(AssertUnwindSafe(|| decode(&bytes))).unwrap_or_else(|payload| {
+            let detail = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            Err(format!("the image decoder failed: {detail}"))
+        })
+    }
+
+    /// The encoded bytes of image `index`, after checking its source in the JSON (the `gltf`
+    /// crate's accessors unwrap what they find there): a buffer view inside its buffer, or a
+    /// URI the importer can resolve (a data URI, or a file beside the glTF).
+    fn image_bytes(&self, index: usize) -> Result<Cow<'_, [u8]>, String> {
+        let json = self
+            .document
+            .as_json()
+            .images
+            .get(index)
+            .ok_or_else(|| "image missing from the document".to_string())?;
+        match (&json.buffer_view, &json.uri) {
+            (Some(view), _) => {
+                let view = self
+                    .document
+                    .views()
+                    .nth(view.value())
+                    .ok_or_else(|| "image buffer view does not exist".to_string())?;
+                let buffer = self
+                    .buffers
+                    .get(view.buffer().index())
+                    .map_or(&[][..], |data| &data[..]);
+                view.offset()
+                    .checked_add(view.length())
+                    .and_then(|end| buffer.get(view.offset()..end))
+                    .map(Cow::Borrowed)
+                    .ok_or_else(|| {
+                        format!(
+                            "image buffer view {} runs past the end of its buffer",
+                            view.index()
+                        )
+                    })
+            }
+            (None, Some(uri)) => {
+                check_uri(uri, self.base)?;
+                gltf::buffer::Data::from_source(gltf::buffer::Source::Uri(uri), self.base)
+                    .map(|data| Cow::Owned(data.0))
+                    .map_err(|e| e.to_string())
+            }
+            (None, None) => Err("image has neither a uri nor a bufferView".into()),
+        }
+    }
+
+    /// Decodes a PNG or JPEG image through the `gltf` crate, after checking the parts of its
+    /// source that crate unwraps.
+    fn decode_png_or_jpeg(&self, image: gltf::Image<'_>) -> Result<Texture, String> {
         let json = self
             .document
             .as_json()

@@ -1,7 +1,118 @@
-//! Conversion of decoded glTF images (any `gltf::image::Format`) to the RGBA8 [`Texture`].
+//! Image decoding into the RGBA8 [`Texture`]: PNG and JPEG as the `gltf` crate decodes them
+//! (any `gltf::image::Format`), WebP (`EXT_texture_webp`) through `image-webp`, and the
+//! sniffing that tells the encodings apart. KTX2 lives in `ktx`.
 
-use crate::avatar::Texture;
+use crate::avatar::{MagFilter, MinFilter, Sampler, Texture, Wrap};
 use gltf::image::{Data, Format};
+use gltf::json::texture as json;
+use gltf::json::validation::Checked;
+
+/// The longest side, in pixels, of an image facewire decodes. Larger images are refused before
+/// any pixel memory is allocated (8192² RGBA8 is 256 MiB), so a hostile header cannot ask for
+/// gigabytes; real avatar textures stop at 4096.
+pub(super) const MAX_SIDE: u32 = 8192;
+
+/// The encodings a glTF image can hold, told apart by their first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Encoding {
+    /// A RIFF container of type `WEBP`.
+    WebP,
+    /// A KTX 2.0 container (Basis Universal or uncompressed).
+    Ktx2,
+    /// Anything else: PNG or JPEG, left to the `gltf` crate's decoder.
+    Other,
+}
+
+/// Which encoding `bytes` hold, from their signature (the `mimeType` is advisory in practice:
+/// exporters get it wrong).
+pub(super) fn sniff(bytes: &[u8]) -> Encoding {
+    const KTX2: &[u8; 12] = b"\xABKTX 20\xBB\r\n\x1A\n";
+    if bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Encoding::WebP
+    } else if bytes.starts_with(KTX2) {
+        Encoding::Ktx2
+    } else {
+        Encoding::Other
+    }
+}
+
+/// Checks a decoded size against [`MAX_SIDE`] (and against emptiness).
+pub(super) fn check_size(width: u32, height: u32) -> Result<(), String> {
+    if width == 0 || height == 0 {
+        return Err(format!("{width}×{height} image is empty"));
+    }
+    if width > MAX_SIDE || height > MAX_SIDE {
+        return Err(format!(
+            "{width}×{height} image is larger than the {MAX_SIDE}×{MAX_SIDE} facewire decodes"
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes a WebP image (lossy or lossless, with or without alpha; the first frame of an
+/// animation) to RGBA8, refusing sizes past [`MAX_SIDE`] before decoding.
+pub(super) fn decode_webp(bytes: &[u8]) -> Result<Texture, String> {
+    let mut decoder = image_webp::WebPDecoder::new(std::io::Cursor::new(bytes))
+        .map_err(|e| format!("WebP: {e}"))?;
+    let (width, height) = decoder.dimensions();
+    check_size(width, height)?;
+    let size = decoder
+        .output_buffer_size()
+        .ok_or_else(|| format!("WebP: {width}×{height} overflows"))?;
+    let mut pixels = vec![0; size];
+    decoder
+        .read_image(&mut pixels)
+        .map_err(|e| format!("WebP: {e}"))?;
+    let rgba = if decoder.has_alpha() {
+        pixels
+    } else {
+        pixels
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect()
+    };
+    Ok(Texture {
+        width,
+        height,
+        rgba,
+        sampler: Sampler::default(),
+    })
+}
+
+/// The plain form of a glTF sampler. Unset fields take the defaults (repeat, trilinear); the
+/// validator has already refused values outside the enums, and any it let through are read as
+/// unset.
+pub(super) fn sampler(json: Option<&json::Sampler>) -> Sampler {
+    let Some(json) = json else {
+        return Sampler::default();
+    };
+    let wrap = |mode: &Checked<json::WrappingMode>| match mode {
+        Checked::Valid(json::WrappingMode::ClampToEdge) => Wrap::ClampToEdge,
+        Checked::Valid(json::WrappingMode::MirroredRepeat) => Wrap::MirroredRepeat,
+        _ => Wrap::Repeat,
+    };
+    let mag_filter = match json.mag_filter {
+        Some(Checked::Valid(json::MagFilter::Nearest)) => MagFilter::Nearest,
+        _ => MagFilter::Linear,
+    };
+    let min_filter = match json.min_filter {
+        Some(Checked::Valid(filter)) => match filter {
+            json::MinFilter::Nearest => MinFilter::Nearest,
+            json::MinFilter::Linear => MinFilter::Linear,
+            json::MinFilter::NearestMipmapNearest => MinFilter::NearestMipmapNearest,
+            json::MinFilter::LinearMipmapNearest => MinFilter::LinearMipmapNearest,
+            json::MinFilter::NearestMipmapLinear => MinFilter::NearestMipmapLinear,
+            json::MinFilter::LinearMipmapLinear => MinFilter::LinearMipmapLinear,
+        },
+        _ => MinFilter::LinearMipmapLinear,
+    };
+    Sampler {
+        wrap_s: wrap(&json.wrap_s),
+        wrap_t: wrap(&json.wrap_t),
+        mag_filter,
+        min_filter,
+    }
+}
 
 /// A 1×1 opaque white texture, standing in for an image that could not be decoded so that
 /// texture indices stay aligned with the file's.
@@ -10,6 +121,7 @@ pub(super) fn placeholder() -> Texture {
         width: 1,
         height: 1,
         rgba: vec![255; 4],
+        sampler: Sampler::default(),
     }
 }
 
@@ -93,6 +205,7 @@ pub(super) fn to_rgba8(data: &Data) -> Result<Texture, String> {
         width: data.width,
         height: data.height,
         rgba,
+        sampler: Sampler::default(),
     })
 }
 
@@ -137,6 +250,46 @@ mod tests {
         }
         let rgb32 = to_rgba8(&data(Format::R32G32B32FLOAT, 1, 1, pixels)).unwrap();
         assert_eq!(rgb32.rgba, vec![0, 128, 255, 255]);
+    }
+
+    #[test]
+    fn encodings_are_told_by_their_signatures() {
+        assert_eq!(sniff(b"RIFF\x10\0\0\0WEBPVP8L"), Encoding::WebP);
+        assert_eq!(sniff(b"RIFF\x10\0\0\0WAVEfmt "), Encoding::Other);
+        assert_eq!(sniff(b"\xABKTX 20\xBB\r\n\x1A\n\0\0"), Encoding::Ktx2);
+        assert_eq!(sniff(b"\xABKTX 11\xBB\r\n\x1A\n\0\0"), Encoding::Other);
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n"), Encoding::Other);
+        assert_eq!(sniff(b"RIFF"), Encoding::Other);
+    }
+
+    #[test]
+    fn samplers_read_every_field_and_default_the_rest() {
+        assert_eq!(sampler(None), Sampler::default());
+        let json: json::Sampler = serde_json::from_str(
+            r#"{"wrapS":33071,"wrapT":33648,"magFilter":9728,"minFilter":9984}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            sampler(Some(&json)),
+            Sampler {
+                wrap_s: Wrap::ClampToEdge,
+                wrap_t: Wrap::MirroredRepeat,
+                mag_filter: MagFilter::Nearest,
+                min_filter: MinFilter::NearestMipmapNearest,
+            }
+        );
+        let unset: json::Sampler = serde_json::from_str("{}").unwrap();
+        assert_eq!(sampler(Some(&unset)), Sampler::default());
+        let bad: json::Sampler = serde_json::from_str(r#"{"wrapS":1,"magFilter":7}"#).unwrap();
+        assert_eq!(sampler(Some(&bad)), Sampler::default());
+    }
+
+    #[test]
+    fn sizes_past_the_limit_are_refused() {
+        assert!(check_size(MAX_SIDE, MAX_SIDE).is_ok());
+        assert!(check_size(MAX_SIDE + 1, 1).is_err());
+        assert!(check_size(1, MAX_SIDE + 1).is_err());
+        assert!(check_size(0, 4).is_err());
     }
 
     #[test]
