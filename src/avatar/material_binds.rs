@@ -122,14 +122,14 @@ impl MaterialOverride {
         use MaterialProperty::*;
         let d = delta.map(|d| d * weight);
         let rgb = |c: &mut [f32; 3]| {
-            for k in 0..3 {
-                c[k] += d[k];
+            for (c, d) in c.iter_mut().zip(d) {
+                *c += d;
             }
         };
         match property {
             Color => {
-                for k in 0..4 {
-                    self.base_color[k] += d[k];
+                for (c, d) in self.base_color.iter_mut().zip(d) {
+                    *c += d;
                 }
             }
             EmissionColor => rgb(&mut self.emissive),
