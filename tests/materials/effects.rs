@@ -294,3 +294,33 @@ fn an_expressions_material_binds_change_the_drawn_colour_and_texture_offset() {
     assert_near(eyes_at(&full, -0.5), blue, 2.0, "smiling eyes, left");
     assert_near(eyes_at(&full, 0.5), red, 2.0, "smiling eyes, right");
 }
+
+#[test]
+fn the_isbinary_fixtures_meters_move_with_their_expressions() {
+    // The VRM specification's override test model shows which expressions are on by moving
+    // texture transforms: each meter slides its texture, the validation window picks a tile.
+    let Some(dir) = crate::support::fixtures("VRMC_vrm_expressions_isBinary_Overrides") else {
+        return;
+    };
+    let path = dir.join(
+        "vrm/vrm-specification/VRMC_vrm_expressions_isBinary_Overrides/\
+         VRMC_vrm_expressions_isBinary_Overrides.vrm",
+    );
+    let avatar = avatar::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(avatar.materials[2].name.as_deref(), Some("Meter Happy"));
+    let mapping = CompiledMapping::auto(&avatar);
+    let mut pose = avatar.rest_pose();
+    let rest = avatar.rest_pose();
+    assert!((rest.materials[2].uv_offset.x - 0.500_976_56).abs() < 1e-6);
+    mapping.apply(&smile(1.0), &mut pose);
+    // The happy meter's offset goes to its bind's value; the window keeps its tile size and
+    // moves to the last column; the blink meter stays.
+    assert!(
+        (pose.materials[2].uv_offset.x - 0.000_976_56).abs() < 1e-6,
+        "{:?}",
+        pose.materials[2]
+    );
+    assert_eq!(pose.materials[0].uv_scale, Vec2::splat(0.125));
+    assert_eq!(pose.materials[0].uv_offset, Vec2::new(0.875, 0.0));
+    assert_eq!(pose.materials[3], rest.materials[3]);
+}
