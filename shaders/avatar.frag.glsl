@@ -1,12 +1,15 @@
 // Avatar fragment shader: base colour (texture x factor x vertex colour), alpha modes, then
-// soft portrait lighting, unlit, or MToon toon shading in linear space, sRGB encoding of the
-// result; the outline pass colours the pushed-out back faces.
+// soft portrait lighting, unlit, or MToon toon shading (with its rim light and matcap) in linear
+// space, emission added, sRGB encoding of the result; the outline pass colours the pushed-out
+// back faces.
 //
 // Prepended at run time: `#version`, and the defines (each present only when some primitive or
 // material of the avatar needs it, so an avatar pays for no feature it does not use)
 //   VERTEX_COLORS  (vertex colours)
 //   ALPHA_MODES    (MASK or BLEND materials)
+//   EMISSION       (emissive materials, or expressions that make one emit)
 //   OUTLINE        (MToon outlines; MToon programs only)
+//   RIM            (MToon rim light or matcap; MToon programs only)
 // and at most one of these, choosing the shading (the portrait lighting without either)
 //   SHADING_UNLIT  (KHR_materials_unlit: the base colour as is)
 //   SHADING_TOON   (MToon)
@@ -47,6 +50,30 @@ uniform vec3 u_outline_color;
 uniform float u_outline_mix;
 #endif
 
+#ifdef EMISSION
+// The linear emissive colour, and whether it is multiplied by u_emissive_tex (1) or not (0).
+uniform vec3 u_emissive;
+uniform int u_emissive_source;
+uniform sampler2D u_emissive_tex;
+#endif
+
+#ifdef RIM
+// MToon's parametric rim: pow(saturate(1 - N.V + lift), power) * colour; the matcap: the
+// factor times u_matcap_tex at the view-space normal (u_matcap_source 1; 0: none). Both are
+// multiplied by u_rim_tex (u_rim_source 1) and dimmed by the light on the surface by
+// u_rim_mix. u_view_rotation turns world directions into view space.
+uniform vec3 u_rim_color;
+uniform float u_rim_power;
+uniform float u_rim_lift;
+uniform float u_rim_mix;
+uniform int u_rim_source;
+uniform sampler2D u_rim_tex;
+uniform vec3 u_matcap_color;
+uniform int u_matcap_source;
+uniform sampler2D u_matcap_tex;
+uniform mat3 u_view_rotation;
+#endif
+
 // Directions towards the lights and the camera position, all in world space. The lights are
 // fixed relative to the camera, so the face stays lit the same way from wherever it is seen.
 uniform vec3 u_key_dir;
@@ -77,8 +104,9 @@ vec3 encode_srgb(vec3 c) {
 const float TOON_DIRECT = 0.85;
 
 // MToon: mix the shade and lit colours by the ramp over N.L (see VRMC_materials_mtoon); `tex`
-// is the base colour texture's sample.
-vec3 toon(vec3 n, vec3 lit, vec3 tex) {
+// is the base colour texture's sample. `light` receives how much light reaches the surface
+// (1 on the lit side, the ambient's share in the shade).
+vec3 toon(vec3 n, vec3 lit, vec3 tex, out float light) {
     float shading = dot(n, u_key_dir) + u_shading_shift;
     float lo = -1.0 + u_shading_toony;
     float hi = 1.0 - u_shading_toony;
@@ -90,7 +118,44 @@ vec3 toon(vec3 n, vec3 lit, vec3 tex) {
     } else if (u_shade_source == 2) {
         shade *= texture(u_shade_tex, v_uv).rgb;
     }
+    light = s * TOON_DIRECT + (1.0 - TOON_DIRECT);
     return mix(shade, lit, s) * TOON_DIRECT + lit * (1.0 - TOON_DIRECT);
+}
+#endif
+
+#ifdef RIM
+// MToon's rim lighting (VRMC_materials_mtoon's pseudocode, three-vrm's matcap orientation:
+// the top of the texture lights surfaces facing up).
+vec3 rim_light(vec3 n, float light) {
+    vec3 v = normalize(u_camera_pos - v_world_pos);
+    vec3 rim = vec3(0.0);
+    if (u_matcap_source == 1) {
+        vec3 nv = u_view_rotation * n;
+        vec3 vv = u_view_rotation * v;
+        vec3 x = vec3(vv.z, 0.0, -vv.x);
+        // Looking straight up or down the view's y axis leaves x undefined: any unit x will do.
+        x = dot(x, x) > 1e-12 ? normalize(x) : vec3(1.0, 0.0, 0.0);
+        vec3 y = cross(vv, x);
+        vec2 uv = 0.5 + 0.495 * vec2(dot(x, nv), -dot(y, nv));
+        rim += u_matcap_color * texture(u_matcap_tex, uv).rgb;
+    }
+    float fresnel = clamp(1.0 - dot(n, v) + u_rim_lift, 0.0, 1.0);
+    rim += pow(fresnel, u_rim_power) * u_rim_color;
+    if (u_rim_source == 1) {
+        rim *= texture(u_rim_tex, v_uv).rgb;
+    }
+    return rim * mix(1.0, light, u_rim_mix);
+}
+#endif
+
+#ifdef EMISSION
+// The emitted light, added to the shaded colour.
+vec3 emission() {
+    vec3 e = u_emissive;
+    if (u_emissive_source == 1) {
+        e *= texture(u_emissive_tex, v_uv).rgb;
+    }
+    return e;
 }
 #endif
 
@@ -127,9 +192,20 @@ void main() {
     }
 #endif
 #if defined(SHADING_UNLIT)
-    o_color = vec4(encode_srgb(albedo) * alpha, alpha);
+    vec3 color = albedo;
+#ifdef EMISSION
+    color += emission();
+#endif
+    o_color = vec4(encode_srgb(color) * alpha, alpha);
 #elif defined(SHADING_TOON)
-    vec3 color = toon(n, albedo, tex.rgb);
+    float light;
+    vec3 color = toon(n, albedo, tex.rgb, light);
+#ifdef RIM
+    color += rim_light(n, light);
+#endif
+#ifdef EMISSION
+    color += emission();
+#endif
 #ifdef OUTLINE
     if (u_outline != 0) {
         color = u_outline_color * mix(vec3(1.0), color, u_outline_mix);
@@ -155,6 +231,9 @@ void main() {
     float spec = 0.05 * pow(max(dot(n, h), 0.0), 24.0);
 
     vec3 color = albedo * (ambient + key + fill) + vec3(0.30) * rim * albedo + vec3(spec);
+#ifdef EMISSION
+    color += emission();
+#endif
     o_color = vec4(encode_srgb(color) * alpha, alpha);
 #endif
 }

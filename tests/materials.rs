@@ -17,6 +17,9 @@ const SIZE: u32 = 128;
 /// The opaque background (straight sRGB), far from every colour drawn here.
 const BACKGROUND: [f32; 4] = [0.0, 0.0, 0.0, 1.0];
 
+/// Emission, MToon rim light and matcap, and expressions' material binds, drawn.
+mod effects;
+
 // ---------------------------------------------------------------------------------------------
 // Building GLBs.
 // ---------------------------------------------------------------------------------------------

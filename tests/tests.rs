@@ -50,7 +50,8 @@ mod objimport;
 mod conformance;
 
 /// Rigged avatars and materials: skinning after morphing, alpha modes, vertex colours, texture
-/// transforms and MToon, on built GLBs, RobotExpressive and Godette.
+/// transforms, MToon (rim light, matcap), emission and expressions' material binds, on built
+/// GLBs, RobotExpressive and Godette.
 mod materials;
 
 /// Texture images and samplers: WebP and KTX2/Basis Universal images, the choice between a

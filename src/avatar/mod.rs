@@ -9,6 +9,7 @@ pub mod bust;
 pub mod humanoid;
 mod load;
 pub mod lookat;
+pub mod material_binds;
 pub mod mtoon;
 pub mod rest_pose;
 mod sampler;
@@ -17,6 +18,7 @@ pub mod vrm;
 pub use bust::Bust;
 pub use humanoid::{Bone, Humanoid, Side};
 pub use load::{load, load_slice, AvatarError};
+pub use material_binds::MaterialOverride;
 pub use mtoon::{Outline, OutlineMode, Toon};
 pub use rest_pose::{relax_arms, ArmRest, ArmStart, RelaxedArm};
 pub use sampler::{MagFilter, MinFilter, Sampler, Wrap};
@@ -165,6 +167,12 @@ pub struct Material {
     pub base_color_transform: TextureTransform,
     /// `KHR_materials_unlit`: the base colour is shown as is, without lighting.
     pub unlit: bool,
+    /// Linear RGB emissive colour factor (glTF `emissiveFactor`, VRM 0.x `_EmissionColor`),
+    /// added to the shaded colour; black is none.
+    pub emissive: [f32; 3],
+    /// Index into [`Avatar::textures`] of the texture multiplied into the emissive factor,
+    /// read through the base colour texture's UV set and transform.
+    pub emissive_texture: Option<usize>,
     /// MToon toon shading (VRM), which takes precedence over `unlit`.
     pub toon: Option<Toon>,
 }
@@ -181,6 +189,8 @@ impl Default for Material {
             base_color_tex_coord: 0,
             base_color_transform: TextureTransform::IDENTITY,
             unlit: false,
+            emissive: [0.0; 3],
+            emissive_texture: None,
             toon: None,
         }
     }
@@ -307,12 +317,35 @@ impl Aabb {
 }
 
 /// What animates an avatar in one frame, in avatar space.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Pose {
     /// Morph weights per mesh (`weights[mesh][target]`).
     pub weights: Vec<Vec<f32>>,
     /// Extra rotation per node, applied after the node's rest rotation (identity = rest).
     pub rotations: Vec<Quat>,
+    /// Per material, the colours and texture offset it is drawn with this frame (VRM
+    /// expressions' material binds move them from the material's own values); indexed like
+    /// [`Avatar::materials`]. A renderer draws a material past the end of this list with its
+    /// own values.
+    pub materials: Vec<MaterialOverride>,
+}
+
+impl Clone for Pose {
+    fn clone(&self) -> Self {
+        Pose {
+            weights: self.weights.clone(),
+            rotations: self.rotations.clone(),
+            materials: self.materials.clone(),
+        }
+    }
+
+    /// Copies `source` into the lists this pose already has, so resetting a pose from the
+    /// rest pose each frame allocates nothing once the sizes match.
+    fn clone_from(&mut self, source: &Self) {
+        self.weights.clone_from(&source.weights);
+        self.rotations.clone_from(&source.rotations);
+        self.materials.clone_from(&source.materials);
+    }
 }
 
 impl Avatar {
@@ -334,6 +367,7 @@ impl Avatar {
         Pose {
             weights,
             rotations: vec![Quat::IDENTITY; self.nodes.len()],
+            materials: self.materials.iter().map(MaterialOverride::rest).collect(),
         }
     }
 

@@ -36,10 +36,29 @@ pub struct Toon {
     pub transparent_with_z_write: bool,
     /// Draw order among blended materials (-9 to 9, later when higher).
     pub render_queue_offset: i32,
+    /// Linear RGB parametric rim colour, added where the surface turns away from the camera
+    /// (black: no rim).
+    pub rim_color: [f32; 3],
+    /// The rim's fresnel power: `pow(saturate(1 - N·V + lift), power)`.
+    pub rim_fresnel_power: f32,
+    /// The rim's lift, added to `1 - N·V`.
+    pub rim_lift: f32,
+    /// How much the light on the surface dims the rim (and the matcap), 0 (like an emission)
+    /// to 1.
+    pub rim_lighting_mix: f32,
+    /// Index into [`super::Avatar::textures`] of the texture multiplied into the rim (and the
+    /// matcap), read through the base colour's UVs.
+    pub rim_texture: Option<usize>,
+    /// Linear RGB factor multiplied into the matcap texture.
+    pub matcap_color: [f32; 3],
+    /// Index into [`super::Avatar::textures`] of the matcap texture, read by the view-space
+    /// normal and added (none: no matcap).
+    pub matcap_texture: Option<usize>,
 }
 
 impl Default for Toon {
-    /// The extension's defaults: a black shade colour, no shift, toony 0.9, no outline.
+    /// The extension's defaults: a black shade colour, no shift, toony 0.9, no outline, no
+    /// rim (black, power 5, lift 0, mix 1), no matcap (factor white).
     fn default() -> Self {
         Toon {
             shade_color: [0.0; 3],
@@ -49,6 +68,13 @@ impl Default for Toon {
             outline: None,
             transparent_with_z_write: false,
             render_queue_offset: 0,
+            rim_color: [0.0; 3],
+            rim_fresnel_power: 5.0,
+            rim_lift: 0.0,
+            rim_lighting_mix: 1.0,
+            rim_texture: None,
+            matcap_color: [1.0; 3],
+            matcap_texture: None,
         }
     }
 }
@@ -99,7 +125,7 @@ fn texture_index(value: Option<&Value>, textures: usize) -> Option<usize> {
 }
 
 /// The sRGB transfer function's inverse (gamma-encoded to linear), for one channel.
-fn srgb_to_linear(c: f32) -> f32 {
+pub(crate) fn srgb_to_linear(c: f32) -> f32 {
     let c = c.max(0.0);
     if c <= 0.04045 {
         c / 12.92
@@ -144,6 +170,17 @@ pub fn from_vrmc(ext: &Value, textures: usize) -> Toon {
             .and_then(Value::as_i64)
             .unwrap_or(0)
             .clamp(-9, 9) as i32,
+        rim_color: numbers(ext, "parametricRimColorFactor").unwrap_or(defaults.rim_color),
+        rim_fresnel_power: number(ext, "parametricRimFresnelPowerFactor")
+            .unwrap_or(defaults.rim_fresnel_power)
+            .max(0.0),
+        rim_lift: number(ext, "parametricRimLiftFactor").unwrap_or(defaults.rim_lift),
+        rim_lighting_mix: number(ext, "rimLightingMixFactor")
+            .unwrap_or(defaults.rim_lighting_mix)
+            .clamp(0.0, 1.0),
+        rim_texture: texture("rimMultiplyTexture"),
+        matcap_color: numbers(ext, "matcapFactor").unwrap_or(defaults.matcap_color),
+        matcap_texture: texture("matcapTexture"),
     }
 }
 
@@ -350,7 +387,18 @@ fn apply_v0_mtoon(entry: &Value, material: &mut Material, textures: usize) {
         outline,
         transparent_with_z_write: alpha_mode == AlphaMode::Blend && z_write,
         render_queue_offset: 0,
+        // three-vrm's VRM 0.x defaults: no rim, power 1, lift 0, mix 0; `_SphereAdd` is the
+        // matcap, at full strength.
+        rim_color: v0.linear_rgb("_RimColor").unwrap_or([0.0; 3]),
+        rim_fresnel_power: v0.float("_RimFresnelPower").unwrap_or(1.0).max(0.0),
+        rim_lift: v0.float("_RimLift").unwrap_or(0.0),
+        rim_lighting_mix: v0.float("_RimLightingMix").unwrap_or(0.0).clamp(0.0, 1.0),
+        rim_texture: v0.texture("_RimTexture", textures),
+        matcap_color: [1.0; 3],
+        matcap_texture: v0.texture("_SphereAdd", textures),
     });
+    material.emissive = v0.linear_rgb("_EmissionColor").unwrap_or([0.0; 3]);
+    material.emissive_texture = v0.texture("_EmissionMap", textures);
 }
 
 /// Applies one `VRM/Unlit*` entry (`UnlitTexture`, `UnlitCutout`, `UnlitTransparent`,
@@ -490,6 +538,49 @@ mod tests {
         let eyes = &materials[0];
         assert!(eyes.unlit && eyes.toon.is_none());
         assert_eq!(eyes.alpha_mode, AlphaMode::Blend);
+    }
+
+    #[test]
+    fn rim_matcap_and_emission_read_from_both_versions() {
+        let toon = from_vrmc(
+            &json!({
+                "parametricRimColorFactor": [0.0, 1.0, 0.5],
+                "parametricRimFresnelPowerFactor": 3.0,
+                "parametricRimLiftFactor": 0.1,
+                "rimLightingMixFactor": 7.0,
+                "rimMultiplyTexture": {"index": 0},
+                "matcapFactor": [0.5, 0.5, 0.5],
+                "matcapTexture": {"index": 1}
+            }),
+            2,
+        );
+        assert_eq!(toon.rim_color, [0.0, 1.0, 0.5]);
+        assert_eq!((toon.rim_fresnel_power, toon.rim_lift), (3.0, 0.1));
+        assert_eq!(toon.rim_lighting_mix, 1.0, "clamped");
+        assert_eq!((toon.rim_texture, toon.matcap_texture), (Some(0), Some(1)));
+        assert_eq!(toon.matcap_color, [0.5; 3]);
+        let plain = from_vrmc(&json!({}), 0);
+        assert_eq!((plain.rim_color, plain.rim_fresnel_power), ([0.0; 3], 5.0));
+        assert_eq!(plain.matcap_texture, None);
+
+        let vrm = json!({"materialProperties": [{"name": "Body", "shader": "VRM/MToon",
+            "floatProperties": {"_RimFresnelPower": 2.0, "_RimLift": 0.2},
+            "vectorProperties": {"_RimColor": [0.5, 0, 0, 1], "_EmissionColor": [1, 0.5, 0, 1]},
+            "textureProperties": {"_SphereAdd": 0, "_EmissionMap": 1, "_RimTexture": 9}}]});
+        let mut materials = vec![Material {
+            name: Some("Body".into()),
+            ..Material::default()
+        }];
+        apply_vrm0(&vrm, &mut materials, 2, "test");
+        let body = &materials[0];
+        assert!(close(body.emissive[1], 0.214_041_14), "{:?}", body.emissive);
+        assert_eq!(body.emissive_texture, Some(1));
+        let toon = body.toon.as_ref().unwrap();
+        assert!(close(toon.rim_color[0], 0.214_041_14));
+        assert_eq!((toon.rim_fresnel_power, toon.rim_lift), (2.0, 0.2));
+        assert_eq!(toon.rim_lighting_mix, 0.0, "VRM 0.x default");
+        assert_eq!((toon.matcap_texture, toon.rim_texture), (Some(0), None));
+        assert_eq!(toon.matcap_color, [1.0; 3]);
     }
 
     #[test]

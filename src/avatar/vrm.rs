@@ -2,9 +2,9 @@
 //! humanoid bones and credits, and VRM 0.x models turned to face +Z.
 //!
 //! Both versions are read into one shape: an expression is a name, an optional preset, morph
-//! target binds as (mesh, target, weight in 0..1), material binds (recorded, not drawn), whether
-//! it is binary and how it overrides blink, look-at and mouth expressions. VRM 0.x names its
-//! presets differently (`a`, `joy`, `blink_l`); [`Preset`] uses the 1.0 names and reads both.
+//! target binds as (mesh, target, weight in 0..1), material binds (colours, texture offsets),
+//! whether it is binary and how it overrides blink, look-at and mouth expressions. VRM 0.x names
+//! its presets differently (`a`, `joy`, `blink_l`); [`Preset`] uses the 1.0 names and reads both.
 //!
 //! The extension JSON comes from files anyone can write, so every value is checked: an
 //! expression, bind or bone with an index out of range, a value of the wrong type or a
@@ -227,7 +227,8 @@ pub enum MaterialRef {
     Name(String),
 }
 
-/// A material change an expression asks for. facewire records these but does not draw them.
+/// A material change an expression asks for (drawn through
+/// [`super::material_binds::resolve`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MaterialBind {
     /// The material.
@@ -248,7 +249,7 @@ pub struct Expression {
     pub preset: Option<Preset>,
     /// The morph targets it moves.
     pub binds: Vec<MorphBind>,
-    /// Material changes (recorded only).
+    /// Material colour and texture offset changes.
     pub material_binds: Vec<MaterialBind>,
     /// Whether its weight snaps to 0 or 1 (at 0.5).
     pub is_binary: bool,
@@ -374,20 +375,6 @@ pub(crate) fn attach(
         skipped = vrm.skipped,
         "VRM avatar"
     );
-    let with_material_binds: Vec<&str> = vrm
-        .expressions
-        .iter()
-        .filter(|e| !e.material_binds.is_empty())
-        .map(|e| e.name.as_str())
-        .collect();
-    if !with_material_binds.is_empty() {
-        tracing::warn!(
-            file,
-            expressions = ?with_material_binds,
-            "VRM: these expressions also change material colours or texture offsets, which \
-             facewire does not draw; their morph targets still move"
-        );
-    }
     Some(vrm)
 }
 

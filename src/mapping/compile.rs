@@ -2,6 +2,7 @@
 //! (with the nearest name suggested for a mistake) into the index tables of a [`CompiledMapping`].
 
 use super::file::{EyesSection, TargetEntry};
+use super::materials::resolve_material_binds;
 use super::{
     channel_for_target, fallback, BoneDriver, BoneFrames, CompiledMapping, Curve, Driver,
     ExpressionBinding, EyeLook, Group, JawDriver, MappingError, MappingFile, TargetBinding,
@@ -413,10 +414,12 @@ impl CompiledMapping {
                 })
                 .collect();
             expression_slots.extend(binds.iter().map(|b| (b.mesh, b.target)));
+            let material_binds = resolve_material_binds(e, &avatar.materials);
             expressions.push(ExpressionBinding {
                 expression: i,
                 driver,
                 binds,
+                material_binds,
                 is_binary: e.is_binary,
                 procedural: e.preset.and_then(Preset::procedural),
                 overrides: e.overrides,

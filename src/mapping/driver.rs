@@ -232,6 +232,9 @@ pub struct ExpressionBinding {
     pub driver: usize,
     /// The morph targets it moves, with their weights at expression weight 1.
     pub binds: Vec<MorphBind>,
+    /// The material colours and texture offsets it moves, resolved against the avatar's
+    /// materials.
+    pub material_binds: Vec<crate::avatar::material_binds::ResolvedBind>,
     /// Whether its weight snaps to 0 or 1 (above 0.5 is 1).
     pub is_binary: bool,
     /// Whether it is a blink, look-at or mouth expression, which others can override.

@@ -4,7 +4,7 @@
 use super::{finite, CompiledMapping, ExpressionBinding, EyeLook};
 use crate::arkit::{Channel, ChannelMask, FaceFrame};
 use crate::avatar::vrm::Override;
-use crate::avatar::Pose;
+use crate::avatar::{MaterialOverride, Pose};
 use glam::Quat;
 
 impl CompiledMapping {
@@ -58,8 +58,9 @@ impl CompiledMapping {
         mask
     }
 
-    /// Writes the weights and rotations `frame` asks for into `pose` (which starts from the
-    /// avatar's rest pose). Targets whose sources the frame lacks entirely stay at rest.
+    /// Writes the weights, rotations and material colours `frame` asks for into `pose` (which
+    /// starts from the avatar's rest pose). Targets whose sources the frame lacks entirely stay
+    /// at rest.
     /// Allocates nothing; every weight written is finite.
     pub fn apply(&self, frame: &FaceFrame, pose: &mut Pose) {
         for b in &self.targets {
@@ -76,7 +77,7 @@ impl CompiledMapping {
                 }
             }
         }
-        self.apply_expressions(frame, &mut pose.weights);
+        self.apply_expressions(frame, &mut pose.weights, &mut pose.materials);
         for g in &self.groups {
             g.apply(&mut pose.weights);
         }
@@ -139,8 +140,14 @@ impl CompiledMapping {
     /// Adds the driven expressions' binds to `weights`: each target gets the sum of its binds
     /// times their expressions' weights (from [`CompiledMapping::resolve_expressions`]),
     /// clamped to [0, 1]. An expression whose sources the frame lacks adds nothing, and when
-    /// none has any, the weights are left as they are.
-    fn apply_expressions(&self, frame: &FaceFrame, weights: &mut [Vec<f32>]) {
+    /// none has any, the weights are left as they are. Material binds move `materials` the
+    /// same way (`(target - base) * weight`, summed), unclamped: the renderer clamps colours.
+    fn apply_expressions(
+        &self,
+        frame: &FaceFrame,
+        weights: &mut [Vec<f32>],
+        materials: &mut [MaterialOverride],
+    ) {
         if self.expressions.is_empty() {
             return;
         }
@@ -154,6 +161,9 @@ impl CompiledMapping {
                 if let Some(slot) = weights.get_mut(b.mesh).and_then(|m| m.get_mut(b.target)) {
                     *slot = finite(*slot) + w * b.weight;
                 }
+            }
+            for b in &e.material_binds {
+                b.apply(w, materials);
             }
         });
         if any {

@@ -18,6 +18,8 @@
 //! shapes named after them (so a perfect-sync avatar maps directly). Expressions become morph
 //! weights after the VRM rules: binary expressions snap at 0.5, overrides suppress blink,
 //! look-at and mouth expressions, and the binds are summed per target and clamped to [0, 1].
+//! Their material binds move the pose's per-material colours and texture offsets (see
+//! [`crate::avatar::material_binds`]).
 //!
 //! Per frame, [`CompiledMapping::apply`] evaluates the target drivers, then the expressions,
 //! then the groups, then the bones; it allocates nothing and never produces a non-finite
@@ -32,6 +34,7 @@ mod compile;
 mod driver;
 mod eval;
 mod layers;
+mod materials;
 
 pub use auto::{channel_for_target, fallback};
 pub use check::{check, check_text, CheckReport, Finding, Severity};

@@ -905,6 +905,7 @@ mod tests {
         let pose = Pose {
             weights: vec![vec![0.75, 0.125]],
             rotations: Vec::new(),
+            materials: Vec::new(),
         };
         PanelModel {
             rows: channel_rows(&snapshot, &mapping(), &avatar, &pose),

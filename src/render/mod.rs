@@ -33,6 +33,7 @@
 
 mod camera;
 mod debug;
+mod effects;
 pub mod headless;
 mod materials;
 mod morph;

@@ -155,7 +155,15 @@ impl Renderer {
     ) {
         const IDENTITY_UV: [f32; 9] = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
         let gl = &*self.gl;
-        let base = material.map_or([1.0; 4], |m| m.base_color);
+        // This frame's colours and UV transform (material binds), sanitised; the material's
+        // own where there is no entry for it.
+        let live = prim
+            .material
+            .and_then(|m| self.live.get(m))
+            .filter(|_| material.is_some());
+        let base = live.map_or(material.map_or([1.0; 4], |m| m.base_color), |l| {
+            l.base_color
+        });
         let texture = self.texture_or_white(material.and_then(|m| m.texture));
         let double_sided = material.is_some_and(|m| m.double_sided);
         let toon = material.and_then(|m| m.toon.as_ref());
@@ -170,7 +178,9 @@ impl Renderer {
             gl.uniform_matrix_3_f32_slice(
                 u.uv_transform.as_ref(),
                 false,
-                material.map_or(&IDENTITY_UV, |m| &m.uv_transform),
+                live.map_or(material.map_or(&IDENTITY_UV, |m| &m.uv_transform), |l| {
+                    &l.uv_transform
+                }),
             );
             gl.uniform_1_i32(
                 u.alpha_mode.as_ref(),
@@ -187,7 +197,10 @@ impl Renderer {
             gl.uniform_1_i32(u.skinned.as_ref(), i32::from(skinned));
             gl.bind_texture(glow::TEXTURE_2D, Some(texture.raw()));
             if let Some(toon) = toon {
-                gl.uniform_3_f32_slice(u.shade_color.as_ref(), &toon.shade_color);
+                gl.uniform_3_f32_slice(
+                    u.shade_color.as_ref(),
+                    live.map_or(&toon.shade_color, |l| &l.shade_color),
+                );
                 gl.uniform_1_f32(u.shading_shift.as_ref(), toon.shift);
                 gl.uniform_1_f32(u.shading_toony.as_ref(), toon.toony);
                 // The shade texture is often the base colour texture itself: reuse its sample.
@@ -211,7 +224,10 @@ impl Renderer {
                     gl.uniform_1_i32(u.outline.as_ref(), 1);
                     gl.uniform_1_f32(u.outline_width.as_ref(), width);
                     gl.uniform_1_i32(u.outline_mode.as_ref(), mode);
-                    gl.uniform_3_f32_slice(u.outline_color.as_ref(), &color);
+                    gl.uniform_3_f32_slice(
+                        u.outline_color.as_ref(),
+                        live.map_or(&color, |l| &l.outline_color),
+                    );
                     gl.uniform_1_f32(u.outline_mix.as_ref(), mix);
                     gl.enable(glow::CULL_FACE);
                     gl.cull_face(glow::FRONT);
@@ -226,6 +242,7 @@ impl Renderer {
                 }
             }
             gl.front_face(if mirrored { glow::CW } else { glow::CCW });
+            self.set_effects(u, prim.material.filter(|_| material.is_some()));
             match &prim.morph {
                 PrimitiveMorph::Gpu { texture, .. } => {
                     gl.active_texture(glow::TEXTURE0 + UNIT_DELTAS);

@@ -23,6 +23,7 @@ use glam::Mat4;
 use glow::HasContext;
 
 use super::debug::gl_string;
+use super::effects::{GpuEffects, LiveMaterial};
 use super::materials::{gpu_material, upload_texture, upload_textures, GpuMaterial};
 use super::morph::{resolve_path, MAX_ACTIVE_TARGETS};
 use super::nodes::NodeInfo;
@@ -49,6 +50,10 @@ pub struct Renderer {
     pub(super) textures: Vec<Option<Texture>>,
     /// One entry per avatar material.
     pub(super) materials: Vec<GpuMaterial>,
+    /// One entry per avatar material: emission, rim and matcap, and its own colours.
+    pub(super) effects: Vec<GpuEffects>,
+    /// One entry per avatar material: this frame's colours and UV transform (reused).
+    pub(super) live: Vec<LiveMaterial>,
     /// One entry per avatar mesh.
     pub(super) meshes: Vec<GpuMesh>,
     /// The node hierarchy (rest transforms and meshes).
@@ -124,6 +129,12 @@ impl Renderer {
             .iter()
             .map(|m| gpu_material(m, &textures))
             .collect();
+        let effects: Vec<GpuEffects> = avatar
+            .materials
+            .iter()
+            .map(|m| GpuEffects::new(m, &textures))
+            .collect();
+        let live = effects.iter().map(|e| e.live(None)).collect();
 
         let meshes = upload_meshes(&gl, avatar, path, max_active)?;
 
@@ -171,6 +182,8 @@ impl Renderer {
             white,
             textures,
             materials,
+            effects,
+            live,
             meshes,
             nodes,
             skins,
@@ -204,17 +217,20 @@ impl Renderer {
     /// [`sanitize_weight`](super::sanitize_weight), missing entries count as 0 and extra ones
     /// are ignored. Node rotations from `pose.rotations` are applied after each node's rest
     /// rotation (non-finite or zero quaternions count as identity); morphing happens before
-    /// skinning and the node transforms.
+    /// skinning and the node transforms. Each material's colours and UV scale and offset come
+    /// from `pose.materials` (clamped to 0..=1; non-finite values and missing entries take the
+    /// material's own).
     ///
     /// GL state changed and left behind: viewport, clear colour, depth test (on, `LESS`, depth
     /// writes on), colour mask (all on), blending (off; its function `ONE, ONE_MINUS_SRC_ALPHA`
     /// when the avatar has blended materials), scissor test and `GL_FRAMEBUFFER_SRGB` (off),
     /// face culling, cull face and front face, the active texture unit (unit 0) and the textures
-    /// bound on units 0 to 3, the array and texture buffer bindings, and the current value of
+    /// bound on units 0 to 6, the array and texture buffer bindings, and the current value of
     /// vertex attribute 5. The program and vertex array are unbound at the end. Nothing is
     /// allocated after the first frame.
     pub fn draw(&mut self, pose: &Pose, camera: &Camera, target: &DrawTarget) {
         self.update_weights(pose);
+        self.update_materials(pose);
         match self.path {
             MorphPath::Cpu => self.upload_cpu_morphs(),
             MorphPath::Gpu => self.build_active_lists(),
@@ -395,7 +411,11 @@ mod tests {
             materials: vec![
                 crate::avatar::Material {
                     base_color_texture: Some(0),
+                    emissive: [0.2, 0.0, 0.0],
+                    emissive_texture: Some(0),
                     toon: Some(crate::avatar::Toon {
+                        rim_color: [0.0, 0.5, 0.0],
+                        matcap_texture: Some(0),
                         outline: Some(crate::avatar::Outline {
                             mode: OutlineMode::Screen,
                             width: 0.01,
@@ -459,6 +479,8 @@ mod tests {
                 pose.weights[0][0] = t.sin();
                 pose.weights[0][1] = if frame % 3 == 0 { f32::NAN } else { 0.5 };
                 pose.rotations[1] = Quat::from_rotation_y(t);
+                pose.materials[0].base_color[0] = if frame % 4 == 0 { f32::NAN } else { t };
+                pose.materials[0].uv_offset.x = t;
                 renderer.draw(&pose, &camera, &target);
             }
             COUNTING.with(|c| c.set(false));

@@ -6,9 +6,10 @@
 
 use std::rc::Rc;
 
-use glam::Vec3;
+use glam::{Mat3, Vec3};
 use glow::HasContext;
 
+use super::effects::{moves_uvs, uses_emission, uses_rim};
 use super::materials::{material_shading, GpuMaterial};
 use super::nodes::normal_matrix;
 use super::objects::Program;
@@ -62,13 +63,27 @@ pub(super) struct Uniforms {
     pub(super) outline_color: Option<glow::UniformLocation>,
     pub(super) outline_mix: Option<glow::UniformLocation>,
     pub(super) aspect: Option<glow::UniformLocation>,
+    pub(super) emissive: Option<glow::UniformLocation>,
+    pub(super) emissive_source: Option<glow::UniformLocation>,
+    pub(super) rim_color: Option<glow::UniformLocation>,
+    pub(super) rim_power: Option<glow::UniformLocation>,
+    pub(super) rim_lift: Option<glow::UniformLocation>,
+    pub(super) rim_mix: Option<glow::UniformLocation>,
+    pub(super) rim_source: Option<glow::UniformLocation>,
+    pub(super) matcap_color: Option<glow::UniformLocation>,
+    pub(super) matcap_source: Option<glow::UniformLocation>,
+    pub(super) view_rotation: Option<glow::UniformLocation>,
 }
 
-/// Texture units: base colour, morph deltas, MToon shade texture, joint matrices.
+/// Texture units: base colour, morph deltas, MToon shade texture, joint matrices, emissive
+/// texture, MToon rim multiply and matcap textures.
 pub(super) const UNIT_BASE: u32 = 0;
 pub(super) const UNIT_DELTAS: u32 = 1;
 pub(super) const UNIT_SHADE: u32 = 2;
 pub(super) const UNIT_JOINTS: u32 = 3;
+pub(super) const UNIT_EMISSIVE: u32 = 4;
+pub(super) const UNIT_RIM: u32 = 5;
+pub(super) const UNIT_MATCAP: u32 = 6;
 
 /// The program variants: the portrait lighting, unlit (`KHR_materials_unlit`) and MToon. Each is
 /// its own program rather than a branch in one: on llvmpipe the branching program made a frame of
@@ -108,6 +123,7 @@ pub(super) fn build_programs(
         .iter()
         .filter_map(|m| m.toon.as_ref())
         .any(|t| t.outline.is_some());
+    let rim = uses_rim(avatar);
     let mut programs = Vec::with_capacity(3);
     let mut program_for = [0; 3];
     for (shading, extra) in [
@@ -122,6 +138,9 @@ pub(super) fn build_programs(
         defines.extend(extra.map(|name| (name, "1".to_owned())));
         if shading == SHADING_TOON && outlines {
             defines.push(("OUTLINE", "1".to_owned()));
+        }
+        if shading == SHADING_TOON && rim {
+            defines.push(("RIM", "1".to_owned()));
         }
         program_for[shading] = programs.len();
         programs.push(build_variant(gl, &defines)?);
@@ -214,6 +233,16 @@ impl Uniforms {
             outline_color: find("u_outline_color"),
             outline_mix: find("u_outline_mix"),
             aspect: find("u_aspect"),
+            emissive: find("u_emissive"),
+            emissive_source: find("u_emissive_source"),
+            rim_color: find("u_rim_color"),
+            rim_power: find("u_rim_power"),
+            rim_lift: find("u_rim_lift"),
+            rim_mix: find("u_rim_mix"),
+            rim_source: find("u_rim_source"),
+            matcap_color: find("u_matcap_color"),
+            matcap_source: find("u_matcap_source"),
+            view_rotation: find("u_view_rotation"),
         }
     }
 }
@@ -234,6 +263,9 @@ fn build_variant(
             ("u_deltas", UNIT_DELTAS),
             ("u_shade_tex", UNIT_SHADE),
             ("u_joint_matrices", UNIT_JOINTS),
+            ("u_emissive_tex", UNIT_EMISSIVE),
+            ("u_rim_tex", UNIT_RIM),
+            ("u_matcap_tex", UNIT_MATCAP),
         ] {
             let location = gl.get_uniform_location(program.raw(), name);
             gl.uniform_1_i32(location.as_ref(), unit as i32);
@@ -244,8 +276,9 @@ fn build_variant(
     Ok(ShaderVariant { program, uniforms })
 }
 
-/// Sets the per-frame uniforms of one program: the camera, the lights (key, fill, rim) and the
-/// viewport's aspect; outlines start switched off. Leaves the program in use.
+/// Sets the per-frame uniforms of one program: the camera (and its world-to-view rotation), the
+/// lights (key, fill, rim) and the viewport's aspect; outlines start switched off. Leaves the
+/// program in use.
 pub(super) fn set_globals(
     gl: &glow::Context,
     shader: &ShaderVariant,
@@ -255,6 +288,13 @@ pub(super) fn set_globals(
 ) {
     let u = &shader.uniforms;
     let [key, fill, rim] = lights;
+    let (right, up, forward) = camera.basis();
+    let view_rotation = Mat3::from_cols(right, up, -forward).transpose();
+    let view_rotation = if view_rotation.is_finite() {
+        view_rotation
+    } else {
+        Mat3::IDENTITY
+    };
     // SAFETY: the program was linked on this context; every location belongs to it.
     unsafe {
         gl.use_program(Some(shader.program.raw()));
@@ -273,6 +313,11 @@ pub(super) fn set_globals(
             camera.eye.z,
         );
         gl.uniform_1_f32(u.aspect.as_ref(), aspect);
+        gl.uniform_matrix_3_f32_slice(
+            u.view_rotation.as_ref(),
+            false,
+            &view_rotation.to_cols_array(),
+        );
         gl.uniform_1_f32(u.outline_width.as_ref(), 0.0);
         gl.uniform_1_i32(u.outline.as_ref(), 0);
     }
@@ -294,13 +339,15 @@ fn feature_defines(avatar: &Avatar) -> Vec<&'static str> {
     let materials = &avatar.materials;
     let uv_transform = materials
         .iter()
-        .any(|m| !m.base_color_transform.is_identity());
+        .any(|m| !m.base_color_transform.is_identity())
+        || moves_uvs(avatar);
     let alpha = materials.iter().any(|m| m.alpha_mode != AlphaMode::Opaque);
     [
         (skinning, "SKINNING"),
         (colors, "VERTEX_COLORS"),
         (uv_transform, "UV_TRANSFORM"),
         (alpha, "ALPHA_MODES"),
+        (uses_emission(avatar), "EMISSION"),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))

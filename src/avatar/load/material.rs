@@ -303,6 +303,8 @@ impl Loader<'_> {
                     base_color_tex_coord,
                     base_color_transform,
                     unlit: material.unlit(),
+                    emissive: emissive_factor(material.emissive_factor()),
+                    emissive_texture: material.emissive_texture().map(|t| t.texture().index()),
                     toon,
                 }
             })
@@ -317,6 +319,11 @@ impl Loader<'_> {
         }
         materials
     }
+}
+
+/// glTF's `emissiveFactor`, with a non-finite channel read as black.
+fn emissive_factor(factor: [f32; 3]) -> [f32; 3] {
+    factor.map(|c| if c.is_finite() { c } else { 0.0 })
 }
 
 #[cfg(test)]
