@@ -485,6 +485,7 @@ pub(crate) mod tests {
             title: None,
             author: None,
             expressions: Vec::new(),
+            look_at: None,
             skipped: 0,
         });
         // A node whose name says Head elsewhere does not replace the VRM's head.
