@@ -521,6 +521,8 @@ pub struct RenderSection {
     pub morph: MorphMode,
     /// Frame rate of headless runs, frames per second.
     pub headless_fps: u32,
+    /// Whether a model's spring bones (hair, ribbons, skirts) move; off, they stay at rest.
+    pub spring_bones: bool,
 }
 
 impl Default for RenderSection {
@@ -530,6 +532,7 @@ impl Default for RenderSection {
             mapping: PathBuf::new(),
             morph: MorphMode::Auto,
             headless_fps: 60,
+            spring_bones: true,
         }
     }
 }
