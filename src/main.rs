@@ -73,6 +73,9 @@ struct RenderArgs {
     /// Transparent background with premultiplied alpha.
     #[arg(long)]
     transparent: bool,
+    /// Keep spring bones (hair, ribbons, skirts) at rest, instead of render.spring_bones.
+    #[arg(long)]
+    no_springs: bool,
 }
 
 #[derive(Debug, Args, Default)]
@@ -361,6 +364,9 @@ fn apply_render_args(config: &mut Config, args: &RenderArgs) {
     if args.transparent {
         config.window.transparent = true;
     }
+    if args.no_springs {
+        config.render.spring_bones = false;
+    }
 }
 
 fn check_command(config: &mut Config, args: CheckArgs) -> Result<()> {
@@ -386,7 +392,7 @@ fn contact_sheet(config: &mut Config, args: SheetArgs) -> Result<()> {
             model: args.model,
             mapping: args.mapping,
             morph: args.morph,
-            transparent: false,
+            ..RenderArgs::default()
         },
     );
     let (avatar, mapping) = session::load_avatar(config)?;

@@ -938,3 +938,145 @@ fn the_default_head_is_no_humanoid_and_keeps_its_framing_and_pose() {
         before
     );
 }
+
+/// Godette's spring bones stepped at `hz` for `seconds` while her head turns 40 degrees about
+/// Y over the first 0.2 s and then holds still; returns the simulation, the last pose and the
+/// drawn tail of each joint after every frame.
+fn godette_head_turn(
+    g: &Avatar,
+    hz: u32,
+    seconds: f32,
+) -> (avatar::spring::SpringSim, avatar::Pose, Vec<Vec<Vec3>>) {
+    let head = g.vrm.as_ref().unwrap().humanoid_bone("head").unwrap();
+    let rig = g.springs.as_ref().expect("Godette has spring bones");
+    let mut sim = avatar::spring::SpringSim::for_avatar(g).unwrap();
+    let mut pose = g.rest_pose();
+    let mut tails = Vec::new();
+    let frames = (seconds * hz as f32).round() as u32;
+    for f in 0..=frames {
+        let x = (f as f32 / hz as f32 / 0.2).min(1.0);
+        pose.rotations[head] = Quat::from_rotation_y(40f32.to_radians() * x * x * (3.0 - 2.0 * x));
+        let dt = if f == 0 { 0.0 } else { 1.0 / hz as f64 };
+        sim.step(g, &mut pose, std::time::Duration::from_secs_f64(dt));
+        let world = g.world_transforms(&pose);
+        tails.push(
+            rig.springs
+                .iter()
+                .flat_map(|s| &s.joints)
+                .map(|j| world[j.node].transform_point3(j.tail))
+                .collect(),
+        );
+    }
+    (sim, pose, tails)
+}
+
+#[test]
+fn godette_springs_match_her_secondary_animation() {
+    let (Some(g), Some(path)) = (godette(), fixture(GODETTE)) else {
+        return;
+    };
+    let json = glb_json(&path);
+    let secondary = &json["extensions"]["VRM"]["secondaryAnimation"];
+    let rig = g.springs.as_ref().unwrap();
+    // One spring per root bone, every descendant of a root a joint.
+    let groups = secondary["boneGroups"].as_array().unwrap();
+    let roots: Vec<u64> = groups
+        .iter()
+        .flat_map(|b| b["bones"].as_array().unwrap())
+        .map(|b| b.as_u64().unwrap())
+        .collect();
+    assert_eq!(rig.springs.len(), roots.len());
+    for (spring, &root) in rig.springs.iter().zip(&roots) {
+        assert_eq!(spring.joints[0].node as u64, root);
+        assert_eq!(spring.center, None);
+    }
+    let first = rig.springs[0].joints[0].settings;
+    assert_eq!(
+        first.stiffness,
+        groups[0]["stiffiness"].as_f64().unwrap() as f32
+    );
+    assert_eq!(first.hit_radius, 0.02);
+    assert_eq!(first.gravity_dir, Vec3::NEG_Y);
+    // Two collider groups of two spheres each, on the chest and the head.
+    let sizes: Vec<usize> = rig.collider_groups.iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![2, 2]);
+    let head_sphere = rig.colliders[rig.collider_groups[1][0]];
+    assert_eq!(head_sphere.node, 5);
+    let z = secondary["colliderGroups"][1]["colliders"][0]["offset"]["z"]
+        .as_f64()
+        .unwrap() as f32;
+    match head_sphere.shape {
+        avatar::spring::ColliderShape::Sphere { offset, radius } => {
+            assert!((radius - 0.15).abs() < 1e-6);
+            assert_eq!(offset.z, -z, "UniVRM's Z is mirrored");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(rig.skipped.is_empty(), "{:?}", rig.skipped);
+}
+
+#[test]
+fn godettes_hair_swings_after_a_head_turn_and_settles() {
+    let Some(g) = godette() else {
+        return;
+    };
+    let (sim, _, tails) = godette_head_turn(g, 60, 6.0);
+    let settled = tails.last().unwrap();
+    // At the end of the turn (0.2 s) the hair trails behind where it comes to rest.
+    let lag = tails[12]
+        .iter()
+        .zip(settled)
+        .map(|(a, b)| a.distance(*b))
+        .fold(0.0, f32::max);
+    assert!(lag > 0.01, "the hair lags by at most {lag} m");
+    // Three seconds in, every tail is within a millimetre of where it ends and barely moves.
+    for frame in &tails[180..] {
+        for (t, end) in frame.iter().zip(settled) {
+            assert!(t.distance(*end) < 1e-3, "{t} is not yet at {end}");
+        }
+    }
+    for pair in tails[180..].windows(2) {
+        for (a, b) in pair[0].iter().zip(&pair[1]) {
+            assert!(a.distance(*b) < 1e-4);
+        }
+    }
+    assert!(!sim.is_moving());
+}
+
+#[test]
+fn godettes_springs_end_alike_at_30_and_144_hz_and_outside_her_colliders() {
+    let Some(g) = godette() else {
+        return;
+    };
+    let (_, _, slow) = godette_head_turn(g, 30, 2.0);
+    let (_, pose, fast) = godette_head_turn(g, 144, 2.0);
+    for (a, b) in slow.last().unwrap().iter().zip(fast.last().unwrap()) {
+        assert!(a.distance(*b) < 5e-4, "{a} at 30 Hz, {b} at 144 Hz");
+    }
+    // No tail ends inside a collider its spring avoids.
+    let rig = g.springs.as_ref().unwrap();
+    let world = g.world_transforms(&pose);
+    for spring in &rig.springs {
+        for joint in &spring.joints {
+            let tail = world[joint.node].transform_point3(joint.tail);
+            for &c in spring
+                .collider_groups
+                .iter()
+                .flat_map(|&k| &rig.collider_groups[k])
+            {
+                let collider = rig.colliders[c];
+                let avatar::spring::ColliderShape::Sphere { offset, radius } = collider.shape
+                else {
+                    unreachable!("VRM 0.x colliders are spheres")
+                };
+                let centre = world[collider.node].transform_point3(offset);
+                let gap = tail.distance(centre) - radius - joint.settings.hit_radius;
+                assert!(
+                    gap > -1e-3,
+                    "joint {} is {gap} m inside collider {c}",
+                    joint.node
+                );
+            }
+        }
+    }
+}

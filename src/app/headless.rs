@@ -102,7 +102,7 @@ pub fn run_headless(
             ages.push(frame.received.elapsed().as_micros() as u64);
         }
         let now = Instant::now();
-        let moving = motion.settles_at().is_some_and(|at| now <= at);
+        let moving = motion.settles_at().is_some_and(|at| now <= at) || scene.springs_moving();
         let changed = before_draw(scene) || first || moving;
         first = false;
         if wants_redraw(pace.render_on_change, new_frame.is_some(), changed) {

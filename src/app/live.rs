@@ -157,6 +157,7 @@ pub fn run_offscreen(
     let config = run.config;
     let ctx = HeadlessContext::new(size.0, size.1)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
+    scene.set_spring_bones(config.render.spring_bones);
     scene.set_mapping(mapping);
     scene.set_camera(config.camera);
     scene.set_layers(&config.layers).map_err(StartError::from)?;

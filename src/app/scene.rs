@@ -2,8 +2,10 @@
 //! swapping in a reloaded mapping at a frame boundary.
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use crate::arkit::FaceFrame;
+use crate::avatar::spring::SpringSim;
 use crate::avatar::{Avatar, Pose};
 use crate::config::{CameraConfig, LayersSection};
 use crate::mapping::{CompiledMapping, LayerTargetError, LayerTargets};
@@ -26,6 +28,10 @@ pub struct Scene {
     camera: CameraConfig,
     /// The mixer's layers' own target values, applied after the mapping.
     layers: LayerTargets,
+    /// The avatar's spring bones, while they are on and it has any.
+    springs: Option<SpringSim>,
+    /// When the springs last stepped.
+    stepped: Option<Instant>,
 }
 
 impl Scene {
@@ -54,6 +60,8 @@ impl Scene {
             reach,
             camera: CameraConfig::default(),
             layers: LayerTargets::default(),
+            springs: SpringSim::for_avatar(&avatar),
+            stepped: None,
             pose: rest.clone(),
             rest,
             mapping,
@@ -83,13 +91,47 @@ impl Scene {
     }
 
     /// Sets the pose from a mixed frame (`None`: the rest pose): the mapping, then the
-    /// layers' own target values.
+    /// layers' own target values, then the spring bones, moved on by the time since the last
+    /// frame. [`Scene::set_frame_at`] with the time now.
     pub fn set_frame(&mut self, frame: Option<&FaceFrame>) {
+        self.set_frame_at(frame, Instant::now());
+    }
+
+    /// [`Scene::set_frame`] for a frame drawn at `now`. The first frame, like a still snapshot,
+    /// shows the spring bones at rest.
+    pub fn set_frame_at(&mut self, frame: Option<&FaceFrame>, now: Instant) {
         self.pose.clone_from(&self.rest);
         if let Some(frame) = frame {
             self.mapping.apply(frame, &mut self.pose);
             self.layers.apply(frame, &mut self.pose);
         }
+        if let Some(springs) = self.springs.as_mut() {
+            let elapsed = self.stepped.map_or(std::time::Duration::ZERO, |at| {
+                now.saturating_duration_since(at)
+            });
+            springs.step(&self.avatar, &mut self.pose, elapsed);
+            self.stepped = Some(now);
+        }
+    }
+
+    /// Turns the spring bones on or off (`render.spring_bones`); on, they start from rest.
+    pub fn set_spring_bones(&mut self, on: bool) {
+        self.springs = if on {
+            SpringSim::for_avatar(&self.avatar)
+        } else {
+            None
+        };
+        self.stepped = None;
+    }
+
+    /// Whether spring bones move this avatar (on, and it has some).
+    pub fn has_spring_bones(&self) -> bool {
+        self.springs.is_some()
+    }
+
+    /// Whether some spring bone still swings, so a frame drawn now would differ from the last.
+    pub fn springs_moving(&self) -> bool {
+        self.springs.as_ref().is_some_and(SpringSim::is_moving)
     }
 
     /// Resolves the `targets` of the layers in `section` against the avatar; on an error the

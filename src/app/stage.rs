@@ -584,6 +584,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
         };
         match Scene::new(window.gl(), avatar, self.options.config.render.morph) {
             Ok(mut scene) => {
+                scene.set_spring_bones(self.options.config.render.spring_bones);
                 scene.set_mapping(mapping);
                 scene.set_camera(self.options.config.camera);
                 // Checked against the avatar when it was loaded.
@@ -779,7 +780,8 @@ impl ApplicationHandler<AppEvent> for StageApp {
         let render_on_change = self.options.config.window.render_on_change;
         let new_frame = render_on_change && self.frames.pending() > 0;
         // Motion between the phone's frames goes on for a moment after the newest arrived.
-        let moving = self.motion.settles_at().is_some_and(|at| now <= at);
+        let moving = self.motion.settles_at().is_some_and(|at| now <= at)
+            || self.scene.as_ref().is_some_and(Scene::springs_moving);
         if !wants_redraw(render_on_change, new_frame, self.dirty || moving) {
             // Nothing to draw: sleep until the ingest side's FrameReady (or any other event)
             // wakes the loop, or until the panel or the exit is due.

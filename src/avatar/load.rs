@@ -290,6 +290,7 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
     loader.check_joints(&meshes, &skins, &nodes, &node_skins)?;
     let roots = loader.roots(&nodes);
     let vrm = super::vrm::attach(document.extensions(), &mut nodes, &roots, &meshes, file);
+    let springs = super::spring::parse(document.extensions(), &nodes, file);
     Ok(Avatar {
         source: file.to_owned(),
         nodes,
@@ -300,6 +301,7 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
         skins,
         node_skins,
         vrm,
+        springs,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod material_binds;
 pub mod mtoon;
 pub mod rest_pose;
 mod sampler;
+pub mod spring;
 pub mod vrm;
 
 pub use bust::Bust;
@@ -49,6 +50,9 @@ pub struct Avatar {
     /// What the VRM extension says (expressions, humanoid bones, credits), for a VRM avatar.
     /// A VRM 0.x model is already turned to face +Z like every other avatar.
     pub vrm: Option<Vrm>,
+    /// Spring bones (VRM 0.x `secondaryAnimation`, VRM 1.0 `VRMC_springBone`), if the file has
+    /// any; [`spring::SpringSim`] moves them.
+    pub springs: Option<spring::SpringRig>,
 }
 
 /// A skin: the joints that deform a mesh and the matrices that bring its vertices into each

@@ -525,6 +525,8 @@ pub struct RenderSection {
     pub headless_fps: u32,
     /// The folder whose avatars (`.glb`, `.gltf`, `.vrm`) the control panel offers.
     pub models_dir: PathBuf,
+    /// Whether a model's spring bones (hair, ribbons, skirts) move; off, they stay at rest.
+    pub spring_bones: bool,
 }
 
 impl Default for RenderSection {
@@ -535,6 +537,7 @@ impl Default for RenderSection {
             morph: MorphMode::Auto,
             headless_fps: 60,
             models_dir: PathBuf::from("models"),
+            spring_bones: true,
         }
     }
 }
