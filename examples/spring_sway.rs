@@ -6,9 +6,9 @@
 //! cargo run --release --example spring_sway -- MODEL.vrm OUT-DIR [SIZE] [ZOOM] [OFFSET-Y]
 //! ```
 //!
-//! ZOOM and OFFSET-Y are `camera.zoom` and `camera.offset_y` (default 1 and 0: the whole
-//! model). It also prints how many pixels differ between the mid-sway frames with the springs
-//! on and off.
+//! ZOOM and OFFSET-Y are `camera.zoom` and `camera.offset_y` (default 1 and 0: the automatic
+//! framing, a bust for a humanoid). It also prints how many pixels differ between the mid-sway
+//! frames with the springs on and off.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,7 +38,10 @@ fn main() -> ExitCode {
     let offset_y: f32 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(0.0);
     let out = PathBuf::from(out);
     std::fs::create_dir_all(&out).expect("the output folder can be made");
-    let avatar = facewire::avatar::load(std::path::Path::new(model)).expect("the model loads");
+    // Loaded as a run loads it: the `[pose]` defaults bring a humanoid's arms down.
+    let mut config = facewire::config::Config::default();
+    config.render.model = PathBuf::from(model);
+    let avatar = facewire::session::load_model(&config).expect("the model loads");
     let ctx = HeadlessContext::new(size, size).expect("a headless GL context");
     let mut scene = Scene::new(ctx.gl(), avatar, MorphMode::Cpu).expect("the renderer starts");
     scene.set_camera(CameraConfig {
