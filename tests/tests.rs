@@ -64,3 +64,6 @@ mod fixture_render;
 /// Golden replay: a real take through the whole pipeline, forwarded stream and frames compared
 /// with what facewire produced when they were recorded.
 mod golden;
+
+/// Lip sync from audio: espeak-ng's vowels read as their visemes.
+mod lipsync;
