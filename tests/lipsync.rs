@@ -37,9 +37,12 @@ fn speak(text: &str, voice: &str, pitch: u32, out: &Path) -> Option<wav::Mono> {
     }
 }
 
+/// A vowel and where its sound starts and ends, seconds.
+type Span = (Viseme, f64, f64);
+
 /// The five vowels with [`GAP`] seconds of silence before, between and after them, and where
 /// each vowel's samples lie (seconds).
-fn vowels_with_gaps(voice: &str, pitch: u32) -> Option<(wav::Mono, Vec<(Viseme, f64, f64)>)> {
+fn vowels_with_gaps(voice: &str, pitch: u32) -> Option<(wav::Mono, Vec<Span>)> {
     let dir = tempfile::tempdir().unwrap();
     let mut samples = Vec::new();
     let mut rate = 0;
