@@ -235,25 +235,11 @@ fn for_each_rest_vertex(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::avatar::humanoid::tests::rig;
+    use crate::avatar::humanoid::tests::{rig, READY_PLAYER_ME};
     use crate::avatar::{Mesh, Primitive};
 
     fn ready_player_me() -> Avatar {
-        rig([
-            "Hips",
-            "Spine",
-            "Spine2",
-            "Neck",
-            "Head",
-            "LeftShoulder",
-            "LeftArm",
-            "LeftForeArm",
-            "LeftHand",
-            "RightShoulder",
-            "RightArm",
-            "RightForeArm",
-            "RightHand",
-        ])
+        rig(READY_PLAYER_ME)
     }
 
     /// A mesh of `positions` drawn by a new node under `parent`.

@@ -295,6 +295,40 @@ pub(crate) mod tests {
 
     /// A standing rig with the given names for hips, spine, chest, neck, head and the left
     /// and right shoulder, upper arm, lower arm and hand, arms straight out (a T-pose).
+    /// A Ready Player Me rig's bone names, hips to hands.
+    pub(crate) const READY_PLAYER_ME: [&str; 13] = [
+        "Hips",
+        "Spine",
+        "Spine2",
+        "Neck",
+        "Head",
+        "LeftShoulder",
+        "LeftArm",
+        "LeftForeArm",
+        "LeftHand",
+        "RightShoulder",
+        "RightArm",
+        "RightForeArm",
+        "RightHand",
+    ];
+
+    /// A VRoid rig's bone names, hips to hands.
+    pub(crate) const VROID: [&str; 13] = [
+        "J_Bip_C_Hips",
+        "J_Bip_C_Spine",
+        "J_Bip_C_Chest",
+        "J_Bip_C_Neck",
+        "J_Bip_C_Head",
+        "J_Bip_L_Shoulder",
+        "J_Bip_L_UpperArm",
+        "J_Bip_L_LowerArm",
+        "J_Bip_L_Hand",
+        "J_Bip_R_Shoulder",
+        "J_Bip_R_UpperArm",
+        "J_Bip_R_LowerArm",
+        "J_Bip_R_Hand",
+    ];
+
     pub(crate) fn rig(names: [&str; 13]) -> Avatar {
         let mut a = Avatar::default();
         let hips = add(&mut a, names[0], None, Vec3::new(0.0, 1.0, 0.0));
@@ -369,40 +403,12 @@ pub(crate) mod tests {
 
     #[test]
     fn ready_player_me_names_make_a_humanoid() {
-        check_names([
-            "Hips",
-            "Spine",
-            "Spine2",
-            "Neck",
-            "Head",
-            "LeftShoulder",
-            "LeftArm",
-            "LeftForeArm",
-            "LeftHand",
-            "RightShoulder",
-            "RightArm",
-            "RightForeArm",
-            "RightHand",
-        ]);
+        check_names(READY_PLAYER_ME);
     }
 
     #[test]
     fn vroid_names_make_a_humanoid() {
-        check_names([
-            "J_Bip_C_Hips",
-            "J_Bip_C_Spine",
-            "J_Bip_C_Chest",
-            "J_Bip_C_Neck",
-            "J_Bip_C_Head",
-            "J_Bip_L_Shoulder",
-            "J_Bip_L_UpperArm",
-            "J_Bip_L_LowerArm",
-            "J_Bip_L_Hand",
-            "J_Bip_R_Shoulder",
-            "J_Bip_R_UpperArm",
-            "J_Bip_R_LowerArm",
-            "J_Bip_R_Hand",
-        ]);
+        check_names(VROID);
     }
 
     #[test]

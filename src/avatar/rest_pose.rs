@@ -184,24 +184,10 @@ fn turn_in_world(avatar: &mut Avatar, world: &[glam::Mat4], node: usize, turn: Q
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::avatar::humanoid::tests::{add, rig};
+    use crate::avatar::humanoid::tests::{add, rig, VROID};
 
     fn vroid() -> Avatar {
-        rig([
-            "J_Bip_C_Hips",
-            "J_Bip_C_Spine",
-            "J_Bip_C_Chest",
-            "J_Bip_C_Neck",
-            "J_Bip_C_Head",
-            "J_Bip_L_Shoulder",
-            "J_Bip_L_UpperArm",
-            "J_Bip_L_LowerArm",
-            "J_Bip_L_Hand",
-            "J_Bip_R_Shoulder",
-            "J_Bip_R_UpperArm",
-            "J_Bip_R_LowerArm",
-            "J_Bip_R_Hand",
-        ])
+        rig(VROID)
     }
 
     /// The same rig in an A-pose: each upper arm turned 40 degrees down in its bone's space.

@@ -249,8 +249,23 @@ impl Reader<'_> {
     }
 
     fn settings_v1(&mut self, joint: &Value, what: &str) -> JointSettings {
+        self.settings(joint, what, "stiffness", |v| {
+            vec3_array(Some(v)).map(Vec3::normalize_or_zero)
+        })
+    }
+
+    /// The joint settings in `object` (a VRM 1.0 joint or a 0.x bone group): each number
+    /// clamped to its range, a bad value noted and replaced by the default; `gravity_dir` reads
+    /// the direction as the version writes it.
+    fn settings(
+        &mut self,
+        object: &Value,
+        what: &str,
+        stiffness_key: &str,
+        gravity_dir: fn(&Value) -> Option<Vec3>,
+    ) -> JointSettings {
         let defaults = JointSettings::default();
-        let mut number = |key: &str, default: f32, min: f32, max: f32| match joint.get(key) {
+        let mut number = |key: &str, default: f32, min: f32, max: f32| match object.get(key) {
             None => default,
             Some(v) => match v.as_f64().map(|v| v as f32) {
                 Some(v) if v.is_finite() => v.clamp(min, max),
@@ -262,19 +277,16 @@ impl Reader<'_> {
                 }
             },
         };
-        let stiffness = number("stiffness", defaults.stiffness, 0.0, f32::MAX);
+        let stiffness = number(stiffness_key, defaults.stiffness, 0.0, f32::MAX);
         let drag = number("dragForce", defaults.drag, 0.0, 1.0);
         let gravity_power = number("gravityPower", defaults.gravity_power, 0.0, f32::MAX);
         let hit_radius = number("hitRadius", defaults.hit_radius, 0.0, f32::MAX);
-        let gravity_dir = match joint.get("gravityDir") {
+        let gravity_dir = match object.get("gravityDir") {
             None => defaults.gravity_dir,
-            Some(v) => vec3_array(Some(v)).map_or_else(
-                || {
-                    self.invalid(format!("gravityDir of {what}"));
-                    defaults.gravity_dir
-                },
-                Vec3::normalize_or_zero,
-            ),
+            Some(v) => gravity_dir(v).unwrap_or_else(|| {
+                self.invalid(format!("gravityDir of {what}"));
+                defaults.gravity_dir
+            }),
         };
         JointSettings {
             stiffness,
@@ -364,47 +376,16 @@ impl Reader<'_> {
     }
 
     fn settings_v0(&mut self, group: &Value, what: &str) -> JointSettings {
-        let defaults = JointSettings::default();
-        let mut number = |key: &str, default: f32, min: f32, max: f32| match group.get(key) {
-            None => default,
-            Some(v) => match v.as_f64().map(|v| v as f32) {
-                Some(v) if v.is_finite() => v.clamp(min, max),
-                _ => {
-                    self.rig.skipped.push(SpringIssue::Invalid {
-                        what: format!("{key} of {what}"),
-                    });
-                    default
-                }
-            },
-        };
         // "stiffiness" is the VRM 0.x spelling; accept the corrected one too.
         let stiffness_key = if group.get("stiffiness").is_some() {
             "stiffiness"
         } else {
             "stiffness"
         };
-        let stiffness = number(stiffness_key, defaults.stiffness, 0.0, f32::MAX);
-        let drag = number("dragForce", defaults.drag, 0.0, 1.0);
-        let gravity_power = number("gravityPower", defaults.gravity_power, 0.0, f32::MAX);
-        let hit_radius = number("hitRadius", defaults.hit_radius, 0.0, f32::MAX);
-        let gravity_dir = match group.get("gravityDir") {
-            None => defaults.gravity_dir,
-            Some(v) => match vec3_object(Some(v)) {
-                // Unity's world (mirrored Z), then the half turn: X and Z change sign once each.
-                Some(d) => (d * Vec3::new(-1.0, 1.0, 1.0)).normalize_or_zero(),
-                None => {
-                    self.invalid(format!("gravityDir of {what}"));
-                    defaults.gravity_dir
-                }
-            },
-        };
-        JointSettings {
-            stiffness,
-            drag,
-            gravity_power,
-            gravity_dir,
-            hit_radius,
-        }
+        // Unity's world (mirrored Z), then the half turn: X and Z change sign once each.
+        self.settings(group, what, stiffness_key, |v| {
+            vec3_object(Some(v)).map(|d| (d * Vec3::new(-1.0, 1.0, 1.0)).normalize_or_zero())
+        })
     }
 }
 
