@@ -2,7 +2,6 @@
 //! inspector, calibration, recordings and the default head generator. Each subcommand is one
 //! short function here; the live session's wiring lives in `facewire::session`.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -57,6 +56,18 @@ enum Command {
     /// Build a GLB avatar with morph targets from an OBJ shape set (a neutral mesh and one OBJ
     /// per shape, same topology).
     ImportObj(ImportObjArgs),
+    /// Print the mouth shapes of the speech in a WAV file, one line per 16 ms.
+    Lipsync(LipsyncArgs),
+}
+
+#[derive(Debug, Args)]
+struct LipsyncArgs {
+    /// The WAV file (any common sample rate, mono or stereo).
+    #[arg(long, value_name = "FILE")]
+    wav: PathBuf,
+    /// One JSON object a line: t, volume (dB), viseme and every viseme's weight.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args, Default)]
@@ -329,6 +340,11 @@ fn run() -> Result<()> {
             Ok(())
         }
         Some(Command::ImportObj(args)) => import_obj_command(args),
+        Some(Command::Lipsync(args)) => {
+            let mut out = std::io::stdout().lock();
+            session::lipsync_wav(&args.wav, args.json, &mut out)?;
+            Ok(())
+        }
     }
 }
 
@@ -484,7 +500,7 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
         Some(file) => {
             let calibration = session::calibrate_from(file, old.as_ref(), &args.performer)?;
             println!("{}", calibration.summary);
-            if !args.yes && !confirm("Save this profile? [Y/n] ")? {
+            if !args.yes && !session::confirm("Save this profile? [Y/n] ")? {
                 println!("not saved");
                 return Ok(());
             }
@@ -517,20 +533,6 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
         args.performer
     );
     Ok(())
-}
-
-/// Asks a yes/no question on the terminal; Enter means yes.
-fn confirm(question: &str) -> Result<bool> {
-    eprint!("{question}");
-    std::io::stderr().flush()?;
-    let mut line = String::new();
-    if std::io::stdin().read_line(&mut line)? == 0 {
-        return Ok(false);
-    }
-    Ok(matches!(
-        line.trim().to_ascii_lowercase().as_str(),
-        "" | "y" | "yes"
-    ))
 }
 
 fn record_command(config: &mut Config, args: RecordArgs) -> Result<()> {

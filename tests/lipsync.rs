@@ -157,3 +157,46 @@ fn a_held_vowel_does_not_chatter() {
     }
     assert_eq!(spans.len(), 5);
 }
+
+#[test]
+fn the_lipsync_command_prints_json_lines_for_a_wav_file() {
+    let Some((audio, spans)) = vowels_with_gaps("ja", 40) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vowels.wav");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: audio.rate,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(&path, spec).unwrap();
+    for s in &audio.samples {
+        w.write_sample(*s).unwrap();
+    }
+    w.finalize().unwrap();
+    let output = Command::new(crate::support::facewire_bin())
+        .args(["lipsync", "--json", "--wav"])
+        .arg(&path)
+        .env("FACEWIRE_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (_, start, end) = spans[0];
+    let middle = (start + end) / 2.0;
+    let at = |t: f64| {
+        lines
+            .iter()
+            .find(|l| l["t"].as_f64().unwrap() >= t)
+            .unwrap()
+    };
+    assert_eq!(at(middle)["viseme"], "aa", "{}", at(middle));
+    assert!(at(middle)["visemes"]["aa"].as_f64().unwrap() > 0.5);
+    assert_eq!(at(start / 2.0)["viseme"], "sil");
+}

@@ -126,6 +126,22 @@ pub fn parse_weights(spec: &str) -> Result<FaceFrame, WeightsError> {
     Ok(frame)
 }
 
+/// Asks `question` on the terminal (stderr) and reads the answer from stdin: Enter, `y` or `yes`
+/// mean yes; anything else, or stdin closed, means no.
+pub fn confirm(question: &str) -> std::io::Result<bool> {
+    use std::io::Write;
+    eprint!("{question}");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line)? == 0 {
+        return Ok(false);
+    }
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "" | "y" | "yes"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

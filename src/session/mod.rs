@@ -13,6 +13,7 @@ mod chain;
 mod connect;
 mod controls;
 mod input;
+mod lipsync;
 mod listen;
 mod model;
 mod neutral;
@@ -23,7 +24,7 @@ mod watch;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
-pub use args::{parse_weights, HeadAngles, Size, WeightsError};
+pub use args::{confirm, parse_weights, HeadAngles, Size, WeightsError};
 pub use avatar::{
     background, check_mapping, load_avatar, load_model, mapping_path, mapping_source,
     DEFAULT_HEAD_MAPPING_PATH,
@@ -32,6 +33,7 @@ pub use chain::{build_layers, LiveSink, Outputs, SessionCommand, TrackingLog};
 pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
 pub use input::{Input, Replay};
+pub use lipsync::{lip_frame_json, lipsync_wav};
 pub use listen::{frame_json, listen};
 pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_model, LoadedModel};
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
@@ -88,6 +90,12 @@ pub enum StartError {
     /// The performer's profile could not be loaded.
     #[error(transparent)]
     Profile(#[from] crate::calibrate::ProfileError),
+    /// An audio file could not be read.
+    #[error(transparent)]
+    Wav(#[from] crate::lipsync::wav::WavError),
+    /// Output could not be written.
+    #[error("cannot write the output")]
+    Output(#[source] std::io::Error),
 }
 
 /// What a live run needs besides the configuration and the hand-off.
