@@ -293,8 +293,6 @@ pub(crate) mod tests {
         index
     }
 
-    /// A standing rig with the given names for hips, spine, chest, neck, head and the left
-    /// and right shoulder, upper arm, lower arm and hand, arms straight out (a T-pose).
     /// A Ready Player Me rig's bone names, hips to hands.
     pub(crate) const READY_PLAYER_ME: [&str; 13] = [
         "Hips",
@@ -329,6 +327,8 @@ pub(crate) mod tests {
         "J_Bip_R_Hand",
     ];
 
+    /// A standing rig with the given names for hips, spine, chest, neck, head and the left
+    /// and right shoulder, upper arm, lower arm and hand, arms straight out (a T-pose).
     pub(crate) fn rig(names: [&str; 13]) -> Avatar {
         let mut a = Avatar::default();
         let hips = add(&mut a, names[0], None, Vec3::new(0.0, 1.0, 0.0));
@@ -443,21 +443,7 @@ pub(crate) mod tests {
         add(&mut head_only, "Head", None, Vec3::ZERO);
         add(&mut head_only, "Spine", None, Vec3::ZERO);
         assert_eq!(Humanoid::detect(&head_only), None, "no neck");
-        let mut flipped = rig([
-            "Hips",
-            "Spine",
-            "Spine2",
-            "Neck",
-            "Head",
-            "LeftShoulder",
-            "LeftArm",
-            "LeftForeArm",
-            "LeftHand",
-            "RightShoulder",
-            "RightArm",
-            "RightForeArm",
-            "RightHand",
-        ]);
+        let mut flipped = rig(READY_PLAYER_ME);
         flipped.nodes[0].rotation = Quat::from_rotation_x(std::f32::consts::PI);
         assert_eq!(Humanoid::detect(&flipped), None, "head below the chest");
         assert_eq!(Humanoid::detect(&Avatar::default()), None);
