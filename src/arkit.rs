@@ -404,6 +404,63 @@ impl fmt::Display for Protocol {
     }
 }
 
+/// How many visemes there are.
+pub const VISEMES: usize = 6;
+
+/// A mouth shape of lip sync from audio (VRM's vowel names and silence). Frames carry their
+/// weights in [`FaceFrame::visemes`] for mappings that route them (`viseme:aa`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Viseme {
+    /// Silence: the mouth at rest.
+    Sil,
+    /// "a" as in "car".
+    Aa,
+    /// "i" as in "tip".
+    Ih,
+    /// "u" as in "book".
+    Ou,
+    /// "e" as in "bed".
+    Ee,
+    /// "o" as in "toe".
+    Oh,
+}
+
+impl Viseme {
+    /// Every viseme, `sil` first.
+    pub const ALL: [Viseme; VISEMES] = [
+        Viseme::Sil,
+        Viseme::Aa,
+        Viseme::Ih,
+        Viseme::Ou,
+        Viseme::Ee,
+        Viseme::Oh,
+    ];
+
+    /// Its name: `sil`, `aa`, `ih`, `ou`, `ee`, `oh` (VRM's names for the vowels).
+    pub fn name(self) -> &'static str {
+        match self {
+            Viseme::Sil => "sil",
+            Viseme::Aa => "aa",
+            Viseme::Ih => "ih",
+            Viseme::Ou => "ou",
+            Viseme::Ee => "ee",
+            Viseme::Oh => "oh",
+        }
+    }
+
+    /// The viseme of `name` (as [`Viseme::name`] writes it, any case).
+    pub fn parse(name: &str) -> Option<Viseme> {
+        Viseme::ALL
+            .into_iter()
+            .find(|v| v.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Its index in [`Viseme::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// What the sender says about its own tracking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -447,6 +504,9 @@ pub struct FaceFrame {
     /// The weight of each layer of the mixer, by its place in `[layers].order` (the first
     /// [`MAX_LAYERS`]), for the avatar-space values some layers carry; 0 before the mixer.
     pub layer_weights: [f32; MAX_LAYERS],
+    /// The lip-sync layer's viseme weights times its weight in the mix, [`Viseme::ALL`] order;
+    /// all 0 without lip sync.
+    pub visemes: [f32; VISEMES],
 }
 
 /// The most layers the mixer stacks (above the rest pose).
@@ -467,6 +527,7 @@ impl FaceFrame {
             protocol,
             from,
             layer_weights: [0.0; MAX_LAYERS],
+            visemes: [0.0; VISEMES],
         }
     }
 

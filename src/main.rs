@@ -57,17 +57,7 @@ enum Command {
     /// per shape, same topology).
     ImportObj(ImportObjArgs),
     /// Print the mouth shapes of the speech in a WAV file, one line per 16 ms.
-    Lipsync(LipsyncArgs),
-}
-
-#[derive(Debug, Args)]
-struct LipsyncArgs {
-    /// The WAV file (any common sample rate, mono or stereo).
-    #[arg(long, value_name = "FILE")]
-    wav: PathBuf,
-    /// One JSON object a line: t, volume (dB), viseme and every viseme's weight.
-    #[arg(long)]
-    json: bool,
+    Lipsync(session::LipsyncArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -342,7 +332,7 @@ fn run() -> Result<()> {
         Some(Command::ImportObj(args)) => import_obj_command(args),
         Some(Command::Lipsync(args)) => {
             let mut out = std::io::stdout().lock();
-            session::lipsync_wav(&args.wav, args.json, &mut out)?;
+            session::lipsync_command(&args, &config, &mut out)?;
             Ok(())
         }
     }

@@ -12,11 +12,13 @@ use crate::diagnostic::{locate_key, Located};
 use crate::arkit::Protocol;
 
 mod layers;
+mod lipsync;
 mod net;
 mod pose;
 pub mod smoothing;
 
 pub use layers::{LayerSpec, LayersSection, DEFAULT_FADE};
+pub use lipsync::LipsyncConfig;
 pub use net::{Subnet, SubnetError};
 pub use pose::{ArmsMode, PoseConfig};
 pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
@@ -564,6 +566,8 @@ pub struct Config {
     pub layers: LayersSection,
     /// `[pose]`: a humanoid's rest pose.
     pub pose: PoseConfig,
+    /// `[lipsync]`: lip sync from the microphone.
+    pub lipsync: LipsyncConfig,
 }
 
 impl Config {
@@ -665,6 +669,9 @@ impl Config {
             return fail(key, message, &hint);
         }
         self.pose.validate(text, path).map_err(ConfigError::Parse)?;
+        self.lipsync
+            .validate(text, path)
+            .map_err(ConfigError::Parse)?;
         if let Err((key, message, hint)) = self.layers.check() {
             // Channel names sit inside inline tables, not at the start of a line.
             let offset = crate::diagnostic::key_offset(text, &key)

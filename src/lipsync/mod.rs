@@ -17,56 +17,33 @@ use features::{Analyzer, HOP, SAMPLE_RATE, WINDOW};
 use profile::{Profile, VOWELS};
 use resample::Resampler;
 
-/// A mouth shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Viseme {
-    /// Silence: the mouth at rest.
-    Sil,
-    /// "a" as in "car".
-    Aa,
-    /// "i" as in "tip".
-    Ih,
-    /// "u" as in "book".
-    Ou,
-    /// "e" as in "bed".
-    Ee,
-    /// "o" as in "toe".
-    Oh,
+pub use crate::arkit::{Viseme, VISEMES};
+
+/// How lip sync mixes with the phone's tracking (`[lipsync] mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LipMode {
+    /// No lip sync; the microphone stays closed.
+    Off,
+    /// The audio drives the mouth only while the phone does not see a face.
+    #[default]
+    WhenLost,
+    /// The jaw and mouth open as far as the larger of phone and audio; the phone keeps the
+    /// lips' shape.
+    Blend,
+    /// The audio owns the mouth and jaw.
+    Always,
 }
 
-impl Viseme {
-    /// Every viseme, `sil` first.
-    pub const ALL: [Viseme; 6] = [
-        Viseme::Sil,
-        Viseme::Aa,
-        Viseme::Ih,
-        Viseme::Ou,
-        Viseme::Ee,
-        Viseme::Oh,
-    ];
-
-    /// Its name: `sil`, `aa`, `ih`, `ou`, `ee`, `oh` (VRM's names for the vowels).
+impl LipMode {
+    /// The name used in `facewire.toml`.
     pub fn name(self) -> &'static str {
         match self {
-            Viseme::Sil => "sil",
-            Viseme::Aa => "aa",
-            Viseme::Ih => "ih",
-            Viseme::Ou => "ou",
-            Viseme::Ee => "ee",
-            Viseme::Oh => "oh",
+            LipMode::Off => "off",
+            LipMode::WhenLost => "when_lost",
+            LipMode::Blend => "blend",
+            LipMode::Always => "always",
         }
-    }
-
-    /// The viseme of `name` (as [`Viseme::name`] writes it, any case).
-    pub fn parse(name: &str) -> Option<Viseme> {
-        Viseme::ALL
-            .into_iter()
-            .find(|v| v.name().eq_ignore_ascii_case(name.trim()))
-    }
-
-    /// Its index in [`Viseme::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
     }
 }
 
@@ -107,7 +84,7 @@ pub struct LipFrame {
     /// The shape shown: `sil` when quiet, else the vowel held.
     pub viseme: Viseme,
     /// Each viseme's smoothed weight, 0 to 1, in [`Viseme::ALL`] order.
-    pub weights: [f32; 6],
+    pub weights: [f32; VISEMES],
 }
 
 /// Audio in, [`LipFrame`]s out, one per 16 ms hop.
@@ -121,7 +98,7 @@ pub struct LipSync {
     pending: Vec<f32>,
     /// 16 kHz samples dropped from the front of `pending` so far.
     consumed: u64,
-    weights: [f32; 6],
+    weights: [f32; VISEMES],
     /// The vowel held and since when (seconds).
     held: (Viseme, f64),
 }
@@ -175,7 +152,7 @@ impl LipSync {
         } else if self.held.0 != Viseme::Sil {
             self.held = (Viseme::Sil, t);
         }
-        let mut target = [0.0f32; 6];
+        let mut target = [0.0f32; VISEMES];
         target[Viseme::Sil.index()] = 1.0 - loudness;
         if self.held.0 != Viseme::Sil {
             target[self.held.0.index()] = loudness;

