@@ -98,6 +98,9 @@ struct RunArgs {
     /// headless run ends when the recording does.
     #[arg(long, value_name = "FILE")]
     replay: Option<PathBuf>,
+    /// Play this WAV file as lip sync's audio instead of the microphone (see [lipsync]).
+    #[arg(long, value_name = "FILE")]
+    lipsync_wav: Option<PathBuf>,
     /// Playback speed of --replay.
     #[arg(long, default_value_t = 1.0)]
     speed: f64,
@@ -462,6 +465,7 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
             speed: args.speed,
         }),
         exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
+        lipsync_wav: args.lipsync_wav.as_deref(),
     };
     if !args.headless {
         return Ok(app::run_stage(run, avatar, mapping, args.screenshots)?);

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::arkit::{FaceFrame, Protocol};
 use crate::calibrate::TrackingState;
+use crate::lipsync::LipFrame;
 use crate::mixer::MixerReport;
 
 /// The ingest side's view of the stream, shared with the render thread.
@@ -41,6 +42,8 @@ pub struct TelemetrySnapshot {
     pub tracking_since: Instant,
     /// Tracking state changes so far.
     pub tracking_changes: u64,
+    /// The newest lip-sync hop and when it came.
+    pub lip: Option<(LipFrame, Instant)>,
 }
 
 impl TelemetrySnapshot {
@@ -62,6 +65,7 @@ impl Telemetry {
                 tracking: TrackingState::Neutral,
                 tracking_since: now,
                 tracking_changes: 0,
+                lip: None,
             }),
         })
     }
@@ -91,6 +95,12 @@ impl Telemetry {
         let report = Arc::new(report);
         let previous = self.with(|s| s.mix.replace(report));
         drop(previous);
+    }
+
+    /// Keeps the newest lip-sync hop.
+    pub fn record_lip(&self, frame: &LipFrame) {
+        let now = Instant::now();
+        self.with(|s| s.lip = Some((*frame, now)));
     }
 
     /// Records a tracking state change at `at`.

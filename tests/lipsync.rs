@@ -200,3 +200,95 @@ fn the_lipsync_command_prints_json_lines_for_a_wav_file() {
     assert!(at(middle)["visemes"]["aa"].as_f64().unwrap() > 0.5);
     assert_eq!(at(start / 2.0)["viseme"], "sil");
 }
+
+/// A WAV file of `audio` at `path`, 32-bit float.
+fn write_wav(path: &Path, audio: &wav::Mono) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: audio.rate,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    for s in &audio.samples {
+        w.write_sample(*s).unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+/// The pixels of `image` dark enough to be the inside of an open mouth.
+fn mouth_inside(image: &facewire::image::RgbaImage) -> usize {
+    let mut n = 0;
+    for y in 0..image.height {
+        for x in 0..image.width {
+            let [r, g, b, _] = image.pixel(x, y);
+            if r < 140 && g < 70 && b < 70 && r > g {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn a_headless_run_with_a_wav_opens_the_mouth_during_a_and_closes_it_in_silence() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(vowel) = speak("あああああああ", "ja", 40, &dir.path().join("a.wav")) else {
+        return;
+    };
+    // A second of silence, "aaa" for about a second, a second of silence.
+    let rate = vowel.rate;
+    let second = vec![0.0; rate as usize];
+    let mut samples = second.clone();
+    samples.extend(&vowel.samples);
+    samples.extend(&second);
+    let speaking = vowel.samples.len() as f64 / f64::from(rate);
+    assert!(speaking > 0.8, "espeak-ng's vowel lasts {speaking} s");
+    let file = dir.path().join("silence-a-silence.wav");
+    write_wav(&file, &wav::Mono { samples, rate });
+    let config = crate::pipeline::live_config(dir.path());
+    let port = crate::pipeline::free_udp_port();
+    let run = |seconds: f64, name: &str| {
+        let out = dir.path().join(name);
+        let output = Command::new(crate::support::facewire_bin())
+            .arg("--config")
+            .arg(&config)
+            .args(["run", "--headless", "--size", "240x240", "--morph", "cpu"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--exit-after", &seconds.to_string(), "--lipsync-wav"])
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .env("FACEWIRE_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        facewire::image::RgbaImage::load_png(&out).unwrap()
+    };
+    let silent = run(0.5, "silent.png");
+    // Well inside the vowel, whatever the start-up takes.
+    let open = run(1.0 + speaking / 2.0, "open.png");
+    let (closed, opened) = (mouth_inside(&silent), mouth_inside(&open));
+    assert!(
+        opened > closed + 40,
+        "the mouth opens during \"a\": {closed} dark pixels in silence, {opened} in the vowel"
+    );
+    // In silence the face is the neutral one.
+    let neutral = dir.path().join("neutral.png");
+    let output = Command::new(crate::support::facewire_bin())
+        .arg("--config")
+        .arg(&config)
+        .args(["snapshot", "--size", "240x240", "--morph", "cpu", "--out"])
+        .arg(&neutral)
+        .env("FACEWIRE_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let neutral = facewire::image::RgbaImage::load_png(&neutral).unwrap();
+    let changed = crate::support::changed_pixels(&silent, &neutral, 8);
+    assert!(
+        changed.len() < 20,
+        "{} pixels differ from the neutral face in silence",
+        changed.len()
+    );
+}

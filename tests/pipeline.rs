@@ -139,7 +139,7 @@ fn gpu_and_cpu_snapshots_agree_with_the_head_still_and_turned() {
     assert!(diff.pixels_over > 320 * 320 / 20, "{diff:?}");
 }
 
-fn free_udp_port() -> u16 {
+pub(crate) fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -209,7 +209,7 @@ const PHONE_LISTENERS: [(&str, u16); 4] = [
 
 /// `toml` with the phone listeners off. The tests run at once and every listener must bind, so a
 /// live run listens only where its test sends (its own OSC port), never on the usual ports.
-fn phones_off(toml: &str) -> String {
+pub(crate) fn phones_off(toml: &str) -> String {
     if !toml.contains("[ingest]") {
         let off: String = PHONE_LISTENERS
             .iter()
@@ -230,7 +230,7 @@ fn phones_off(toml: &str) -> String {
 }
 
 /// config/facewire.toml with the phone listeners off ([`phones_off`]), written into `dir`.
-fn live_config(dir: &Path) -> PathBuf {
+pub(crate) fn live_config(dir: &Path) -> PathBuf {
     let config = dir.join("live.toml");
     let defaults = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
     std::fs::write(&config, phones_off(&defaults)).unwrap();

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::mapping::CompiledMapping;
 use crate::render::headless::HeadlessContext;
 use crate::session::{
-    self, LiveControls, LiveOptions, Replay, StageChange, StageLink, StageUi, StartError,
+    self, LipInput, LiveControls, LiveOptions, Replay, StageChange, StageLink, StageUi, StartError,
 };
 use crate::telemetry::Telemetry;
 
@@ -60,6 +60,20 @@ pub struct LiveRun<'a> {
     pub replay: Option<Replay<'a>>,
     /// Stop after this long.
     pub exit_after: Option<Duration>,
+    /// A WAV file to play as lip sync's audio instead of the microphone.
+    pub lipsync_wav: Option<&'a Path>,
+}
+
+impl LiveRun<'_> {
+    /// Where lip sync listens: the WAV file if one is given, else the microphone in a window
+    /// run (or a headless run whose `[lipsync] device` names one).
+    fn lip_input(&self, window: bool) -> LipInput<'_> {
+        match self.lipsync_wav {
+            Some(file) => LipInput::Wav(file),
+            None if window || self.config.lipsync.device().is_some() => LipInput::Microphone,
+            None => LipInput::None,
+        }
+    }
 }
 
 /// The stage window with its control panel, following the input until the window closes.
@@ -83,6 +97,7 @@ pub fn run_stage(
             profiles: run.profiles.clone(),
             notify: Some(Arc::clone(&notify)),
             telemetry: Some(Arc::clone(&telemetry)),
+            lipsync: run.lip_input(true),
             replay: run.replay,
             tap: None,
         },
@@ -171,6 +186,7 @@ pub fn run_offscreen(
         LiveOptions {
             profile: run.profile.as_ref(),
             profiles: run.profiles.clone(),
+            lipsync: run.lip_input(false),
             replay: run.replay,
             ..LiveOptions::default()
         },

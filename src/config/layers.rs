@@ -20,6 +20,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::arkit::{Channel, MAX_LAYERS};
 use crate::diagnostic::nearest;
+use crate::lipsync::face::LAYER_LIPSYNC;
 use crate::mixer::{BlendMode, RegionMask, LAYER_REST, LAYER_TRACKING};
 
 /// The fade time of a layer that does not set one, in seconds.
@@ -122,7 +123,7 @@ impl LayersSection {
                     "list each layer once, bottom to top",
                 );
             }
-            if name != LAYER_TRACKING && !self.specs.contains_key(name) {
+            if name != LAYER_TRACKING && name != LAYER_LIPSYNC && !self.specs.contains_key(name) {
                 let known: Vec<&str> = self.specs.keys().map(String::as_str).collect();
                 let hint = match nearest(name, known.iter().copied()) {
                     Some(best) => format!("did you mean `{best}`?"),
@@ -143,6 +144,15 @@ impl LayersSection {
         for (name, spec) in &self.specs {
             let fail =
                 |key: &str, message: String, hint: String| Err((key.to_string(), message, hint));
+            if name == LAYER_LIPSYNC {
+                return fail(
+                    "order",
+                    "[layers.lipsync] is made by lip sync, not by a table".into(),
+                    "set lip sync up in [lipsync]; list \"lipsync\" in layers.order only to \
+                     place it"
+                        .into(),
+                );
+            }
             if !self.order.contains(name) {
                 return fail(
                     "order",

@@ -8,7 +8,7 @@ use glam::Quat;
 use serde::Deserialize;
 
 use super::region::RegionMask;
-use crate::arkit::{Channel, ChannelMask, FaceFrame, COUNT};
+use crate::arkit::{Channel, ChannelMask, FaceFrame, COUNT, VISEMES};
 
 /// How a layer combines with what the layers below it made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
@@ -54,6 +54,9 @@ pub struct LayerValues {
     pub left_eye: Option<Quat>,
     /// Right eye rotation.
     pub right_eye: Option<Quat>,
+    /// Viseme weights (lip sync), [`crate::arkit::Viseme::ALL`] order, for mappings that route
+    /// visemes; they reach the frame where the layer's mask covers the mouth.
+    pub visemes: Option<[f32; VISEMES]>,
 }
 
 impl Default for LayerValues {
@@ -64,6 +67,7 @@ impl Default for LayerValues {
             head: None,
             left_eye: None,
             right_eye: None,
+            visemes: None,
         }
     }
 }
@@ -112,6 +116,11 @@ impl LayerValues {
     pub fn set(&mut self, channel: Channel, value: f32) {
         self.weights[channel.index()] = unit(value);
         self.present.insert(channel);
+    }
+
+    /// Sets the viseme weights (each made finite and clamped to [0, 1]).
+    pub fn set_visemes(&mut self, weights: [f32; VISEMES]) {
+        self.visemes = Some(weights.map(unit));
     }
 
     /// The value of `channel`, when the layer drives it.
@@ -226,6 +235,9 @@ pub struct Layer {
     pub fade: Fade,
     /// Its values.
     pub values: LayerValues,
+    /// Whether it stands in for a lost face: its weight is scaled by how absent the tracked
+    /// face is (0 while the phone tracks, 1 when the face is lost or no phone ever sent).
+    pub when_lost: bool,
 }
 
 impl Layer {
@@ -238,6 +250,7 @@ impl Layer {
             gain: 1.0,
             fade,
             values: LayerValues::default(),
+            when_lost: false,
         }
     }
 

@@ -6,7 +6,7 @@ use glam::Quat;
 
 use super::layer::{rotation, unit, BlendMode, Fade, Layer, LayerValues};
 use super::region::{Region, RegionMask};
-use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT, MAX_LAYERS};
+use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT, MAX_LAYERS, VISEMES};
 
 /// The name of the layer the phone's conditioned frames fill.
 pub const LAYER_TRACKING: &str = "tracking";
@@ -214,11 +214,19 @@ impl Mixer {
             layer.fade.advance(now);
         }
         out.layer_weights = [0.0; MAX_LAYERS];
+        out.visemes = [0.0; VISEMES];
         for (i, layer) in self.layers.iter().enumerate() {
             let w = self.weight_of(i);
             blend_layer(&mut out, layer, w, &self.rest);
             if let Some(slot) = out.layer_weights.get_mut(i) {
                 *slot = w;
+            }
+            if let Some(visemes) = layer.values.visemes {
+                if layer.mask.contains(Region::MouthJaw) {
+                    for (slot, v) in out.visemes.iter_mut().zip(visemes) {
+                        *slot = slot.max(unit(v * w));
+                    }
+                }
             }
         }
         for w in &mut out.weights {
@@ -241,10 +249,21 @@ impl Mixer {
     fn weight_of(&self, i: usize) -> f32 {
         let presence = if Some(i) == self.tracking {
             self.presence
+        } else if self.layers[i].when_lost {
+            1.0 - self.tracked()
         } else {
             1.0
         };
         self.layers[i].weight() * presence
+    }
+
+    /// How present the tracked face is, 0 to 1: 0 before the phone's first frame.
+    pub fn tracked(&self) -> f32 {
+        if self.meta.is_some() {
+            self.presence
+        } else {
+            0.0
+        }
     }
 
     /// What each layer brings to the mix at its current weight, the rest pose first.

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! frame ─▶ raw tap, telemetry ─▶ Conditioner (calibrate, smooth, tracking loss)
-//!       ─▶ Mixer (tracking layer + [layers]) ─▶ forward as VMC, telemetry, bridge, wake
+//!       ─▶ Mixer (tracking layer + [layers] + lip sync) ─▶ forward as VMC, telemetry, bridge, wake
+//! lip-sync hop (audio thread) ─▶ command ─▶ the mixer's lip-sync layer
 //! ```
 //!
 //! [`LiveSink`] is a [`FrameSink`]: the ingest thread (or a replay) calls it for every frame and
@@ -22,8 +23,10 @@ use crate::calibrate::{
     ChannelRange, Conditioner, NeutralPose, Output, Profile, SmoothingConfig, TrackingConfig,
     TrackingState,
 };
-use crate::config::{Config, LayersSection, DEFAULT_FADE};
+use crate::config::{Config, LayersSection, LipsyncConfig, DEFAULT_FADE};
 use crate::forward::Forwarder;
+use crate::lipsync::face::{self, LAYER_LIPSYNC};
+use crate::lipsync::{LipFrame, LipMode};
 use crate::mixer::{Fade, Layer, Mixer, LAYER_TRACKING};
 use crate::panel::Topic;
 use crate::telemetry::Telemetry;
@@ -33,6 +36,10 @@ pub type TrackingLog = Arc<Mutex<TrackingSummary>>;
 
 /// How often the mixed frame and the mixer's report are published for the control panel.
 const REPORT_PERIOD: Duration = Duration::from_millis(100);
+
+/// How long without a lip-sync hop before the layer fades out (the audio stopped or its
+/// device went away); hops come every 16 ms.
+const LIP_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// What the rest of the program asks of the ingest thread; carried out at its next tick.
 pub enum SessionCommand {
@@ -44,8 +51,10 @@ pub enum SessionCommand {
     Tap(Option<mpsc::SyncSender<FaceFrame>>),
     /// New smoothing and tracking settings (a reloaded configuration).
     Settings(Box<(SmoothingConfig, TrackingConfig)>),
-    /// A new layer stack (a reloaded configuration).
-    Layers(LayersSection),
+    /// A new layer stack (a reloaded configuration): `[layers]` and `[lipsync]`.
+    Layers(Box<(LayersSection, LipsyncConfig)>),
+    /// One hop of lip sync: the visemes for the lip-sync layer.
+    Lip(LipFrame),
 }
 
 /// The layers of `section`, bottom to top, as the mixer takes them. Fades start at rest: a
@@ -75,6 +84,22 @@ pub fn build_layers(section: &LayersSection) -> Vec<Layer> {
             layer
         })
         .collect()
+}
+
+/// The whole stack: `[layers]` bottom to top, with the lip-sync layer (unless `[lipsync]` is
+/// off) where `layers.order` lists `lipsync`, else on top. Every layer of `layers.order` keeps
+/// its place (its index in [`FaceFrame::layer_weights`]).
+pub fn build_stack(section: &LayersSection, lipsync: &LipsyncConfig) -> Vec<Layer> {
+    let mut layers = build_layers(section);
+    let lip = face::layer(lipsync.mode, lipsync.strength);
+    match (layers.iter().position(|l| l.name == LAYER_LIPSYNC), lip) {
+        (Some(i), Some(lip)) => layers[i] = lip,
+        // Off: the listed place stays, an empty layer that drives nothing.
+        (Some(i), None) => layers[i].fade = Fade::new(false, Duration::ZERO, Duration::ZERO),
+        (None, Some(lip)) => layers.push(lip),
+        (None, None) => {}
+    }
+    layers
 }
 
 /// Makes the conditioner's neutral pose (a performer's, or all zeros) the mixer's rest pose.
@@ -116,6 +141,10 @@ pub struct LiveSink {
     tap: Option<mpsc::SyncSender<FaceFrame>>,
     /// When the mixer's report was last published.
     last_report: Option<Instant>,
+    /// How lip sync mixes (`[lipsync] mode`).
+    lip_mode: LipMode,
+    /// When the last lip-sync hop came; the layer fades out when audio stops coming.
+    last_lip: Option<Instant>,
 }
 
 impl LiveSink {
@@ -136,7 +165,7 @@ impl LiveSink {
         if forwarder.is_some() {
             tracing::info!(to = ?config.forward.to, "forwarding the mixed stream as VMC");
         }
-        let mut mixer = Mixer::new(build_layers(&config.layers));
+        let mut mixer = Mixer::new(build_stack(&config.layers, &config.lipsync));
         rest_from(&mut mixer, &core);
         Ok(LiveSink {
             core,
@@ -150,6 +179,8 @@ impl LiveSink {
             last_raw: None,
             tap: None,
             last_report: None,
+            lip_mode: config.lipsync.mode,
+            last_lip: None,
         })
     }
 
@@ -204,8 +235,23 @@ impl LiveSink {
                 self.core.set_smoothing(smoothing);
                 self.core.set_tracking(tracking);
             }
-            SessionCommand::Layers(section) => {
-                self.mixer.replace_layers(build_layers(&section), now);
+            SessionCommand::Layers(sections) => {
+                let (layers, lipsync) = *sections;
+                self.mixer
+                    .replace_layers(build_stack(&layers, &lipsync), now);
+                self.lip_mode = lipsync.mode;
+            }
+            SessionCommand::Lip(frame) => {
+                if let Some(layer) = self.mixer.layer_mut(LAYER_LIPSYNC) {
+                    layer.values = face::values(self.lip_mode, &frame.weights);
+                    if !layer.fade.is_on() {
+                        layer.fade.set(true, now);
+                    }
+                }
+                self.last_lip = Some(now);
+                if let Some(t) = &self.out.telemetry {
+                    t.record_lip(&frame);
+                }
             }
         }
     }
@@ -286,6 +332,13 @@ impl FrameSink for LiveSink {
     fn tick(&mut self, now: Instant) {
         while let Ok(command) = self.commands.try_recv() {
             self.command(command, now);
+        }
+        if self
+            .last_lip
+            .is_some_and(|t| now.saturating_duration_since(t) > LIP_TIMEOUT)
+        {
+            self.last_lip = None;
+            self.mixer.set_active(LAYER_LIPSYNC, false, now);
         }
         let out = self.core.on_tick(now);
         let made = out.frame.is_some();
@@ -440,11 +493,56 @@ mod tests {
         let mut plain = config.layers.clone();
         plain.order.pop();
         plain.specs.remove("mouth");
-        commands.send(SessionCommand::Layers(plain)).unwrap();
+        commands
+            .send(SessionCommand::Layers(Box::new((
+                plain,
+                config.lipsync.clone(),
+            ))))
+            .unwrap();
         sink.tick(at(t0, 0.6));
         sink.frame(phone(at(t0, 0.61), 0.2, 0.8));
         let last = *drain(&mut rx).last().unwrap();
         assert_eq!(last.get(Channel::JawOpen), None);
         assert_eq!(last.get(Channel::EyeBlinkLeft), Some(0.8));
+    }
+
+    fn lip(t: f64, aa: f32) -> SessionCommand {
+        let mut weights = [0.0; crate::arkit::VISEMES];
+        weights[crate::lipsync::Viseme::Aa.index()] = aa;
+        weights[0] = 1.0 - aa;
+        SessionCommand::Lip(LipFrame {
+            t,
+            volume_db: -30.0,
+            viseme: crate::lipsync::Viseme::Aa,
+            weights,
+        })
+    }
+
+    #[test]
+    fn audio_fades_the_lip_layer_in_and_its_end_fades_it_out() {
+        let config = Config::default();
+        assert_eq!(config.lipsync.mode, LipMode::WhenLost);
+        let t0 = Instant::now();
+        let (mut sink, mut rx, commands) = chain(&config);
+        // No phone, no audio: nothing to show.
+        sink.tick(t0);
+        assert!(drain(&mut rx)
+            .iter()
+            .all(|f| f.get(Channel::JawOpen).is_none()));
+        // Audio saying "a" for half a second, a hop every 16 ms.
+        for i in 0..30 {
+            commands.send(lip(i as f64 * 0.016, 1.0)).unwrap();
+            sink.tick(at(t0, 0.016 * f64::from(i)));
+        }
+        let last = *drain(&mut rx).last().expect("frames while audio comes");
+        assert!(last.get(Channel::JawOpen).unwrap() > 0.6, "{last:?}");
+        assert!(last.visemes[crate::lipsync::Viseme::Aa.index()] > 0.99);
+        // The audio stops: within a second the layer is gone and the mouth rests.
+        for i in 1..=100 {
+            sink.tick(at(t0, 0.48 + 0.01 * f64::from(i)));
+        }
+        let last = *drain(&mut rx).last().unwrap();
+        assert!(last.get(Channel::JawOpen).unwrap_or(0.0) < 1e-6, "{last:?}");
+        assert_eq!(last.visemes, [0.0; crate::arkit::VISEMES]);
     }
 }

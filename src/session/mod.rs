@@ -13,6 +13,7 @@ mod chain;
 mod connect;
 mod controls;
 mod input;
+mod lip_input;
 mod lipsync;
 mod listen;
 mod model;
@@ -29,10 +30,11 @@ pub use avatar::{
     background, check_mapping, load_avatar, load_model, mapping_path, mapping_source,
     DEFAULT_HEAD_MAPPING_PATH,
 };
-pub use chain::{build_layers, LiveSink, Outputs, SessionCommand, TrackingLog};
+pub use chain::{build_layers, build_stack, LiveSink, Outputs, SessionCommand, TrackingLog};
 pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
 pub use input::{Input, Replay};
+pub use lip_input::{start_lipsync, LipInput, LipSource};
 pub use lipsync::{lip_frame_json, lipsync_command, lipsync_wav, LipsyncArgs};
 pub use listen::{frame_json, listen};
 pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_model, LoadedModel};
@@ -113,6 +115,8 @@ pub struct LiveOptions<'a> {
     pub replay: Option<Replay<'a>>,
     /// A copy of every raw frame from the start (the calibration routine's input).
     pub tap: Option<mpsc::SyncSender<FaceFrame>>,
+    /// Where lip sync listens.
+    pub lipsync: LipInput<'a>,
 }
 
 /// A running input with its chain.
@@ -125,6 +129,8 @@ pub struct Live {
     pub tracking: TrackingLog,
     /// The connect card's watch, for a network input (it ends at the first frame).
     pub connect: Option<ConnectHandle>,
+    /// Lip sync's audio input, while it runs.
+    pub lipsync: Option<LipSource>,
 }
 
 /// Starts the input of a live run with its chain, handing mixed frames to `sender`.
@@ -154,6 +160,12 @@ pub fn start(
         sink = sink.with_tap(tap);
     }
     let input = Input::start(config, options.replay, Box::new(sink))?;
+    let lipsync = start_lipsync(
+        &config.lipsync,
+        options.lipsync,
+        crate::lipsync::profile::Profile::default(),
+        commands.clone(),
+    )?;
     let connect = match &input {
         Input::Network(handle) => {
             let show = notify.map(|notify| -> ShowCard {
@@ -178,6 +190,7 @@ pub fn start(
         commands,
         tracking,
         connect,
+        lipsync,
     })
 }
 

@@ -60,8 +60,18 @@ fn apply(
         ))));
         tracing::info!("smoothing and tracking settings reloaded");
     }
+    if new.lipsync != old.lipsync && new.layers == old.layers {
+        let _ = commands.send(SessionCommand::Layers(Box::new((
+            new.layers.clone(),
+            new.lipsync.clone(),
+        ))));
+        tracing::info!(mode = new.lipsync.mode.name(), "lip sync settings reloaded");
+    }
     if new.layers != old.layers {
-        let _ = commands.send(SessionCommand::Layers(new.layers.clone()));
+        let _ = commands.send(SessionCommand::Layers(Box::new((
+            new.layers.clone(),
+            new.lipsync.clone(),
+        ))));
         match stage {
             StageLink::Window(notify) => notify(AppEvent::Layers(Box::new(new.layers.clone()))),
             StageLink::Headless(tx) => {
@@ -179,7 +189,7 @@ mod tests {
         assert_eq!(restart, ["[forward]", "[pose]"]);
         let sent: Vec<SessionCommand> = rx.try_iter().collect();
         assert!(matches!(&sent[0], SessionCommand::Settings(s) if s.1.fade == 1.5));
-        assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.order.len() == 2));
+        assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.0.order.len() == 2));
         let changes: Vec<StageChange> = cameras.try_iter().collect();
         assert!(matches!(&changes[0], StageChange::Layers(l) if l.order.len() == 2));
         assert!(matches!(&changes[1], StageChange::Camera(c) if c.zoom == 2.0));
