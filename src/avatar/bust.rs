@@ -76,22 +76,49 @@ impl Bust {
         });
         let skull = [following, above_neck]
             .into_iter()
-            .find(|e| e.count > 0 && e.top > head.y)?;
-        // A flat board on a humanoid rig (a test card, a sign) is no head to frame.
-        let (width, deep) = (skull.half_width * 2.0, skull.depth.1 - skull.depth.0);
-        if !(width > 0.0 && deep > width * 0.2) {
+            .find(|e| e.count > 0 && e.top > head.y)
+            // A flat board on a humanoid rig (a test card, a sign) is no skull to measure.
+            .filter(|e| {
+                let (width, deep) = (e.half_width * 2.0, e.depth.1 - e.depth.0);
+                width > 0.0 && deep > width * 0.2
+            });
+        let bust = match skull {
+            Some(e) => Bust {
+                head,
+                neck,
+                chest,
+                head_top: e.top,
+                head_half_width: e.half_width,
+                head_depth: e.depth,
+            },
+            None => Bust::from_bones(head, neck, chest, avatar.bounds()?)?,
+        };
+        (bust.head.is_finite() && bust.neck.is_finite() && bust.chest.is_finite()).then_some(bust)
+    }
+
+    /// A bust estimated from the bones alone, for a rig with no head mesh to measure: a skull
+    /// twice the neck's length tall, about as wide as a head of that height. `None` when the
+    /// avatar draws nothing there (`bounds`, the drawn extent, misses the bust), so a rig whose
+    /// mesh is elsewhere keeps the whole-model framing.
+    fn from_bones(head: Vec3, neck: Vec3, chest: Vec3, bounds: Aabb) -> Option<Bust> {
+        let skull = 2.0 * (head.y - neck.y);
+        if !(skull.is_finite() && skull > 0.0) {
             return None;
         }
-        let (top, half_width, depth) = (skull.top, skull.half_width, skull.depth);
+        let half_width = 0.45 * skull;
         let bust = Bust {
             head,
             neck,
             chest,
-            head_top: top,
+            head_top: head.y + skull,
             head_half_width: half_width,
-            head_depth: depth,
+            head_depth: (head.z - half_width, head.z + half_width),
         };
-        (bust.head.is_finite() && bust.neck.is_finite() && bust.chest.is_finite()).then_some(bust)
+        let region = bust.region();
+        let height = region.max.y - region.min.y;
+        let overlap = bounds.max.y.min(region.max.y) - bounds.min.y.max(region.min.y);
+        let across = bounds.max.x.min(region.max.x) - bounds.min.x.max(region.min.x);
+        (overlap > 0.25 * height && across > 0.0).then_some(bust)
     }
 
     /// The box a camera frames to show this bust: from a little above the head down to the
@@ -258,17 +285,29 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_rig_or_a_flat_card_is_not_a_bust() {
+    fn a_flat_card_over_the_bust_is_framed_by_the_bones_and_one_elsewhere_is_not() {
         let mut a = ready_player_me();
         assert!(Humanoid::detect(&a).is_some());
-        assert_eq!(Bust::of(&a), None, "nothing to frame");
-        // A flat card standing on the rig, reaching above the neck (the VRM test fixtures).
+        assert_eq!(Bust::of(&a), None, "nothing drawn, nothing to frame");
+        // A flat card at the legs (hips at 1.0): the bust would frame empty space.
+        with_mesh(
+            &mut a,
+            0,
+            vec![Vec3::new(-0.2, -1.0, 0.0), Vec3::new(0.2, -0.2, 0.0)],
+        );
+        assert_eq!(Bust::of(&a), None, "the card is not where the head is");
+        // A flat card standing in front of the chest and head (the VRM 1.0 test fixtures):
+        // no skull to measure, so the bones size the bust (head 1.55, neck 1.45).
         with_mesh(
             &mut a,
             0,
             vec![Vec3::new(-0.2, 0.0, 0.0), Vec3::new(0.2, 0.8, 0.0)],
         );
-        assert_eq!(Bust::of(&a), None, "a card is not a head");
+        let bust = Bust::of(&a).expect("a bust from the bones");
+        assert!((bust.head_top - 1.75).abs() < 1e-5, "{}", bust.head_top);
+        assert!((bust.head_half_width - 0.09).abs() < 1e-5);
+        let region = bust.region();
+        assert!(region.max.y > 1.75 && region.min.y < 1.45 && region.min.y >= 1.25 - 1e-5);
     }
 
     #[test]
