@@ -919,8 +919,14 @@ fn vrm1_fixtures_lower_their_arms_and_are_framed_as_a_bust_where_they_draw_one()
             let bust = bust.unwrap_or_else(|| panic!("{name}: framed as a bust"));
             let region = bust.region();
             let bounds = avatar.bounds().unwrap();
-            assert!(region.min.y > bounds.min.y, "{name}: cut above the card's foot");
-            assert!((region.min.y..=region.max.y).contains(&bust.head.y), "{name}");
+            assert!(
+                region.min.y > bounds.min.y,
+                "{name}: cut above the card's foot"
+            );
+            assert!(
+                (region.min.y..=region.max.y).contains(&bust.head.y),
+                "{name}"
+            );
         }
         let image = plain_snapshot(file, "120x120", "", &format!("{name}.png"));
         let background = image.pixel(0, 0);
@@ -1089,4 +1095,49 @@ fn godettes_springs_end_alike_at_30_and_144_hz_and_outside_her_colliders() {
             }
         }
     }
+}
+
+#[test]
+fn a_mapping_files_pose_section_is_the_avatars_own() {
+    let Some(model) = fixture(GODETTE) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mapping = dir.path().join("godette.toml");
+    let config = |pose: &str| {
+        let text = format!(
+            "[render]\nmodel = {:?}\nmapping = {:?}\n{pose}",
+            model.display().to_string(),
+            mapping.display().to_string()
+        );
+        facewire::config::Config::parse(&text, "facewire.toml").unwrap()
+    };
+    // The mapping keeps the arms as modelled although facewire.toml relaxes them.
+    std::fs::write(&mapping, "version = 1\n[pose]\narms = \"as_modelled\"\n").unwrap();
+    let (kept, _) = facewire::session::load_avatar(&config("")).unwrap();
+    for (shoulder, hand) in shoulders_and_hands(&kept) {
+        assert!(
+            (hand.y - shoulder.y).abs() < 0.1,
+            "T-pose kept: {shoulder} {hand}"
+        );
+    }
+    // A mapping without [pose] leaves it to facewire.toml.
+    std::fs::write(&mapping, "version = 1\n").unwrap();
+    let (relaxed, _) = facewire::session::load_avatar(&config("")).unwrap();
+    for (shoulder, hand) in shoulders_and_hands(&relaxed) {
+        assert!(hand.y < shoulder.y - 0.2, "relaxed: {shoulder} {hand}");
+    }
+    let (kept, _) =
+        facewire::session::load_avatar(&config("[pose]\narms = \"as_modelled\"\n")).unwrap();
+    for (shoulder, hand) in shoulders_and_hands(&kept) {
+        assert!((hand.y - shoulder.y).abs() < 0.1, "{shoulder} {hand}");
+    }
+    // A bad value is located in the mapping file.
+    std::fs::write(&mapping, "version = 1\n\n[pose]\narm_down_degrees = 120\n").unwrap();
+    let err = facewire::session::load_avatar(&config(""))
+        .err()
+        .expect("out of range")
+        .to_string();
+    assert!(err.contains("godette.toml:4:1:"), "{err}");
+    assert!(err.contains("use 0 to 90 degrees"), "{err}");
 }

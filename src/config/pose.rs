@@ -18,7 +18,8 @@ pub enum ArmsMode {
 
 /// `[pose]`: the rest pose of a humanoid avatar (VRM humanoid bones, or a rig whose bone names
 /// say where the head, neck and chest are); other avatars are never changed. Read when the
-/// model loads.
+/// model loads, from the avatar's mapping file when it has a `[pose]` section, else from
+/// `facewire.toml`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PoseConfig {
@@ -64,7 +65,7 @@ impl PoseConfig {
 
     /// Checks the ranges; an error names the key's line and column in `text` (the file at
     /// `path`) and the range to use.
-    pub(super) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
+    pub(crate) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
         let checks = [
             ("arm_down_degrees", self.arm_down_degrees, Self::DOWN_RANGE),
             (

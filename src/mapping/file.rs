@@ -574,6 +574,9 @@ pub struct MappingFile {
     /// `[jaw]`.
     #[serde(default)]
     pub jaw: JawSection,
+    /// `[pose]`: this avatar's rest pose, instead of `[pose]` in `facewire.toml`.
+    #[serde(default)]
+    pub pose: Option<crate::config::PoseConfig>,
     /// Where it came from, for error messages.
     #[serde(skip)]
     pub path: String,
@@ -593,6 +596,7 @@ impl Default for MappingFile {
             neck: BoneSection::default(),
             eyes: EyesSection::default(),
             jaw: JawSection::default(),
+            pose: None,
             path: "(automatic mapping)".into(),
             text: String::new(),
         }
@@ -613,6 +617,9 @@ impl MappingFile {
                 format!("mapping version {version} is not supported"),
                 Some(format!("this facewire reads `version = {VERSION}`")),
             ));
+        }
+        if let Some(pose) = &file.pose {
+            pose.validate(text, path).map_err(MappingError::Invalid)?;
         }
         let eyes = &file.eyes;
         for (value, what) in [

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::StartError;
 use crate::avatar::{self, Avatar};
-use crate::config::Config;
+use crate::config::{Config, PoseConfig};
 use crate::mapping::{self, CompiledMapping, MappingFile};
 
 /// Where the default head's mapping lives in the repository.
@@ -17,14 +17,20 @@ fn default_head(config: &Config) -> bool {
 }
 
 /// The configured avatar, or the built-in default head, with a humanoid's arms brought to
-/// the rest pose `[pose]` asks for.
+/// the rest pose `[pose]` in `facewire.toml` asks for.
 pub fn load_model(config: &Config) -> Result<Avatar, StartError> {
+    load_model_posed(config, &config.pose)
+}
+
+/// The configured avatar, or the built-in default head, with a humanoid's arms brought to
+/// the rest pose `pose` asks for.
+fn load_model_posed(config: &Config, pose: &PoseConfig) -> Result<Avatar, StartError> {
     let mut avatar = if default_head(config) {
         avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, crate::headgen::DEFAULT_HEAD)?
     } else {
         avatar::load(&config.render.model)?
     };
-    if let Some(rest) = config.pose.arm_rest() {
+    if let Some(rest) = pose.arm_rest() {
         for arm in avatar::rest_pose::relax(&mut avatar, &rest) {
             tracing::info!(
                 side = ?arm.side,
@@ -72,15 +78,18 @@ pub fn mapping_path(config: &Config) -> Option<PathBuf> {
     }
 }
 
-/// Loads the configured avatar (or the built-in default head) and compiles its mapping.
+/// Loads the configured avatar (or the built-in default head) in the rest pose its mapping's
+/// `[pose]` (else the configuration's) asks for, and compiles its mapping.
 pub fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping), StartError> {
-    let avatar = load_model(config)?;
-    let targets: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
-    tracing::info!(model = %avatar.source, meshes = avatar.meshes.len(), targets, "avatar loaded");
     let file = match mapping_source(config)? {
         Some((text, path)) => Some(MappingFile::parse(&text, &path)?),
         None => None,
     };
+    // The mapping's own [pose], made for this avatar, before the configuration's.
+    let pose = file.as_ref().and_then(|f| f.pose).unwrap_or(config.pose);
+    let avatar = load_model_posed(config, &pose)?;
+    let targets: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
+    tracing::info!(model = %avatar.source, meshes = avatar.meshes.len(), targets, "avatar loaded");
     let compiled = match &file {
         Some(file) => CompiledMapping::compile(file, &avatar)?,
         None => CompiledMapping::auto(&avatar),
