@@ -1134,10 +1134,10 @@ fn a_mapping_files_pose_section_is_the_avatars_own() {
     }
     // A bad value is located in the mapping file.
     std::fs::write(&mapping, "version = 1\n\n[pose]\narm_down_degrees = 120\n").unwrap();
-    let err = facewire::session::load_avatar(&config(""))
-        .err()
-        .expect("out of range")
-        .to_string();
+    let Err(err) = facewire::session::load_avatar(&config("")) else {
+        panic!("arm_down_degrees = 120 is out of range");
+    };
+    let err = err.to_string();
     assert!(err.contains("godette.toml:4:1:"), "{err}");
     assert!(err.contains("use 0 to 90 degrees"), "{err}");
 }
