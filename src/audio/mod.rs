@@ -57,7 +57,7 @@ pub enum AudioError {
         reason: String,
     },
     /// There is no default input device, or it cannot be opened.
-    #[error("no default audio input ({reason}): {}", no_default_fix())]
+    #[error("no default audio input ({reason}): {}", missing_input_fix())]
     NoDefault {
         /// The system's message.
         reason: String,
@@ -127,8 +127,8 @@ fn library_fix() -> &'static str {
     }
 }
 
-/// What to check when there is no default input.
-fn no_default_fix() -> &'static str {
+/// What to check when there is no default input, or no input at all.
+pub fn missing_input_fix() -> &'static str {
     if cfg!(target_os = "linux") {
         "plug in a microphone, or on PipeWire or PulseAudio systems install their ALSA plugin \
          (pipewire-alsa, or PulseAudio's: libasound2-plugins on Debian/Ubuntu, \
@@ -157,7 +157,7 @@ fn permission_fix() -> &'static str {
 /// The inputs there are, for an error message: one a line, each with its description.
 fn available_list(available: &[DeviceInfo]) -> String {
     if available.is_empty() {
-        return format!("there are no audio inputs at all: {}", no_default_fix());
+        return format!("there are no audio inputs at all: {}", missing_input_fix());
     }
     let width = available.iter().map(|d| d.name.len()).max().unwrap_or(0);
     let mut text = String::from("the inputs are:");
@@ -270,6 +270,9 @@ fn mix_to_mono<T: Copy>(
 
 /// Audio input running on its own thread (named `audio`). Dropping it stops and joins the
 /// thread.
+///
+/// The thread reports through the callbacks only (and logs at debug level): showing a loss is
+/// the caller's choice.
 pub struct Capture {
     /// Set to ask the thread to end.
     stop: Arc<AtomicBool>,
@@ -395,13 +398,13 @@ where
             }
         };
         let (device, rate) = (source.name().to_owned(), source.rate());
-        tracing::info!(device = %device, rate, "audio input open");
+        tracing::debug!(device = %device, rate, "audio input open");
         let _ = ready.send(Ok((device.clone(), rate)));
         (self.on_status)(AudioStatus::Open { device, rate });
         while let Some(reason) = self.read_until_lost(&mut source) {
             let device = source.name().to_owned();
             drop(source);
-            tracing::warn!(device = %device, reason = %reason, "audio input lost");
+            tracing::debug!(device = %device, reason = %reason, "audio input lost");
             (self.on_status)(AudioStatus::Lost {
                 device: device.clone(),
                 reason,
@@ -411,7 +414,7 @@ where
                 None => return,
             }
             let (device, rate) = (source.name().to_owned(), source.rate());
-            tracing::info!(device = %device, rate, "audio input back");
+            tracing::debug!(device = %device, rate, "audio input back");
             (self.on_status)(AudioStatus::Back { device, rate });
         }
     }

@@ -14,6 +14,7 @@ mod connect;
 mod controls;
 mod input;
 mod lipsync;
+mod lipsync_live;
 mod listen;
 mod model;
 mod neutral;
@@ -93,6 +94,9 @@ pub enum StartError {
     /// An audio file could not be read.
     #[error(transparent)]
     Wav(#[from] crate::lipsync::wav::WavError),
+    /// Audio input could not be opened or listed.
+    #[error(transparent)]
+    Audio(#[from] crate::audio::AudioError),
     /// Output could not be written.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
