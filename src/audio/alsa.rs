@@ -532,6 +532,9 @@ impl Source for Pcm {
 
     fn read(&mut self, out: &mut Vec<f32>) -> Result<(), String> {
         let pcm = self.handle.as_ptr();
+        // Some plugins count frames they do not write (the null device beneath the file
+        // plugin): those read as silence, not as the last read again.
+        self.bytes.fill(0);
         // SAFETY: `bytes` holds `period` frames of this PCM's format and channels, and readi
         // writes at most the frames asked for. A read comes first: it restarts a PCM that a
         // recovery left prepared, which a wait would not.

@@ -268,8 +268,8 @@ fn mix_to_mono<T: Copy>(
     );
 }
 
-/// Audio input running on its own thread (named `audio`). Dropping it stops and joins the
-/// thread.
+/// Audio input running on its own thread (named `facewire-audio`). Dropping it stops and joins
+/// the thread.
 ///
 /// The thread reports through the callbacks only (and logs at debug level): showing a loss is
 /// the caller's choice.
@@ -319,7 +319,7 @@ impl Capture {
             on_status,
         };
         let thread = thread::Builder::new()
-            .name("audio".into())
+            .name("facewire-audio".into())
             .spawn(move || worker.run(open, ready_tx))
             .map_err(|e| AudioError::Thread {
                 reason: e.to_string(),
