@@ -53,12 +53,15 @@ pub(super) fn input_devices() -> Result<Vec<DeviceInfo>, AudioError> {
         .collect())
 }
 
-/// `error`, met while opening `device`, sorted by its fix.
-fn open_error(device: &str, error: &cpal::Error) -> AudioError {
+/// `error`, met while opening `device` (the default input when `default`), sorted by its fix.
+fn open_error(device: &str, default: bool, error: &cpal::Error) -> AudioError {
     let (device, reason) = (device.to_owned(), error.to_string());
     match error.kind() {
         ErrorKind::PermissionDenied => AudioError::Permission { device, reason },
         ErrorKind::DeviceBusy => AudioError::Busy { device, reason },
+        ErrorKind::DeviceNotAvailable | ErrorKind::HostUnavailable if default => {
+            AudioError::NoDefault { reason }
+        }
         _ => AudioError::Open { device, reason },
     }
 }
@@ -77,7 +80,9 @@ where
 /// Opens `wanted` (as [`find_device`] matches it) or the default input, and starts its stream.
 pub(super) fn open(wanted: Option<&str>) -> Result<Input, AudioError> {
     let host = cpal::default_host();
-    let device = match wanted.map(str::trim).filter(|w| !w.is_empty()) {
+    let wanted = wanted.map(str::trim).filter(|w| !w.is_empty());
+    let default = wanted.is_none();
+    let device = match wanted {
         None => host
             .default_input_device()
             .ok_or_else(|| AudioError::NoDefault {
@@ -101,7 +106,7 @@ pub(super) fn open(wanted: Option<&str>) -> Result<Input, AudioError> {
     let name = device.to_string();
     let config = device
         .default_input_config()
-        .map_err(|e| open_error(&name, &e))?;
+        .map_err(|e| open_error(&name, default, &e))?;
     let format = config.sample_format();
     if ![
         SampleFormat::F32,
@@ -141,8 +146,8 @@ pub(super) fn open(wanted: Option<&str>) -> Result<Input, AudioError> {
     };
     let stream = device
         .build_input_stream_raw(config.config(), format, on_data, on_error, None)
-        .map_err(|e| open_error(&name, &e))?;
-    stream.play().map_err(|e| open_error(&name, &e))?;
+        .map_err(|e| open_error(&name, default, &e))?;
+    stream.play().map_err(|e| open_error(&name, default, &e))?;
     Ok(Input {
         name,
         rate,
