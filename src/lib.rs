@@ -23,6 +23,8 @@
 //! - [`mixer`]: the ordered stack of layers (tracking, fixed poses, and every later source of
 //!   weights) mixed by face region over the rest pose.
 //! - [`lipsync`]: audio to mouth shapes (MFCC against vowel profiles), a source of weights.
+//! - [`audio`]: microphone input on its own thread (ALSA loaded at run time on Linux, cpal
+//!   elsewhere), reopened when the device comes back.
 //! - [`forward`]: sends the mixed stream on as VMC to other tools.
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
 //! - [`connect`]: the connect card: this PC's addresses, what to enter in each phone app, and
@@ -63,6 +65,7 @@
 
 pub mod app;
 pub mod arkit;
+pub mod audio;
 pub mod avatar;
 pub mod bridge;
 pub mod calibrate;

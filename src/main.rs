@@ -56,7 +56,7 @@ enum Command {
     /// Build a GLB avatar with morph targets from an OBJ shape set (a neutral mesh and one OBJ
     /// per shape, same topology).
     ImportObj(ImportObjArgs),
-    /// Print the mouth shapes of the speech in a WAV file, one line per 16 ms.
+    /// Print the mouth shapes of speech, a line per 16 ms: in a WAV file, or the microphone's.
     Lipsync(session::LipsyncArgs),
 }
 

@@ -65,5 +65,6 @@ mod fixture_render;
 /// with what facewire produced when they were recorded.
 mod golden;
 
-/// Lip sync from audio: espeak-ng's vowels read as their visemes.
+/// Lip sync from audio: espeak-ng's vowels read as their visemes; `--live` through ALSA's null
+/// device and its file plugin.
 mod lipsync;

@@ -1,9 +1,10 @@
 //! `facewire lipsync`: the mouth shapes of a WAV file's speech (or the microphone's), one line
 //! per analysis hop.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use super::lipsync_live::{lipsync_live, list_devices, Live};
 use super::StartError;
 use crate::config::Config;
 use crate::lipsync::{analyze, wav, LipFrame, LipSettings, Viseme};
@@ -12,20 +13,69 @@ use crate::lipsync::{analyze, wav, LipFrame, LipSettings, Viseme};
 #[derive(Debug, clap::Args)]
 pub struct LipsyncArgs {
     /// The WAV file (any common sample rate, mono or stereo).
-    #[arg(long, value_name = "FILE", required = true)]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present_any = ["live", "list_devices"],
+        conflicts_with_all = ["live", "list_devices"]
+    )]
     pub wav: Option<PathBuf>,
+    /// The microphone instead, as it is spoken, until Ctrl-C (or --seconds); with the
+    /// `[lipsync]` settings.
+    #[arg(long, conflicts_with = "list_devices")]
+    pub live: bool,
+    /// With --live: the input (a name, or a part of a name or description, as --list-devices
+    /// prints them) instead of `[lipsync] device`.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["wav", "list_devices"])]
+    pub device: Option<String>,
+    /// With --live: stop after this many seconds of audio (or two seconds later, when audio
+    /// stops coming).
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with_all = ["wav", "list_devices"],
+        value_parser = parse_seconds
+    )]
+    pub seconds: Option<f64>,
+    /// Lists the audio inputs, marking the default.
+    #[arg(long)]
+    pub list_devices: bool,
     /// One JSON object a line: t, volume (dB), viseme and every viseme's weight.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Runs `facewire lipsync` with `config`'s `[lipsync]` settings, writing to `out`.
+/// A positive, finite number of seconds.
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err(format!(
+            "{text} is not a positive number of seconds, e.g. 5 or 0.5"
+        )),
+    }
+}
+
+/// Runs `facewire lipsync` with `config`'s `[lipsync]` settings, writing to `out` (standard
+/// output: the live meter updates in place when that is a terminal).
 pub fn lipsync_command(
     args: &LipsyncArgs,
     config: &Config,
     out: &mut impl Write,
 ) -> Result<(), StartError> {
-    let _ = config;
+    if args.list_devices {
+        return list_devices(out);
+    }
+    if args.live {
+        let live = Live {
+            device: args.device.as_deref().or(config.lipsync.device()),
+            settings: config.lipsync.settings(),
+            json: args.json,
+            seconds: args.seconds,
+            in_place: !args.json && std::io::stdout().is_terminal(),
+        };
+        lipsync_live(&live, out)?;
+        return Ok(());
+    }
     if let Some(file) = &args.wav {
         lipsync_wav(file, args.json, out)?;
     }
@@ -88,6 +138,46 @@ pub fn lipsync_wav(file: &Path, json: bool, out: &mut impl Write) -> Result<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `facewire lipsync`'s flags alone.
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LipsyncArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Result<LipsyncArgs, clap::Error> {
+        use clap::Parser;
+        Cli::try_parse_from(std::iter::once("lipsync").chain(flags.iter().copied())).map(|c| c.args)
+    }
+
+    #[test]
+    fn a_wav_file_the_microphone_or_the_device_list() {
+        let live = parse(&["--live", "--device", "USB", "--seconds", "1.5", "--json"]).unwrap();
+        assert!(live.live && live.json && live.wav.is_none());
+        assert_eq!(
+            (live.device.as_deref(), live.seconds),
+            (Some("USB"), Some(1.5))
+        );
+        assert!(parse(&["--list-devices"]).unwrap().list_devices);
+        assert!(parse(&["--wav", "a.wav"]).unwrap().wav.is_some());
+        for wrong in [
+            &[][..],
+            &["--json"],
+            &["--wav", "a.wav", "--live"],
+            &["--live", "--list-devices"],
+            &["--wav", "a.wav", "--device", "USB"],
+            &["--list-devices", "--seconds", "2"],
+            &["--live", "--seconds", "0"],
+            &["--live", "--seconds", "inf"],
+        ] {
+            assert!(parse(wrong).is_err(), "{wrong:?}");
+        }
+        let zero = parse(&["--live", "--seconds", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains("not a positive number of seconds"), "{zero}");
+    }
 
     #[test]
     fn a_tone_burst_prints_a_line_per_hop_with_every_viseme() {

@@ -15,6 +15,7 @@ mod controls;
 mod input;
 mod lip_input;
 mod lipsync;
+mod lipsync_live;
 mod listen;
 mod model;
 mod neutral;
@@ -95,6 +96,9 @@ pub enum StartError {
     /// An audio file could not be read.
     #[error(transparent)]
     Wav(#[from] crate::lipsync::wav::WavError),
+    /// Audio input could not be opened or listed.
+    #[error(transparent)]
+    Audio(#[from] crate::audio::AudioError),
     /// Output could not be written.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
