@@ -226,6 +226,8 @@ struct CalibrateArgs {
     /// The phone's IP address, for the apps that need facewire to ask for data.
     #[arg(long, value_name = "IP")]
     phone: Option<std::net::IpAddr>,
+    #[command(flatten)]
+    vowels: session::VowelArgs,
 }
 
 #[derive(Debug, Args)]
@@ -483,6 +485,11 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
 
 fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
     Profile::validate_name(&args.performer)?;
+    if args.vowels.wanted() {
+        let (dir, name) = (&args.profiles, &args.performer);
+        session::calibrate_vowels(&args.vowels, config, dir, name, args.yes)?;
+        return Ok(());
+    }
     let old = Profile::load_named(&args.profiles, &args.performer).ok();
     if let Some(old) = &old {
         eprintln!(

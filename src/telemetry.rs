@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::arkit::{FaceFrame, Protocol};
 use crate::calibrate::TrackingState;
-use crate::lipsync::LipFrame;
+use crate::lipsync::{LipFrame, LipMode};
 use crate::mixer::MixerReport;
 
 /// The ingest side's view of the stream, shared with the render thread.
@@ -44,6 +44,27 @@ pub struct TelemetrySnapshot {
     pub tracking_changes: u64,
     /// The newest lip-sync hop and when it came.
     pub lip: Option<(LipFrame, Instant)>,
+    /// Lip sync's input, while a run has one.
+    pub lip_source: Option<LipSourceState>,
+}
+
+/// What lip sync listens to and how it is doing, for the panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LipSourceState {
+    /// How it mixes.
+    pub mode: LipMode,
+    /// The device or file.
+    pub source: String,
+    /// Whether it is a live microphone (which can record the performer's vowels).
+    pub microphone: bool,
+    /// What went wrong, while it is wrong (no device, device lost).
+    pub problem: Option<String>,
+    /// The gate in use, dB.
+    pub gate: (f32, f32),
+    /// Whose vowels: "built-in" or the performer's name.
+    pub voice: String,
+    /// While recording the performer's vowels: what to say now.
+    pub prompt: Option<String>,
 }
 
 impl TelemetrySnapshot {
@@ -66,6 +87,7 @@ impl Telemetry {
                 tracking_since: now,
                 tracking_changes: 0,
                 lip: None,
+                lip_source: None,
             }),
         })
     }
@@ -101,6 +123,20 @@ impl Telemetry {
     pub fn record_lip(&self, frame: &LipFrame) {
         let now = Instant::now();
         self.with(|s| s.lip = Some((*frame, now)));
+    }
+
+    /// Records lip sync's input and its state (replacing the previous).
+    pub fn record_lip_source(&self, state: LipSourceState) {
+        self.with(|s| s.lip_source = Some(state));
+    }
+
+    /// Changes the recorded lip-sync input's state, when there is one.
+    pub fn update_lip_source(&self, change: impl FnOnce(&mut LipSourceState)) {
+        self.with(|s| {
+            if let Some(state) = s.lip_source.as_mut() {
+                change(state);
+            }
+        });
     }
 
     /// Records a tracking state change at `at`.

@@ -426,3 +426,64 @@ fn the_device_list_and_an_unknown_device() {
     );
     assert!(stderr.contains("\n  null "), "{stderr}");
 }
+
+#[test]
+fn calibrate_vowels_from_a_take_saves_them_into_the_performers_profile() {
+    let Some((audio, spans)) = vowels_with_gaps("ja", 55) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let take = dir.path().join("take.wav");
+    write_wav(&take, &audio);
+    let profiles = dir.path().join("profiles");
+    let output = Command::new(crate::support::facewire_bin())
+        .args(["calibrate", "--performer", "bob", "--yes", "--vowels-from"])
+        .arg(&take)
+        .arg("--profiles")
+        .arg(&profiles)
+        .env("FACEWIRE_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    // Each vowel found where it was said, and read back as itself.
+    for (viseme, start, _) in &spans {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(viseme.name()))
+            .unwrap_or_else(|| panic!("{viseme:?} in {stdout}"));
+        let found: f64 = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .split('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((found - start).abs() < 0.1, "{line}: said at {start}");
+        assert!(!line.ends_with(" 0%"), "{line}");
+    }
+    let saved = facewire::calibrate::Profile::load_named(&profiles, "bob").unwrap();
+    let voice = saved.vowels.expect("the vowels are saved");
+    assert!(voice.floor_db < voice.ceiling_db);
+    // A take with a vowel missing is refused with what to do, and nothing changes.
+    let mut short = audio.clone();
+    short
+        .samples
+        .truncate((spans[3].1 * f64::from(audio.rate)) as usize);
+    write_wav(&take, &short);
+    let output = Command::new(crate::support::facewire_bin())
+        .args(["calibrate", "--performer", "bob", "--yes", "--vowels-from"])
+        .arg(&take)
+        .arg("--profiles")
+        .arg(&profiles)
+        .env("FACEWIRE_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("heard 3 of the five vowels"), "{stderr}");
+    let again = facewire::calibrate::Profile::load_named(&profiles, "bob").unwrap();
+    assert_eq!(again.vowels, Some(voice));
+}

@@ -28,6 +28,9 @@ pub trait Controls {
     /// Starts the guided calibration routine; its progress arrives as
     /// [`AppEvent::Routine`](super::AppEvent::Routine).
     fn start_calibration(&mut self) -> Result<(), String>;
+    /// Records the performer's vowels for lip sync from the microphone, prompting in the
+    /// panel; the outcome arrives as [`AppEvent::Message`](super::AppEvent::Message).
+    fn record_vowels(&mut self) -> Result<(), String>;
     /// Answers the routine's review.
     fn review(&mut self, decision: Decision);
     /// The folder holding the configuration.

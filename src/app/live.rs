@@ -126,7 +126,8 @@ pub fn run_stage(
         run.profile.map(|p| p.performer),
         config_folder,
         config,
-    );
+    )
+    .with_lipsync(live.lipsync);
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),

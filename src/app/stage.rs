@@ -242,6 +242,11 @@ impl StageApp {
                 }
             }
             PanelAction::Review(decision) => controls.review(decision),
+            PanelAction::RecordVowels => {
+                if let Err(e) = controls.record_vowels() {
+                    self.post(Topic::Calibration, Err(e));
+                }
+            }
             PanelAction::ChooseProfile(name) => {
                 let result = controls.choose_profile(name.as_deref());
                 self.post(Topic::Profile, result);

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
+
+use crate::lipsync::calibration::Voice;
+use crate::lipsync::features::COEFFICIENTS;
+use crate::lipsync::profile::{Profile as VowelProfile, VOWELS};
 use toml::Spanned;
 use tracing::{info, warn};
 
@@ -124,6 +128,8 @@ pub struct Profile {
     pub channels: [Option<ChannelProfile>; COUNT],
     /// The performer's smoothing settings; `None` means the main configuration's.
     pub smoothing: Option<SmoothingConfig>,
+    /// The performer's voice for lip sync (`[vowels]`); `None` means the built-in one.
+    pub vowels: Option<Voice>,
 }
 
 impl Profile {
@@ -135,6 +141,7 @@ impl Profile {
             created: now_rfc3339(),
             channels: [None; COUNT],
             smoothing: None,
+            vowels: None,
         }
     }
 
@@ -323,12 +330,23 @@ impl Profile {
                 }));
             }
         }
+        let vowels = match &raw.vowels {
+            Some(v) => Some(v.voice().map_err(|(key, message, hint)| {
+                let at = text
+                    .find("[vowels]")
+                    .map(|s| s + crate::diagnostic::key_offset(&text[s..], key).unwrap_or(0))
+                    .unwrap_or(0);
+                fail(at, message, Some(hint))
+            })?),
+            None => None,
+        };
         Ok(Profile {
             version: PROFILE_VERSION,
             performer: raw.performer,
             created: raw.created,
             channels,
             smoothing: raw.smoothing,
+            vowels,
         })
     }
 
@@ -358,6 +376,18 @@ impl Profile {
         }
         if let Some(sm) = &self.smoothing {
             write_smoothing(&mut s, sm);
+        }
+        if let Some(v) = &self.vowels {
+            let _ = writeln!(
+                s,
+                "\n# Lip sync: the gate (dB full scale) and the mean cepstrum (c1..c12) of each vowel,\n\
+                 # from `facewire calibrate --vowels`.\n[vowels]\nfloor_db = {:?}\nceiling_db = {:?}",
+                v.floor_db, v.ceiling_db
+            );
+            for (viseme, mean) in VOWELS.iter().zip(&v.profile.means) {
+                let values: Vec<String> = mean.iter().map(|c| format!("{c:?}")).collect();
+                let _ = writeln!(s, "{} = [{}]", viseme.name(), values.join(", "));
+            }
         }
         s
     }
@@ -475,6 +505,62 @@ struct RawProfile {
     /// Optional smoothing.
     #[serde(default)]
     smoothing: Option<SmoothingConfig>,
+    /// Optional voice.
+    #[serde(default)]
+    vowels: Option<RawVowels>,
+}
+
+/// The `[vowels]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVowels {
+    floor_db: f32,
+    ceiling_db: f32,
+    aa: Vec<f32>,
+    ih: Vec<f32>,
+    ou: Vec<f32>,
+    ee: Vec<f32>,
+    oh: Vec<f32>,
+}
+
+impl RawVowels {
+    /// The voice, or `(key, message, hint)` for what is wrong.
+    fn voice(&self) -> Result<Voice, (&'static str, String, String)> {
+        let mut means = [[0.0; COEFFICIENTS]; 5];
+        let lists = [
+            ("aa", &self.aa),
+            ("ih", &self.ih),
+            ("ou", &self.ou),
+            ("ee", &self.ee),
+            ("oh", &self.oh),
+        ];
+        for (mean, (key, list)) in means.iter_mut().zip(lists) {
+            if list.len() != COEFFICIENTS || !list.iter().all(|v| v.is_finite()) {
+                return Err((
+                    key,
+                    format!(
+                        "vowels.{key} has {} values; it needs {COEFFICIENTS} finite numbers",
+                        list.len()
+                    ),
+                    "record the vowels again with `facewire calibrate --vowels`".into(),
+                ));
+            }
+            mean.copy_from_slice(list);
+        }
+        let (floor_db, ceiling_db) = (self.floor_db, self.ceiling_db);
+        if !(floor_db.is_finite() && ceiling_db.is_finite() && floor_db < ceiling_db) {
+            return Err((
+                "floor_db",
+                format!("vowels.floor_db = {floor_db} is not below ceiling_db = {ceiling_db}"),
+                "the mouth opens from floor_db to ceiling_db, e.g. -50 and -30".into(),
+            ));
+        }
+        Ok(Voice {
+            profile: VowelProfile { means },
+            floor_db,
+            ceiling_db,
+        })
+    }
 }
 
 /// One `[channels.NAME]` table.
@@ -626,6 +712,16 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_vowel_table_is_located() {
+        let text = "version = 1\nperformer = \"a\"\n\n[vowels]\nfloor_db = -50.0\n\
+                    ceiling_db = -30.0\naa = [1.0]\nih = []\nou = []\nee = []\noh = []\n";
+        let err = Profile::parse(text, "a.toml").unwrap_err().to_string();
+        assert!(err.starts_with("a.toml:7:1:"), "{err}");
+        assert!(err.contains("vowels.aa has 1 values"), "{err}");
+        assert!(err.contains("calibrate --vowels"), "{err}");
+    }
+
+    #[test]
     fn dates_are_rfc3339() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
@@ -637,6 +733,14 @@ mod tests {
         let mut p = sample();
         assert_eq!(Profile::parse(&p.to_toml(), "p.toml").unwrap(), p);
         p.smoothing = Some(SmoothingConfig::default());
+        assert_eq!(Profile::parse(&p.to_toml(), "p.toml").unwrap(), p);
+        let mut profile = VowelProfile::builtin();
+        profile.means[2][5] = -1.234_567_9;
+        p.vowels = Some(Voice {
+            profile,
+            floor_db: -55.5,
+            ceiling_db: -31.25,
+        });
         assert_eq!(Profile::parse(&p.to_toml(), "p.toml").unwrap(), p);
         let mut sm = SmoothingConfig::ema(0.05, 0.1);
         sm.groups.insert(

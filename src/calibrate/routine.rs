@@ -776,6 +776,7 @@ fn base_profile(performer: &str, old: Option<&Profile>) -> Profile {
     if let Some(old) = old {
         profile.channels = old.channels;
         profile.smoothing = old.smoothing;
+        profile.vowels.clone_from(&old.vowels);
     }
     profile
 }

@@ -5,10 +5,12 @@
 //! - [`features`]: each 32 ms window (16 ms apart) to its level and 12 MFCCs.
 //! - [`profile`]: a voice's five vowels and the classification of a window against them.
 //! - [`wav`]: WAV files as mono samples.
+//! - [`calibration`]: a performer's own vowels from one take of them.
 //! - [`face`]: visemes to ARKit mouth channels, and the lip-sync layer of the mixer.
 //! - [`LipSync`] puts them together with a volume gate and smoothing that holds each shape long
 //!   enough to read.
 
+pub mod calibration;
 pub mod face;
 pub mod features;
 pub mod profile;

@@ -18,6 +18,7 @@ use crate::mixer::LayerReport;
 use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
 mod connect;
+mod lipsync;
 mod rows;
 
 pub use connect::ConnectView;
@@ -42,6 +43,8 @@ pub enum PanelAction {
     OpenConfigFolder,
     /// Show this avatar instead (`None`: the built-in default head).
     SwitchModel(Option<std::path::PathBuf>),
+    /// Record the performer's vowels for lip sync from the microphone.
+    RecordVowels,
     /// Forget the messages shown.
     ClearMessages,
 }
@@ -306,6 +309,13 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
         if let Some(view) = &model.connect {
             connect::section(ui, view);
         }
+        lipsync::section(
+            ui,
+            &model.telemetry,
+            model.profile.is_some(),
+            model.now,
+            &mut actions,
+        );
         ui.separator();
         controls(ui, model, state, &mut actions);
         routine(ui, model, state, &mut actions);

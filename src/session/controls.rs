@@ -40,6 +40,8 @@ pub struct LiveControls {
     model: Option<PathBuf>,
     /// Watches the avatar file in use.
     model_watch: Option<crate::watch::FileWatcher>,
+    /// Lip sync's audio input, while it runs.
+    lipsync: Option<super::LipSource>,
 }
 
 /// Watches `path` and sends each saved version to the stage; `None` (logged) when it cannot.
@@ -77,7 +79,15 @@ impl LiveControls {
             profile,
             routine: None,
             config_folder,
+            lipsync: None,
         }
+    }
+
+    /// Keeps lip sync's input with the controls (it stops with them), so the panel can record
+    /// vowels and a chosen profile's voice applies.
+    pub fn with_lipsync(mut self, lipsync: Option<super::LipSource>) -> LiveControls {
+        self.lipsync = lipsync;
+        self
     }
 }
 
@@ -140,10 +150,23 @@ impl Controls for LiveControls {
             None => "no profile: raw ranges in use".to_string(),
         };
         self.profile = profile.as_ref().map(|p| p.performer.clone());
+        if let Some(lip) = &self.lipsync {
+            lip.set_voice(profile.as_ref());
+        }
         let _ = self
             .commands
             .send(SessionCommand::Profile(profile.map(Box::new)));
         Ok(text)
+    }
+
+    fn record_vowels(&mut self) -> Result<(), String> {
+        let Some(lip) = &self.lipsync else {
+            return Err("lip sync is off ([lipsync] mode) or has no input".into());
+        };
+        let Some(performer) = self.profile.clone() else {
+            return Err("choose a performer profile first: the vowels are saved into it".into());
+        };
+        lip.record_vowels(performer, self.profiles.clone(), self.notify.clone())
     }
 
     fn start_calibration(&mut self) -> Result<(), String> {

@@ -77,7 +77,7 @@ pub fn lipsync_command(
         return Ok(());
     }
     if let Some(file) = &args.wav {
-        lipsync_wav(file, args.json, out)?;
+        lipsync_wav(file, args.json, &config.lipsync.settings(), out)?;
     }
     Ok(())
 }
@@ -105,7 +105,12 @@ pub fn lip_frame_json(frame: &LipFrame) -> serde_json::Value {
 /// Analyses the WAV file `file` with the built-in vowel profile and writes a line per hop to
 /// `out`: JSON ([`lip_frame_json`]) with `json`, else `t`, level and viseme in columns. Returns
 /// the number of lines.
-pub fn lipsync_wav(file: &Path, json: bool, out: &mut impl Write) -> Result<usize, StartError> {
+pub fn lipsync_wav(
+    file: &Path,
+    json: bool,
+    settings: &LipSettings,
+    out: &mut impl Write,
+) -> Result<usize, StartError> {
     let audio = wav::read_mono(file)?;
     tracing::info!(
         file = %file.display(),
@@ -113,12 +118,7 @@ pub fn lipsync_wav(file: &Path, json: bool, out: &mut impl Write) -> Result<usiz
         seconds = audio.samples.len() as f64 / f64::from(audio.rate.max(1)),
         "analysing"
     );
-    let frames = analyze(
-        &audio.samples,
-        audio.rate,
-        Default::default(),
-        LipSettings::default(),
-    );
+    let frames = analyze(&audio.samples, audio.rate, Default::default(), *settings);
     for frame in &frames {
         let line = if json {
             lip_frame_json(frame).to_string()
@@ -201,7 +201,7 @@ mod tests {
         }
         w.finalize().unwrap();
         let mut out = Vec::new();
-        let lines = lipsync_wav(&path, true, &mut out).unwrap();
+        let lines = lipsync_wav(&path, true, &LipSettings::default(), &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.lines().count(), lines);
         assert!((60..=64).contains(&lines), "{lines}");
@@ -220,7 +220,7 @@ mod tests {
             assert!(parsed[5]["visemes"][v.name()].is_number(), "{v:?}");
         }
         let mut plain = Vec::new();
-        lipsync_wav(&path, false, &mut plain).unwrap();
+        lipsync_wav(&path, false, &LipSettings::default(), &mut plain).unwrap();
         assert!(String::from_utf8(plain).unwrap().contains(" dB  sil"));
     }
 }

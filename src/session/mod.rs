@@ -21,6 +21,8 @@ mod model;
 mod neutral;
 mod record;
 mod routine;
+mod vowel_take;
+mod vowels;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +44,7 @@ pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_mo
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::StageUi;
+pub use vowels::{calibrate_vowels, save_vowels, VowelArgs};
 pub use watch::{watch_config, watch_mapping, StageChange, StageLink};
 
 pub use crate::app::Notify;
@@ -99,6 +102,9 @@ pub enum StartError {
     /// Audio input could not be opened or listed.
     #[error(transparent)]
     Audio(#[from] crate::audio::AudioError),
+    /// A take of the performer's vowels could not be learnt.
+    #[error(transparent)]
+    Vowels(#[from] crate::lipsync::calibration::VowelError),
     /// Output could not be written.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
@@ -146,6 +152,7 @@ pub fn start(
     let tracking = TrackingLog::default();
     let notify = options.notify.clone();
     let (commands, command_rx) = mpsc::channel();
+    let lip_telemetry = options.telemetry.clone();
     let outputs = Outputs {
         sender,
         telemetry: options.telemetry,
@@ -167,8 +174,9 @@ pub fn start(
     let lipsync = start_lipsync(
         &config.lipsync,
         options.lipsync,
-        crate::lipsync::profile::Profile::default(),
+        options.profile,
         commands.clone(),
+        lip_telemetry,
     )?;
     let connect = match &input {
         Input::Network(handle) => {

@@ -1,0 +1,67 @@
+//! One take of the performer's vowels from the microphone, prompted on the terminal: "a", "i",
+//! "u", "e", "o", each for a little over a second, then silence.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::StartError;
+use crate::audio::Capture;
+use crate::config::Config;
+use crate::lipsync::profile::VOWELS;
+use crate::lipsync::wav::Mono;
+
+/// How long each vowel is prompted for.
+const SAY: Duration = Duration::from_millis(1600);
+/// The quiet before the first vowel and after the last.
+const QUIET: Duration = Duration::from_millis(1500);
+/// The longest take kept, seconds (a bound on memory whatever the device's rate).
+const MAX_SECONDS: usize = 30;
+
+/// Records the take from `[lipsync] device` (else the default input), prompting on `out`.
+pub fn record_take(config: &Config, out: &mut impl Write) -> Result<Mono, StartError> {
+    let samples = Arc::new(Mutex::new((Vec::<f32>::new(), 0u32)));
+    let sink = Arc::clone(&samples);
+    let mut capture = Capture::start(
+        config.lipsync.device(),
+        move |block, rate| {
+            let mut take = sink.lock().unwrap_or_else(PoisonError::into_inner);
+            take.1 = rate;
+            if take.0.len() + block.len() <= MAX_SECONDS * rate as usize {
+                take.0.extend_from_slice(block);
+            }
+        },
+        |status| tracing::warn!(%status, "audio input"),
+    )?;
+    let say = |out: &mut dyn Write, text: &str| -> Result<(), StartError> {
+        writeln!(out, "{text}").map_err(StartError::Output)?;
+        out.flush().map_err(StartError::Output)
+    };
+    say(
+        out,
+        &format!(
+            "Recording from {}. Stay quiet for a moment, then say each vowel steadily while it \
+             is shown.",
+            capture.device()
+        ),
+    )?;
+    std::thread::sleep(QUIET);
+    for (vowel, sound) in VOWELS.iter().zip(["a", "i", "u", "e", "o"]) {
+        say(
+            out,
+            &format!("  say  {}   ({})", sound.repeat(5), vowel.name()),
+        )?;
+        std::thread::sleep(SAY);
+        say(out, "  (pause)")?;
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    say(out, "  now stay silent")?;
+    std::thread::sleep(QUIET);
+    capture.stop();
+    let (samples, rate) =
+        std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
+    Ok(Mono {
+        samples,
+        rate: rate.max(1),
+    })
+}

@@ -1,0 +1,138 @@
+//! `facewire calibrate --vowels` and `--vowels-from FILE`: the performer's own vowels for lip
+//! sync, learnt from one take of them saying "a, i, u, e, o" and saved into their profile.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::StartError;
+use crate::calibrate::Profile;
+use crate::config::Config;
+use crate::lipsync::calibration::{learn_take, Take};
+use crate::lipsync::{analyze, wav};
+
+/// The vowel flags of `facewire calibrate`.
+#[derive(Debug, Default, clap::Args)]
+pub struct VowelArgs {
+    /// Record the performer's vowels for lip sync from the microphone ([lipsync] device) and
+    /// save them into their profile, instead of calibrating the face.
+    #[arg(long)]
+    pub vowels: bool,
+    /// Learn the performer's vowels from a WAV file of them saying "a", "i", "u", "e", "o",
+    /// about a second each with a short silence between them.
+    #[arg(long, value_name = "FILE", conflicts_with = "vowels")]
+    pub vowels_from: Option<PathBuf>,
+}
+
+impl VowelArgs {
+    /// Whether a vowel calibration was asked for.
+    pub fn wanted(&self) -> bool {
+        self.vowels || self.vowels_from.is_some()
+    }
+}
+
+/// How well a take's own vowels read back with what was learnt from it: for each vowel, the
+/// share of its hops shown as that vowel.
+pub fn readback(take: &Take, samples: &[f32], rate: u32, config: &Config) -> Vec<f64> {
+    let settings = take.voice.settings(config.lipsync.settings());
+    let frames = analyze(samples, rate, take.voice.profile.clone(), settings);
+    take.spans
+        .iter()
+        .map(|span| {
+            let inside: Vec<_> = frames
+                .iter()
+                .filter(|f| f.t > span.start + 0.05 && f.t <= span.end)
+                .collect();
+            let right = inside.iter().filter(|f| f.viseme == span.viseme).count();
+            right as f64 / inside.len().max(1) as f64
+        })
+        .collect()
+}
+
+/// Learns `performer`'s vowels from the take `samples` (`rate` Hz), prints what was found to
+/// `out`, and, when `confirm` agrees, saves them into their profile in `profiles` (made if
+/// they have none). Returns the saved profile's path, `None` when not saved.
+pub fn save_vowels(
+    samples: &[f32],
+    rate: u32,
+    config: &Config,
+    profiles: &Path,
+    performer: &str,
+    out: &mut impl Write,
+    confirm: impl FnOnce() -> std::io::Result<bool>,
+) -> Result<Option<PathBuf>, StartError> {
+    let take = learn_take(samples, rate)?;
+    let read = readback(&take, samples, rate, config);
+    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(StartError::Output);
+    w(out, format!("{performer}'s vowels:"))?;
+    for (span, share) in take.spans.iter().zip(&read) {
+        w(
+            out,
+            format!(
+                "  {:<3} {:6.2}-{:5.2} s   read back {:3.0}%",
+                span.viseme.name(),
+                span.start,
+                span.end,
+                share * 100.0
+            ),
+        )?;
+    }
+    w(
+        out,
+        format!(
+            "  room noise {:.0} dB; the mouth opens from {:.0} dB (floor) to {:.0} dB (ceiling)",
+            take.noise_db, take.voice.floor_db, take.voice.ceiling_db
+        ),
+    )?;
+    if read.iter().any(|s| *s < 0.5) {
+        w(
+            out,
+            "  some vowels read back poorly: hold each one steadily for about a second, or try \
+             again closer to the microphone"
+                .into(),
+        )?;
+    }
+    if !confirm().map_err(StartError::Output)? {
+        w(out, "not saved".into())?;
+        return Ok(None);
+    }
+    let mut profile = match Profile::load_named(profiles, performer) {
+        Ok(p) => p,
+        Err(crate::calibrate::ProfileError::NotFound { .. }) => Profile::new(performer),
+        Err(e) => return Err(e.into()),
+    };
+    profile.vowels = Some(take.voice);
+    let path = profile.save(profiles)?;
+    w(out, format!("saved {}", path.display()))?;
+    Ok(Some(path))
+}
+
+/// `facewire calibrate --performer NAME --vowels-from FILE` (or `--vowels`): see
+/// [`save_vowels`]; asks before saving unless `yes`.
+pub fn calibrate_vowels(
+    args: &VowelArgs,
+    config: &Config,
+    profiles: &Path,
+    performer: &str,
+    yes: bool,
+) -> Result<Option<PathBuf>, StartError> {
+    let mut out = std::io::stdout().lock();
+    let audio = match &args.vowels_from {
+        Some(file) => wav::read_mono(file)?,
+        None => super::vowel_take::record_take(config, &mut out)?,
+    };
+    save_vowels(
+        &audio.samples,
+        audio.rate,
+        config,
+        profiles,
+        performer,
+        &mut out,
+        || {
+            if yes {
+                Ok(true)
+            } else {
+                super::confirm("Save these vowels? [Y/n] ")
+            }
+        },
+    )
+}
