@@ -54,7 +54,7 @@ pub(super) fn section(
     let title = format!("Lip sync: {} ({})", source.mode.name(), source.source);
     egui::CollapsingHeader::new(RichText::new(title).strong())
         .id_salt("lipsync")
-        .default_open(source.problem.is_some() || source.prompt.is_some())
+        .default_open(true)
         .show(ui, |ui| {
             ui.label(RichText::new(mode_hint(source.mode)).weak());
             if let Some(problem) = &source.problem {
@@ -88,14 +88,14 @@ pub(super) fn section(
                 "the mouth opens from {:.0} dB (grey mark) to {:.0} dB (green mark)",
                 source.gate.0, source.gate.1
             ));
-            egui::Grid::new("visemes").num_columns(2).show(ui, |ui| {
+            ui.horizontal_wrapped(|ui| {
                 for v in Viseme::ALL {
                     let weight = frame.map(|f| f.weights[v.index()]);
                     let shown = frame.is_some_and(|f| f.viseme == v);
                     let name = RichText::new(v.name()).monospace();
                     ui.label(if shown { name.strong() } else { name });
-                    super::meter(ui, weight, LEVEL, 160.0);
-                    ui.end_row();
+                    super::bar(ui, weight, LEVEL, 48.0)
+                        .on_hover_text(weight.map_or("-".into(), |w| format!("{w:.2}")));
                 }
             });
             ui.horizontal_wrapped(|ui| {
