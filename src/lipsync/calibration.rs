@@ -14,6 +14,28 @@ const MAX_DIP: f64 = 0.12;
 /// Speech is at least this far (dB) above the take's noise.
 const ABOVE_NOISE: f32 = 12.0;
 
+/// The prompts of a vowel take and how long each shows: quiet, each vowel with a pause after
+/// it, quiet again. Recording them in this rhythm gives [`learn_take`] what it expects.
+pub fn prompts() -> Vec<(String, std::time::Duration)> {
+    use std::time::Duration;
+    let mut out = vec![(
+        "Stay quiet for a moment...".to_string(),
+        Duration::from_millis(1500),
+    )];
+    for sound in ["a", "i", "u", "e", "o"] {
+        out.push((
+            format!("Say  {}", sound.repeat(5)),
+            Duration::from_millis(1600),
+        ));
+        out.push(("(pause)".to_string(), Duration::from_millis(500)));
+    }
+    out.push((
+        "Now stay silent...".to_string(),
+        Duration::from_millis(1500),
+    ));
+    out
+}
+
 /// A performer's voice for lip sync: their vowels and their microphone's levels.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Voice {

@@ -14,7 +14,7 @@ use crate::app::AppEvent;
 use crate::audio::{AudioStatus, Capture};
 use crate::calibrate::Profile;
 use crate::config::LipsyncConfig;
-use crate::lipsync::calibration::{learn_take, Voice};
+use crate::lipsync::calibration::{learn_take, prompts, Voice};
 use crate::lipsync::profile::{Profile as Vowels, VOWELS};
 use crate::lipsync::{wav, LipMode, LipSync};
 use crate::panel::Topic;
@@ -38,10 +38,6 @@ const CHUNK: Duration = Duration::from_millis(10);
 const TAIL: Duration = Duration::from_millis(400);
 /// The longest vowel take kept, seconds of audio (a bound on memory at any rate).
 const MAX_TAKE: usize = 30;
-/// How long each vowel is prompted for when recording the performer's vowels.
-const SAY: Duration = Duration::from_millis(1600);
-/// The quiet before the first vowel and after the last.
-const QUIET: Duration = Duration::from_millis(1500);
 
 /// What the audio thread and the rest of the run share.
 #[derive(Default)]
@@ -320,16 +316,10 @@ impl LipSource {
             .name("facewire-vowels".into())
             .spawn(move || {
                 shared.lock().unwrap_or_else(PoisonError::into_inner).take = Some((Vec::new(), 0));
-                prompt(Some("Stay quiet for a moment...".into()));
-                std::thread::sleep(QUIET);
-                for sound in ["a", "i", "u", "e", "o"] {
-                    prompt(Some(format!("Say  {}", sound.repeat(5))));
-                    std::thread::sleep(SAY);
-                    prompt(Some("(pause)".into()));
-                    std::thread::sleep(Duration::from_millis(500));
+                for (text, time) in prompts() {
+                    prompt(Some(text));
+                    std::thread::sleep(time);
                 }
-                prompt(Some("Now stay silent...".into()));
-                std::thread::sleep(QUIET);
                 let take = shared
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)

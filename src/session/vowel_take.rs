@@ -3,18 +3,13 @@
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use super::StartError;
 use crate::audio::Capture;
 use crate::config::Config;
-use crate::lipsync::profile::VOWELS;
+use crate::lipsync::calibration::prompts;
 use crate::lipsync::wav::Mono;
 
-/// How long each vowel is prompted for.
-const SAY: Duration = Duration::from_millis(1600);
-/// The quiet before the first vowel and after the last.
-const QUIET: Duration = Duration::from_millis(1500);
 /// The longest take kept, seconds (a bound on memory whatever the device's rate).
 const MAX_SECONDS: usize = 30;
 
@@ -40,23 +35,14 @@ pub fn record_take(config: &Config, out: &mut impl Write) -> Result<Mono, StartE
     say(
         out,
         &format!(
-            "Recording from {}. Stay quiet for a moment, then say each vowel steadily while it \
-             is shown.",
+            "Recording from {}: say each vowel steadily while it is shown.",
             capture.device()
         ),
     )?;
-    std::thread::sleep(QUIET);
-    for (vowel, sound) in VOWELS.iter().zip(["a", "i", "u", "e", "o"]) {
-        say(
-            out,
-            &format!("  say  {}   ({})", sound.repeat(5), vowel.name()),
-        )?;
-        std::thread::sleep(SAY);
-        say(out, "  (pause)")?;
-        std::thread::sleep(Duration::from_millis(500));
+    for (text, time) in prompts() {
+        say(out, &format!("  {text}"))?;
+        std::thread::sleep(time);
     }
-    say(out, "  now stay silent")?;
-    std::thread::sleep(QUIET);
     capture.stop();
     let (samples, rate) =
         std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
