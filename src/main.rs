@@ -533,6 +533,8 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
         path.display(),
         args.performer
     );
+    let quiet = args.yes || args.from.is_some();
+    session::offer_vowels(config, &args.profiles, &args.performer, quiet)?;
     Ok(())
 }
 

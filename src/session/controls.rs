@@ -191,6 +191,11 @@ impl Controls for LiveControls {
         let notify = self.notify.clone();
         let commands = self.commands.clone();
         let dir = self.profiles.clone();
+        let next = if self.lipsync.as_ref().is_some_and(|l| l.has_microphone()) {
+            "; for lip sync, press \"Record my vowels\" in the lip-sync section next"
+        } else {
+            ""
+        };
         let thread = std::thread::Builder::new()
             .name("facewire-calibrate".into())
             .spawn(move || {
@@ -208,7 +213,7 @@ impl Controls for LiveControls {
                                 .send(SessionCommand::Profile(Some(Box::new(calibration.profile))));
                             (
                                 false,
-                                format!("calibration saved to {} and in use", path.display()),
+                                format!("calibration saved to {} and in use{next}", path.display()),
                             )
                         }
                         Err(e) => (true, format!("calibration not saved: {e}")),

@@ -44,7 +44,7 @@ pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_mo
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::StageUi;
-pub use vowels::{calibrate_vowels, save_vowels, VowelArgs};
+pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
 pub use watch::{watch_config, watch_mapping, StageChange, StageLink};
 
 pub use crate::app::Notify;

@@ -136,3 +136,44 @@ pub fn calibrate_vowels(
         },
     )
 }
+
+/// After a face calibration on the terminal: asks whether to record `performer`'s vowels for
+/// lip sync too, and does when they agree. Nothing is asked when lip sync is off, when no
+/// microphone opens (said in one line), or when `quiet` (a scripted or offline calibration).
+pub fn offer_vowels(
+    config: &Config,
+    profiles: &Path,
+    performer: &str,
+    quiet: bool,
+) -> Result<(), StartError> {
+    if quiet || config.lipsync.mode == crate::lipsync::LipMode::Off {
+        return Ok(());
+    }
+    if let Err(e) = crate::audio::input_devices() {
+        println!("lip sync: no microphone to record your vowels with ({e})");
+        return Ok(());
+    }
+    if !super::confirm("Record your vowels for lip sync now (about 15 seconds)? [Y/n] ")
+        .map_err(StartError::Output)?
+    {
+        println!(
+            "later: facewire calibrate --performer {performer} --vowels, or the control panel"
+        );
+        return Ok(());
+    }
+    let args = VowelArgs {
+        vowels: true,
+        vowels_from: None,
+    };
+    match calibrate_vowels(&args, config, profiles, performer, false) {
+        Ok(_) => Ok(()),
+        // The face is saved: a failed take is said, not fatal.
+        Err(e) => {
+            println!(
+                "the vowels were not saved: {}",
+                crate::diagnostic::with_causes(&e)
+            );
+            Ok(())
+        }
+    }
+}
