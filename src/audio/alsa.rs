@@ -306,6 +306,15 @@ pub(super) fn input_devices() -> Result<Vec<DeviceInfo>, AudioError> {
 pub(super) fn open(wanted: Option<&str>) -> Result<Pcm, AudioError> {
     let lib = Lib::get()?;
     let Some(wanted) = wanted.map(str::trim).filter(|w| !w.is_empty()) else {
+        // A machine with no sound card lists only `null`: say so without asking ALSA to open
+        // `default`, which would print its configuration errors on the terminal first.
+        if let Ok(hints) = Hints::pcm(lib) {
+            if hints.inputs().iter().all(|d| d.name == "null") {
+                return Err(AudioError::NoDefault {
+                    reason: "this machine has no sound card or sound server".into(),
+                });
+            }
+        }
         return Pcm::open(lib, DEFAULT).map_err(|f| f.error(lib, DEFAULT));
     };
     let devices = Hints::pcm(lib).map(|h| h.inputs()).unwrap_or_default();
