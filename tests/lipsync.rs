@@ -200,3 +200,49 @@ fn the_lipsync_command_prints_json_lines_for_a_wav_file() {
     assert!(at(middle)["visemes"]["aa"].as_f64().unwrap() > 0.5);
     assert_eq!(at(start / 2.0)["viseme"], "sil");
 }
+
+#[test]
+fn the_lipsync_command_plots_the_timeline_into_a_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("buzz.wav");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(&path, spec).unwrap();
+    // A second of silence, then two of a buzz with a voice's harmonics.
+    for i in 0..3 * 48_000u32 {
+        let t = i as f32 / 48_000.0;
+        let s: f32 = if i < 48_000 {
+            0.0
+        } else {
+            (1..=20)
+                .map(|k| (2.0 * std::f32::consts::PI * 140.0 * k as f32 * t).sin() / k as f32)
+                .sum::<f32>()
+                * 0.25
+        };
+        w.write_sample((s.clamp(-1.0, 1.0) * 32767.0) as i16)
+            .unwrap();
+    }
+    w.finalize().unwrap();
+    let png = dir.path().join("timeline.png");
+    let output = Command::new(crate::support::facewire_bin())
+        .args(["lipsync", "--wav"])
+        .arg(&path)
+        .arg("--plot")
+        .arg(&png)
+        .env("FACEWIRE_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(!output.stdout.is_empty(), "the lines are still printed");
+    let image = facewire::image::RgbaImage::load_png(&png).unwrap();
+    let layout = facewire::lipsync::plot::Layout::new(image.width);
+    assert_eq!(
+        image.width, 800,
+        "three seconds at 240 pixels a second, at least 800"
+    );
+    assert_eq!(image.height, layout.height);
+}

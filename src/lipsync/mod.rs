@@ -5,10 +5,12 @@
 //! - [`features`]: each 32 ms window (16 ms apart) to its level and 12 MFCCs.
 //! - [`profile`]: a voice's five vowels and the classification of a window against them.
 //! - [`wav`]: WAV files as mono samples.
+//! - [`plot`]: a picture of the analysis over time, for `facewire lipsync --plot`.
 //! - [`LipSync`] puts them together with a volume gate and smoothing that holds each shape long
 //!   enough to read.
 
 pub mod features;
+pub mod plot;
 pub mod profile;
 pub mod resample;
 pub mod wav;

@@ -93,6 +93,9 @@ pub enum StartError {
     /// An audio file could not be read.
     #[error(transparent)]
     Wav(#[from] crate::lipsync::wav::WavError),
+    /// A lip-sync plot could not be made.
+    #[error(transparent)]
+    Plot(#[from] crate::lipsync::plot::PlotError),
     /// Output could not be written.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
