@@ -246,3 +246,38 @@ fn the_lipsync_command_plots_the_timeline_into_a_png() {
     );
     assert_eq!(image.height, layout.height);
 }
+
+#[test]
+fn the_mouth_opens_within_60_ms_of_each_espeak_vowel() {
+    use facewire::lipsync::latency::{onset_latency, openness};
+    let Some((audio, spans)) = vowels_with_gaps("ja", 40) else {
+        return;
+    };
+    let frames = analyze(
+        &audio.samples,
+        audio.rate,
+        Default::default(),
+        LipSettings::default(),
+    );
+    for &(viseme, start, end) in &spans {
+        // Each vowel's own frames: from the silence before it to its end.
+        let own: Vec<LipFrame> = frames
+            .iter()
+            .filter(|f| f.t > start - GAP / 2.0 && f.t <= end)
+            .copied()
+            .collect();
+        let open = onset_latency(&own, start, openness).unwrap();
+        assert!(
+            open.as_secs_f64() < 0.060,
+            "{viseme:?}: open after {open:?}"
+        );
+        // A vowel whose onset reads as another shows its own once the hold lets it: 100 ms
+        // more at most.
+        let shape = onset_latency(&own, start, |f| f.weights[viseme.index()]).unwrap();
+        let hold = f64::from(LipSettings::default().hold);
+        assert!(
+            shape.as_secs_f64() < 0.060 + hold,
+            "{viseme:?}: its shape after {shape:?}"
+        );
+    }
+}

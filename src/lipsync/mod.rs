@@ -6,10 +6,13 @@
 //! - [`profile`]: a voice's five vowels and the classification of a window against them.
 //! - [`wav`]: WAV files as mono samples.
 //! - [`plot`]: a picture of the analysis over time, for `facewire lipsync --plot`.
+//! - [`latency`]: how quickly the mouth answers a sound, in audio time, and a vowel-like test
+//!   signal to measure it with.
 //! - [`LipSync`] puts them together with a volume gate and smoothing that holds each shape long
 //!   enough to read.
 
 pub mod features;
+pub mod latency;
 pub mod plot;
 pub mod profile;
 pub mod resample;
