@@ -508,8 +508,8 @@ fn expression_caption(
     let sources = &mapping.drivers.get(binding.driver)?.sources;
     let (first, _) = sources.first()?;
     Some(match sources.len() {
-        1 => format!("<- {}", first.name()),
-        n => format!("<- {} +{}", first.name(), n - 1),
+        1 => format!("<- {first}"),
+        n => format!("<- {first} +{}", n - 1),
     })
 }
 

@@ -540,3 +540,84 @@ fn calibrate_vowels_records_the_take_from_the_microphone() {
     let saved = facewire::calibrate::Profile::load_named(&profiles, "carol").unwrap();
     assert!(saved.vowels.is_some());
 }
+
+#[test]
+fn the_lipsync_command_plots_the_timeline_into_a_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("buzz.wav");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 48_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(&path, spec).unwrap();
+    // A second of silence, then two of a buzz with a voice's harmonics.
+    for i in 0..3 * 48_000u32 {
+        let t = i as f32 / 48_000.0;
+        let s: f32 = if i < 48_000 {
+            0.0
+        } else {
+            (1..=20)
+                .map(|k| (2.0 * std::f32::consts::PI * 140.0 * k as f32 * t).sin() / k as f32)
+                .sum::<f32>()
+                * 0.25
+        };
+        w.write_sample((s.clamp(-1.0, 1.0) * 32767.0) as i16)
+            .unwrap();
+    }
+    w.finalize().unwrap();
+    let png = dir.path().join("timeline.png");
+    let output = Command::new(crate::support::facewire_bin())
+        .args(["lipsync", "--wav"])
+        .arg(&path)
+        .arg("--plot")
+        .arg(&png)
+        .env("FACEWIRE_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(!output.stdout.is_empty(), "the lines are still printed");
+    let image = facewire::image::RgbaImage::load_png(&png).unwrap();
+    let layout = facewire::lipsync::plot::Layout::new(image.width);
+    assert_eq!(
+        image.width, 800,
+        "three seconds at 240 pixels a second, at least 800"
+    );
+    assert_eq!(image.height, layout.height);
+}
+
+#[test]
+fn the_mouth_opens_within_60_ms_of_each_espeak_vowel() {
+    use facewire::lipsync::latency::{onset_latency, openness};
+    let Some((audio, spans)) = vowels_with_gaps("ja", 40) else {
+        return;
+    };
+    let frames = analyze(
+        &audio.samples,
+        audio.rate,
+        Default::default(),
+        LipSettings::default(),
+    );
+    for &(viseme, start, end) in &spans {
+        // Each vowel's own frames: from the silence before it to its end.
+        let own: Vec<LipFrame> = frames
+            .iter()
+            .filter(|f| f.t > start - GAP / 2.0 && f.t <= end)
+            .copied()
+            .collect();
+        let open = onset_latency(&own, start, openness).unwrap();
+        assert!(
+            open.as_secs_f64() < 0.060,
+            "{viseme:?}: open after {open:?}"
+        );
+        // A vowel whose onset reads as another shows its own once the hold lets it: 100 ms
+        // more at most.
+        let shape = onset_latency(&own, start, |f| f.weights[viseme.index()]).unwrap();
+        let hold = f64::from(LipSettings::default().hold);
+        assert!(
+            shape.as_secs_f64() < 0.060 + hold,
+            "{viseme:?}: its shape after {shape:?}"
+        );
+    }
+}

@@ -7,12 +7,17 @@
 //! - [`wav`]: WAV files as mono samples.
 //! - [`calibration`]: a performer's own vowels from one take of them.
 //! - [`face`]: visemes to ARKit mouth channels, and the lip-sync layer of the mixer.
+//! - [`plot`]: a picture of the analysis over time, for `facewire lipsync --plot`.
+//! - [`latency`]: how quickly the mouth answers a sound, in audio time, and a vowel-like test
+//!   signal to measure it with.
 //! - [`LipSync`] puts them together with a volume gate and smoothing that holds each shape long
 //!   enough to read.
 
 pub mod calibration;
 pub mod face;
 pub mod features;
+pub mod latency;
+pub mod plot;
 pub mod profile;
 pub mod resample;
 pub mod wav;

@@ -6,37 +6,74 @@ use std::collections::VecDeque;
 /// Input samples on each side of an output sample.
 const TAPS: usize = 16;
 
+/// The most kernel phases precomputed. Output samples fall at `up` distinct fractional
+/// positions between input samples (`up` = the output rate over the rates' greatest common
+/// divisor: 1 from 48 kHz, 160 from 44.1 kHz, 320 from 22.05 kHz); rate pairs with more phases
+/// than this compute the kernel tap by tap instead.
+const MAX_PHASES: u64 = 4096;
+
 /// Turns a stream at one rate into a stream at another.
 #[derive(Debug, Clone)]
 pub struct Resampler {
-    /// Input samples per output sample.
-    step: f64,
+    /// Input samples per output sample, `down / up` in lowest terms.
+    down: u64,
+    /// See `down`.
+    up: u64,
     /// The cut-off as a fraction of the input rate's Nyquist frequency.
     cutoff: f64,
+    /// Per phase `p` (an output sample `p / up` of an input sample past its centre input), the
+    /// kernel's weights of the inputs from `centre - TAPS + 1` to `centre + TAPS`, divided by
+    /// their sum; empty when there are more than [`MAX_PHASES`] phases.
+    table: Vec<[f32; 2 * TAPS]>,
     /// Input not yet fully used; `history[0]` is input sample `offset`.
     history: VecDeque<f32>,
     /// The input index of `history[0]`.
     offset: u64,
-    /// The next output sample's position in input samples.
-    position: f64,
+    /// Output samples made so far: the next lies at input position `produced * down / up`.
+    produced: u64,
+}
+
+/// The greatest common divisor.
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 impl Resampler {
     /// A resampler from `from` Hz to `to` Hz (both above 0).
     pub fn new(from: u32, to: u32) -> Resampler {
-        let (from, to) = (f64::from(from.max(1)), f64::from(to.max(1)));
-        Resampler {
-            step: from / to,
-            cutoff: (to / from).min(1.0) * 0.92,
+        let (from, to) = (u64::from(from.max(1)), u64::from(to.max(1)));
+        let g = gcd(from, to);
+        let mut r = Resampler {
+            down: from / g,
+            up: to / g,
+            cutoff: (to as f64 / from as f64).min(1.0) * 0.92,
+            table: Vec::new(),
             history: VecDeque::with_capacity(4 * TAPS),
             offset: 0,
-            position: 0.0,
+            produced: 0,
+        };
+        if r.up <= MAX_PHASES && !r.is_identity() {
+            r.table = (0..r.up)
+                .map(|p| {
+                    let frac = p as f64 / r.up as f64;
+                    let weights: [f64; 2 * TAPS] = std::array::from_fn(|j| {
+                        kernel(r.cutoff, frac + (TAPS - 1) as f64 - j as f64)
+                    });
+                    let norm: f64 = weights.iter().sum();
+                    weights.map(|w| if norm > 0.0 { (w / norm) as f32 } else { 0.0 })
+                })
+                .collect();
         }
+        r
     }
 
     /// Whether the two rates are equal (the samples pass through unchanged).
     pub fn is_identity(&self) -> bool {
-        self.step == 1.0
+        self.down == self.up
     }
 
     /// Takes `input` and appends every output sample it completes to `out`.
@@ -48,52 +85,84 @@ impl Resampler {
         self.history
             .extend(input.iter().map(|s| if s.is_finite() { *s } else { 0.0 }));
         let end = self.offset + self.history.len() as u64;
+        let cutoff = self.cutoff;
+        let history = self.history.make_contiguous();
         loop {
-            let centre = self.position.floor() as i64;
-            if centre + TAPS as i64 >= end as i64 {
+            let at = self.produced * self.down;
+            let centre = at / self.up;
+            if centre + TAPS as u64 >= end {
                 break;
             }
-            let mut sum = 0.0f64;
-            let mut norm = 0.0f64;
-            for k in (centre - TAPS as i64 + 1)..=(centre + TAPS as i64) {
-                let x = self.position - k as f64;
-                let w = self.kernel(x);
-                norm += w;
-                if k >= self.offset as i64 {
-                    if let Some(s) = self.history.get((k - self.offset as i64) as usize) {
-                        sum += w * f64::from(*s);
+            // The inputs from `centre - TAPS + 1`, those before the stream's start or already
+            // dropped (no later output reaches them) counting as silence.
+            let first = centre as i64 - TAPS as i64 + 1;
+            let input = |j: usize| {
+                let k = first + j as i64 - self.offset as i64;
+                usize::try_from(k)
+                    .ok()
+                    .and_then(|k| history.get(k))
+                    .copied()
+            };
+            let whole = usize::try_from(first - self.offset as i64)
+                .ok()
+                .and_then(|k| history.get(k..k + 2 * TAPS));
+            let value = match self.table.get((at % self.up) as usize) {
+                Some(weights) => match whole {
+                    Some(inputs) => weights.iter().zip(inputs).map(|(w, s)| w * s).sum(),
+                    None => weights
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(j, w)| input(j).map(|s| w * s))
+                        .sum(),
+                },
+                None => {
+                    let position = at as f64 / self.up as f64;
+                    let mut sum = 0.0f64;
+                    let mut norm = 0.0f64;
+                    for j in 0..2 * TAPS {
+                        let w = kernel(cutoff, position - (first + j as i64) as f64);
+                        norm += w;
+                        if let Some(s) = input(j) {
+                            sum += w * f64::from(s);
+                        }
+                    }
+                    if norm > 0.0 {
+                        (sum / norm) as f32
+                    } else {
+                        0.0
                     }
                 }
-            }
-            out.push(if norm > 0.0 { (sum / norm) as f32 } else { 0.0 });
-            self.position += self.step;
+            };
+            out.push(value);
+            self.produced += 1;
         }
         // Drop what no later output sample reaches.
-        let keep_from = (self.position.floor() as i64 - TAPS as i64).max(0) as u64;
+        let next = self.produced * self.down / self.up;
+        let keep_from = next.saturating_sub(TAPS as u64);
         while self.offset < keep_from && !self.history.is_empty() {
             self.history.pop_front();
             self.offset += 1;
         }
     }
+}
 
-    /// The low-pass kernel at `x` input samples from the output sample: a sinc at the cut-off
-    /// under a Blackman window.
-    fn kernel(&self, x: f64) -> f64 {
-        let span = TAPS as f64;
-        if x.abs() >= span {
-            return 0.0;
-        }
-        let arg = std::f64::consts::PI * self.cutoff * x;
-        let sinc = if arg.abs() < 1e-9 {
-            1.0
-        } else {
-            arg.sin() / arg
-        };
-        let t = (x / span + 1.0) / 2.0;
-        let window = 0.42 - 0.5 * (2.0 * std::f64::consts::PI * t).cos()
-            + 0.08 * (4.0 * std::f64::consts::PI * t).cos();
-        sinc * window
+/// The low-pass kernel at `x` input samples from the output sample: a sinc at `cutoff` (a
+/// fraction of the input's Nyquist frequency) under a Blackman window.
+fn kernel(cutoff: f64, x: f64) -> f64 {
+    let span = TAPS as f64;
+    if x.abs() >= span {
+        return 0.0;
     }
+    let arg = std::f64::consts::PI * cutoff * x;
+    let sinc = if arg.abs() < 1e-9 {
+        1.0
+    } else {
+        arg.sin() / arg
+    };
+    let t = (x / span + 1.0) / 2.0;
+    let window = 0.42 - 0.5 * (2.0 * std::f64::consts::PI * t).cos()
+        + 0.08 * (4.0 * std::f64::consts::PI * t).cos();
+    sinc * window
 }
 
 #[cfg(test)]
@@ -145,5 +214,35 @@ mod tests {
         let mut passed = Vec::new();
         same.push(&[0.5, f32::NAN, -0.5], &mut passed);
         assert_eq!(passed, [0.5, 0.0, -0.5]);
+    }
+
+    #[test]
+    fn the_precomputed_kernel_gives_what_the_kernel_gives() {
+        for rate in [48_000, 44_100, 22_050, 8_000] {
+            let input = tone(440.0, rate, 0.3);
+            let mut fast = Resampler::new(rate, 16_000);
+            assert!(!fast.table.is_empty(), "{rate}");
+            let mut exact = fast.clone();
+            exact.table.clear();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for block in input.chunks(441) {
+                fast.push(block, &mut a);
+                exact.push(block, &mut b);
+            }
+            assert_eq!(a.len(), b.len(), "{rate}");
+            let worst = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max);
+            assert!(worst < 1e-5, "{rate}: {worst}");
+        }
+        // Rates with too many phases for a table still resample.
+        let mut odd = Resampler::new(44_057, 16_000);
+        assert!(odd.table.is_empty());
+        let mut out = Vec::new();
+        odd.push(&tone(440.0, 44_057, 1.0), &mut out);
+        assert!((out.len() as f64 - 16_000.0).abs() < 40.0, "{}", out.len());
+        assert!((rms(&out[400..]) - std::f32::consts::FRAC_1_SQRT_2).abs() < 0.02);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::file::Combine;
 use super::{BoneDriver, BoneFrames, CompiledMapping, Curve, Driver, EyeLook, MappingFile};
-use crate::arkit::Channel;
+use crate::arkit::{Channel, Viseme};
 use crate::avatar::vrm::Preset;
 use crate::avatar::Avatar;
 
@@ -15,15 +15,27 @@ use crate::avatar::Avatar;
 /// avatar's left eye (`blinkLeft`, 0.x `Blink_L`), as everywhere in facewire: the avatar is a
 /// puppet, not a mirror image; `lookLeft` likewise means the avatar's own left. `neutral` and
 /// `relaxed` have no fallback.
+///
+/// The vowels `aa`, `ih`, `ou`, `ee` and `oh` also follow lip sync's viseme of the same name:
+/// each takes the larger of its ARKit formula and its viseme ([`Driver::max_with`]), so audio
+/// opens the mouth as far as it hears and the phone's own mouth still shows when it opens more.
 pub fn fallback(preset: Preset) -> Option<Driver> {
     use Channel::*;
     let sum = |sources: &[(Channel, f32)], offset: f32| Driver {
-        sources: sources.to_vec(),
+        sources: sources.iter().map(|&(c, w)| (c.into(), w)).collect(),
         combine: Combine::Sum,
         gain: 1.0,
         offset,
         curve: Curve::Linear,
         clamp: Some((0.0, 1.0)),
+        max_with: None,
+    };
+    let vowel = |arkit: Driver, viseme: Viseme| Driver {
+        max_with: Some(Box::new(Driver {
+            clamp: Some((0.0, 1.0)),
+            ..Driver::identity(viseme)
+        })),
+        ..arkit
     };
     Some(match preset {
         Preset::Blink => Driver {
@@ -32,22 +44,31 @@ pub fn fallback(preset: Preset) -> Option<Driver> {
         },
         Preset::BlinkLeft => sum(&[(EyeBlinkLeft, 1.0), (EyeBlinkRight, -1.0)], 0.0),
         Preset::BlinkRight => sum(&[(EyeBlinkRight, 1.0), (EyeBlinkLeft, -1.0)], 0.0),
-        Preset::Aa => sum(
-            &[(JawOpen, 1.0), (MouthFunnel, -0.5), (MouthPucker, -0.5)],
-            0.0,
+        Preset::Aa => vowel(
+            sum(
+                &[(JawOpen, 1.0), (MouthFunnel, -0.5), (MouthPucker, -0.5)],
+                0.0,
+            ),
+            Viseme::Aa,
         ),
-        Preset::Ih => sum(&[(MouthStretchLeft, 0.5), (MouthStretchRight, 0.5)], 0.0),
-        Preset::Ou => sum(&[(MouthPucker, 1.0)], 0.0),
-        Preset::Ee => sum(
-            &[
-                (MouthUpperUpLeft, 0.25),
-                (MouthUpperUpRight, 0.25),
-                (MouthLowerDownLeft, 0.25),
-                (MouthLowerDownRight, 0.25),
-            ],
-            0.0,
+        Preset::Ih => vowel(
+            sum(&[(MouthStretchLeft, 0.5), (MouthStretchRight, 0.5)], 0.0),
+            Viseme::Ih,
         ),
-        Preset::Oh => sum(&[(MouthFunnel, 1.0)], 0.0),
+        Preset::Ou => vowel(sum(&[(MouthPucker, 1.0)], 0.0), Viseme::Ou),
+        Preset::Ee => vowel(
+            sum(
+                &[
+                    (MouthUpperUpLeft, 0.25),
+                    (MouthUpperUpRight, 0.25),
+                    (MouthLowerDownLeft, 0.25),
+                    (MouthLowerDownRight, 0.25),
+                ],
+                0.0,
+            ),
+            Viseme::Ee,
+        ),
+        Preset::Oh => vowel(sum(&[(MouthFunnel, 1.0)], 0.0), Viseme::Oh),
         Preset::Happy => sum(&[(MouthSmileLeft, 0.5), (MouthSmileRight, 0.5)], 0.0),
         Preset::Angry => sum(&[(BrowDownLeft, 0.5), (BrowDownRight, 0.5)], 0.0),
         Preset::Sad => sum(
@@ -125,7 +146,7 @@ impl CompiledMapping {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{avatar, vrm_avatar, weights};
+    use super::super::fixtures::{avatar, frame, vrm_avatar, weights};
     use super::*;
 
     #[test]
@@ -135,11 +156,11 @@ mod tests {
         assert_eq!(m.targets.len(), 2);
         assert_eq!(
             m.drivers[m.targets[0].driver].sources,
-            [(Channel::JawOpen, 1.0)]
+            [(Channel::JawOpen.into(), 1.0)]
         );
         assert_eq!(
             m.drivers[m.targets[1].driver].sources,
-            [(Channel::EyeBlinkLeft, 1.0)]
+            [(Channel::EyeBlinkLeft.into(), 1.0)]
         );
         assert_eq!(
             (m.head, m.left_eye, m.right_eye),
@@ -196,5 +217,63 @@ mod tests {
             weights(&m, &a, &[(MouthSmileLeft, 0.7)]),
             [0.0, 0.0, 0.0, 0.7]
         );
+    }
+
+    #[test]
+    fn vrm_vowels_follow_their_visemes_or_the_channels_whichever_is_larger() {
+        use Channel::*;
+        let a = vrm_avatar();
+        let m = CompiledMapping::auto(&a);
+        // Expression 4 is `A` (preset aa), bound to `mouth` at 0.8.
+        let aa = |channels: &[(Channel, f32)], visemes: &[(Viseme, f32)]| {
+            let mut f = frame(channels);
+            for &(v, w) in visemes {
+                f.visemes[v.index()] = w;
+            }
+            let weights = m.expression_weights(&f);
+            weights.iter().find(|(e, _)| *e == 4).map(|&(_, w)| w)
+        };
+        assert_eq!(aa(&[], &[(Viseme::Aa, 0.8)]), Some(0.8));
+        assert_eq!(aa(&[(JawOpen, 0.6)], &[]), Some(0.6));
+        assert_eq!(aa(&[(JawOpen, 0.3)], &[(Viseme::Aa, 0.8)]), Some(0.8));
+        assert_eq!(aa(&[(JawOpen, 0.9)], &[(Viseme::Aa, 0.2)]), Some(0.9));
+        // Another vowel's viseme does not open aa; silence with lip sync on reads 0.
+        assert_eq!(aa(&[], &[(Viseme::Oh, 0.7), (Viseme::Sil, 0.3)]), Some(0.0));
+        // Neither channels nor lip sync: aa is not driven at all, as before.
+        assert_eq!(aa(&[(TongueOut, 1.0)], &[]), None);
+        let mut f = frame(&[]);
+        f.visemes[Viseme::Aa.index()] = 0.8;
+        let mut pose = a.rest_pose();
+        m.apply(&f, &mut pose);
+        assert!(
+            (pose.weights[0][2] - 0.64).abs() < 1e-6,
+            "{:?}",
+            pose.weights
+        );
+        // Every vowel's driver reads its own viseme.
+        for (preset, viseme) in [
+            (Preset::Aa, Viseme::Aa),
+            (Preset::Ih, Viseme::Ih),
+            (Preset::Ou, Viseme::Ou),
+            (Preset::Ee, Viseme::Ee),
+            (Preset::Oh, Viseme::Oh),
+        ] {
+            let mut read = Vec::new();
+            fallback(preset)
+                .unwrap()
+                .each_source(&mut |s, _| read.extend(s.viseme()));
+            assert_eq!(read, [viseme], "{preset:?}");
+        }
+        assert_eq!(m.driven_visemes(), [Viseme::Aa]);
+    }
+
+    #[test]
+    fn perfect_sync_mouths_take_lip_sync_through_the_channels_only() {
+        let mut a = vrm_avatar();
+        a.meshes[0].target_names[2] = "jawOpen".into();
+        let m = CompiledMapping::auto(&a);
+        // jawOpen drives its own shape, so aa is left out, its viseme with it.
+        assert!(m.expressions.iter().all(|e| e.expression != 4));
+        assert!(m.driven_visemes().is_empty());
     }
 }

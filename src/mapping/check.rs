@@ -1,11 +1,12 @@
 //! `facewire check`'s report: a mapping file's errors against an avatar, the channels that drive
-//! nothing, the targets and VRM expressions nothing drives and the groups that can sum above 1.
+//! nothing (and the vowel visemes, once the mapping routes any), the targets and VRM expressions
+//! nothing drives and the groups that can sum above 1.
 
 use std::fmt;
 
 use super::file::GroupMode;
 use super::{CompiledMapping, MappingFile};
-use crate::arkit::Channel;
+use crate::arkit::{Channel, Viseme};
 use crate::avatar::Avatar;
 
 /// How serious a finding is.
@@ -36,6 +37,9 @@ pub enum Finding {
     Error(String),
     /// An ARKit channel that drives no target and no node.
     UnusedChannel(Channel),
+    /// A vowel viseme that drives nothing while the mapping routes other visemes (a mapping
+    /// that routes none leaves lip sync to the ARKit channels, and is not told about each).
+    UnusedViseme(Viseme),
     /// A morph target no channel drives (it stays at its rest weight).
     UndrivenTarget {
         /// The target's name.
@@ -66,6 +70,7 @@ impl Finding {
             Finding::Error(_) => Severity::Error,
             Finding::GroupCanExceedOne { .. } => Severity::Warning,
             Finding::UnusedChannel(_)
+            | Finding::UnusedViseme(_)
             | Finding::UndrivenTarget { .. }
             | Finding::UndrivenExpression { .. } => Severity::Note,
         }
@@ -78,6 +83,12 @@ impl fmt::Display for Finding {
         match self {
             Finding::Error(e) => f.write_str(e),
             Finding::UnusedChannel(c) => write!(f, "channel `{c}` drives nothing"),
+            Finding::UnusedViseme(v) => write!(
+                f,
+                "viseme `{}{}` drives nothing",
+                super::VISEME_PREFIX,
+                v.name()
+            ),
             Finding::UndrivenTarget { target, mesh } => {
                 write!(f, "target `{target}` (mesh {mesh}) is driven by nothing")
             }
@@ -174,6 +185,15 @@ pub fn check(file: &MappingFile, avatar: &Avatar) -> CheckReport {
             findings.push(Finding::UnusedChannel(c));
         }
     }
+    // `sil` is the mouth at rest, which needs no shape of its own.
+    let visemes = compiled.driven_visemes();
+    if !visemes.is_empty() {
+        for v in Viseme::ALL {
+            if v != Viseme::Sil && !visemes.contains(&v) {
+                findings.push(Finding::UnusedViseme(v));
+            }
+        }
+    }
     for (mesh, m) in avatar.meshes.iter().enumerate() {
         for (target, name) in m.target_names.iter().enumerate() {
             let by_target = compiled
@@ -240,5 +260,66 @@ pub fn check_text(text: &str, path: &str, avatar: &Avatar) -> CheckReport {
         Err(e) => CheckReport {
             findings: vec![Finding::Error(e.one_line())],
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{avatar, vrm_avatar};
+    use super::*;
+
+    fn findings(text: &str, avatar: &Avatar) -> Vec<String> {
+        check_text(text, "m.toml", avatar)
+            .findings
+            .iter()
+            .map(Finding::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_viseme_source_drives_its_target_and_the_other_vowels_are_noted() {
+        let a = avatar();
+        let text = "version = 1\n[map]\nSmile = \"viseme:ee\"\n";
+        let found = findings(text, &a);
+        assert!(
+            !found.iter().any(|f| f.contains("`Smile`")),
+            "Smile is driven: {found:?}"
+        );
+        for v in ["aa", "ih", "ou", "oh"] {
+            let note = format!("note: viseme `viseme:{v}` drives nothing");
+            assert!(found.contains(&note), "{found:?}");
+        }
+        assert!(!found
+            .iter()
+            .any(|f| f.contains("viseme:ee") || f.contains("viseme:sil")));
+        // A mapping that routes no viseme is not told about them.
+        let found = findings("version = 1\n", &a);
+        assert!(!found.iter().any(|f| f.contains("viseme")), "{found:?}");
+        // A misspelt viseme is an error with its position.
+        let found = findings("version = 1\n[map]\nSmile = \"viseme:eh\"\n", &a);
+        assert!(
+            found[0].starts_with("error: m.toml:3:9: unknown viseme `eh`"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_vrm_avatar_routes_its_vowel_visemes_through_the_fallback() {
+        let a = vrm_avatar();
+        let report = check(&MappingFile::default(), &a);
+        // The fixture has only the `aa` vowel: the others have no expression to drive.
+        let unused: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| matches!(f, Finding::UnusedViseme(_)))
+            .collect();
+        assert_eq!(
+            unused,
+            [Viseme::Ih, Viseme::Ou, Viseme::Ee, Viseme::Oh]
+                .map(Finding::UnusedViseme)
+                .iter()
+                .collect::<Vec<_>>()
+        );
+        assert!(!report.has_errors());
     }
 }

@@ -302,7 +302,15 @@ impl CompiledMapping {
                     if let Some(look) = expression_look {
                         look_expression(&mut driver, preset, &look, &file.eyes);
                     }
-                    if driver.sources.iter().any(|&(c, _)| named.contains(c)) {
+                    // Only the ARKit formula decides: on a perfect-sync avatar lip sync reaches
+                    // the mouth through the channels it writes, and a vowel expression on top
+                    // would open it twice.
+                    if driver
+                        .sources
+                        .iter()
+                        .filter_map(|(s, _)| s.channel())
+                        .any(|c| named.contains(c))
+                    {
                         continue;
                     }
                     drivers.push(driver);
@@ -312,9 +320,9 @@ impl CompiledMapping {
         }
         for (name, entry) in &file.map.0 {
             let driver = match entry {
-                TargetEntry::Short(channel) => Driver {
+                TargetEntry::Short(source) => Driver {
                     clamp: Some((0.0, 1.0)),
-                    ..Driver::identity(*channel)
+                    ..Driver::identity(*source)
                 },
                 TargetEntry::Full(full) => Driver {
                     sources: full.sources.0.clone(),
@@ -323,6 +331,7 @@ impl CompiledMapping {
                     offset: full.offset.0,
                     curve: Curve::from_spec(&full.curve),
                     clamp: Some((full.clamp.0, full.clamp.1)),
+                    max_with: None,
                 },
             };
             if let Some(expression) = expression_name(name.get_ref()) {
@@ -448,7 +457,7 @@ impl CompiledMapping {
         };
         let jaw = bones.jaw.map(|n| JawDriver {
             node: n,
-            channel: file.jaw.channel.0,
+            source: file.jaw.channel,
             radians: file.jaw.degrees.0.to_radians(),
             axis: file.jaw.axis.vector(),
         });
@@ -505,7 +514,7 @@ mod tests {
         let happy = m.expressions.iter().find(|e| e.expression == 3).unwrap();
         assert_eq!(
             m.drivers[happy.driver].sources,
-            [(Channel::BrowInnerUp, 1.0)]
+            [(Channel::BrowInnerUp.into(), 1.0)]
         );
         assert_eq!(m.head, Some(1));
         let err = |text: &str| {

@@ -2,8 +2,8 @@
 //! neck and jaw drivers, driven VRM expressions and the bone frames of a VRM avatar.
 
 use super::file::{self, BoneSection, Combine, GroupMode};
-use super::{finite, Curve};
-use crate::arkit::{Channel, FaceFrame};
+use super::{finite, Curve, Source};
+use crate::arkit::FaceFrame;
 use crate::avatar::vrm::{Override, Procedural};
 use crate::avatar::MorphBind;
 use glam::{EulerRot, Quat, Vec3};
@@ -19,11 +19,11 @@ pub struct TargetBinding {
     pub driver: usize,
 }
 
-/// How one value is computed from the frame's channels.
+/// How one value is computed from the frame's channels and visemes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Driver {
-    /// Source channels with their weights.
-    pub sources: Vec<(Channel, f32)>,
+    /// Sources with their weights.
+    pub sources: Vec<(Source, f32)>,
     /// How the weighted sources combine.
     pub combine: Combine,
     /// Multiplies the combined value.
@@ -34,24 +34,51 @@ pub struct Driver {
     pub curve: Curve,
     /// The output range; `None` (automatic bindings) passes the value through.
     pub clamp: Option<(f32, f32)>,
+    /// A second driver whose value wins where it is larger: the value is the maximum of the
+    /// two, each after its own gain, curve and clamp. The VRM vowels use it to open as far as
+    /// the larger of their ARKit formula and their viseme.
+    pub max_with: Option<Box<Driver>>,
 }
 
 impl Driver {
-    /// A driver that passes one channel through unchanged.
-    pub fn identity(channel: Channel) -> Driver {
+    /// A driver that passes one channel or viseme through unchanged.
+    pub fn identity(source: impl Into<Source>) -> Driver {
         Driver {
-            sources: vec![(channel, 1.0)],
+            sources: vec![(source.into(), 1.0)],
             combine: Combine::Sum,
             gain: 1.0,
             offset: 0.0,
             curve: Curve::Linear,
             clamp: None,
+            max_with: None,
+        }
+    }
+
+    /// Calls `visit` with every source the driver reads, those of [`Driver::max_with`] too.
+    pub fn each_source(&self, visit: &mut impl FnMut(Source, f32)) {
+        for &(source, weight) in &self.sources {
+            visit(source, weight);
+        }
+        if let Some(other) = &self.max_with {
+            other.each_source(visit);
         }
     }
 
     /// The driver's value for `frame`, or `None` when the frame carries none of its sources.
     /// Missing sources count as 0 and non-finite values as 0; the result is always finite.
     pub fn eval(&self, frame: &FaceFrame) -> Option<f32> {
+        let own = self.eval_own(frame);
+        let Some(other) = &self.max_with else {
+            return own;
+        };
+        match (own, other.eval(frame)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The value of this driver's own sources, without [`Driver::max_with`].
+    fn eval_own(&self, frame: &FaceFrame) -> Option<f32> {
         let mut any = false;
         let mut acc = match self.combine {
             Combine::Sum => 0.0,
@@ -59,8 +86,8 @@ impl Driver {
             Combine::Min => f32::INFINITY,
             Combine::Max => f32::NEG_INFINITY,
         };
-        for &(channel, weight) in &self.sources {
-            let v = match frame.get(channel) {
+        for &(source, weight) in &self.sources {
+            let v = match source.value(frame) {
                 Some(v) => {
                     any = true;
                     finite(v)
@@ -210,14 +237,14 @@ impl BoneDriver {
     }
 }
 
-/// A jaw node opened by a channel.
+/// A jaw node opened by a channel or a viseme.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JawDriver {
     /// The jaw node.
     pub node: usize,
-    /// The channel that opens it.
-    pub channel: Channel,
-    /// Radians per unit of the channel.
+    /// The channel or viseme that opens it.
+    pub source: Source,
+    /// Radians per unit of the source.
     pub radians: f32,
     /// The rotation axis (unit).
     pub axis: Vec3,

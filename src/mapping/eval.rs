@@ -1,8 +1,8 @@
-//! Evaluating a frame: the channels a compiled mapping reads, and the target weights and node
+//! Evaluating a frame: the channels and visemes a compiled mapping reads, and the target weights and node
 //! rotations it writes into a pose, with the VRM expression rules.
 
-use super::{finite, CompiledMapping, ExpressionBinding, EyeLook};
-use crate::arkit::{Channel, ChannelMask, FaceFrame};
+use super::{finite, CompiledMapping, ExpressionBinding, EyeLook, Source};
+use crate::arkit::{Channel, ChannelMask, FaceFrame, Viseme, VISEMES};
 use crate::avatar::vrm::Override;
 use crate::avatar::{MaterialOverride, Pose};
 use glam::Quat;
@@ -13,26 +13,43 @@ impl CompiledMapping {
         self.driven_mask().iter()
     }
 
-    /// The set of channels that drive at least one target or node.
-    pub fn driven_mask(&self) -> ChannelMask {
-        let mut mask = ChannelMask::EMPTY;
-        for b in &self.targets {
-            if let Some(d) = self.drivers.get(b.driver) {
-                for &(c, _) in &d.sources {
-                    mask.insert(c);
-                }
-            }
-        }
-        for e in &self.expressions {
-            if let Some(d) = self.drivers.get(e.driver) {
-                for &(c, _) in &d.sources {
-                    mask.insert(c);
-                }
+    /// Calls `visit` with every source of the drivers in use (targets, expressions, the jaw).
+    fn each_driving_source(&self, mut visit: impl FnMut(Source)) {
+        let mut visit = |s: Source, _: f32| visit(s);
+        let bound = self.targets.iter().map(|b| b.driver);
+        for d in bound.chain(self.expressions.iter().map(|e| e.driver)) {
+            if let Some(d) = self.drivers.get(d) {
+                d.each_source(&mut visit);
             }
         }
         if let Some(j) = &self.jaw {
-            mask.insert(j.channel);
+            visit(j.source, 1.0);
         }
+    }
+
+    /// The visemes that drive at least one target, expression or the jaw, in
+    /// [`Viseme::ALL`] order.
+    pub fn driven_visemes(&self) -> Vec<Viseme> {
+        let mut driven = [false; VISEMES];
+        self.each_driving_source(|s| {
+            if let Some(v) = s.viseme() {
+                driven[v.index()] = true;
+            }
+        });
+        Viseme::ALL
+            .into_iter()
+            .filter(|v| driven[v.index()])
+            .collect()
+    }
+
+    /// The set of channels that drive at least one target or node.
+    pub fn driven_mask(&self) -> ChannelMask {
+        let mut mask = ChannelMask::EMPTY;
+        self.each_driving_source(|s| {
+            if let Some(c) = s.channel() {
+                mask.insert(c);
+            }
+        });
         if self.left_eye.is_some() {
             use Channel::*;
             for c in [
@@ -120,7 +137,7 @@ impl CompiledMapping {
                 .map(|q| in_frame(f.right_eye, q)),
         );
         if let Some(j) = &self.jaw {
-            if let Some(w) = frame.get(j.channel) {
+            if let Some(w) = j.source.value(frame) {
                 let q = Quat::from_axis_angle(j.axis, finite(w) * j.radians);
                 set(Some(j.node), Some(in_frame(f.jaw, q)));
             }

@@ -12,7 +12,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::arkit::Channel;
+use super::Source;
 use crate::diagnostic::{key_offset, nearest, Located};
 
 /// The mapping format version this build writes; it reads every version up to this one.
@@ -46,30 +46,6 @@ impl MappingError {
             MappingError::Read { .. } => self.to_string(),
             MappingError::Invalid(located) => located.one_line(),
         }
-    }
-}
-
-/// "unknown channel `x`", with the nearest channel name when there is a plausible one.
-pub fn unknown_channel_message(name: &str) -> String {
-    match nearest(name, Channel::ALL.iter().map(|c| c.name())) {
-        Some(best) => format!("unknown channel `{name}`; did you mean `{best}`?"),
-        None => format!(
-            "unknown channel `{name}`; channels are ARKit names such as `jawOpen` or `eyeBlinkLeft`"
-        ),
-    }
-}
-
-/// An ARKit channel written by name in any dialect (`eyeBlinkLeft`, `EyeBlinkLeft`,
-/// `eyeBlink_L`); unknown names are rejected with the nearest valid name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChannelName(pub Channel);
-
-impl<'de> Deserialize<'de> for ChannelName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        Channel::parse(&name)
-            .map(ChannelName)
-            .ok_or_else(|| de::Error::custom(unknown_channel_message(&name)))
     }
 }
 
@@ -119,25 +95,26 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
     }
 }
 
-/// How the weighted source channels of one target combine into one value.
+/// How the weighted sources of one target combine into one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Combine {
-    /// `Σ weight·channel` (the default).
+    /// `Σ weight·source` (the default).
     #[default]
     Sum,
-    /// `Π weight·channel`: a corrective that appears only when every source is active.
+    /// `Π weight·source`: a corrective that appears only when every source is active.
     Product,
-    /// `min(weight·channel)`: like product, but linear in the weakest source.
+    /// `min(weight·source)`: like product, but linear in the weakest source.
     Min,
-    /// `max(weight·channel)`.
+    /// `max(weight·source)`.
     Max,
 }
 
-/// The source channels of a target: `"jawOpen"`, `["mouthSmileLeft", "mouthSmileRight"]`
-/// (weight 1 each) or `{ mouthSmileLeft = 0.5, mouthSmileRight = 0.5 }`.
+/// The sources of a target, ARKit channels or visemes: `"jawOpen"`,
+/// `["mouthSmileLeft", "mouthSmileRight"]` (weight 1 each) or
+/// `{ mouthSmileLeft = 0.5, mouthSmileRight = 0.5 }`; a viseme is written `"viseme:aa"`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sources(pub Vec<(Channel, f32)>);
+pub struct Sources(pub Vec<(Source, f32)>);
 
 impl<'de> Deserialize<'de> for Sources {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -146,40 +123,38 @@ impl<'de> Deserialize<'de> for Sources {
             type Value = Sources;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str(
-                    "a channel name, an array of channel names, or a table of channel = weight",
+                    "a channel or viseme name, an array of them, or a table of name = weight",
                 )
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Sources, E> {
-                Channel::parse(s)
+                Source::parse(s)
                     .map(|c| Sources(vec![(c, 1.0)]))
-                    .ok_or_else(|| E::custom(unknown_channel_message(s)))
+                    .map_err(E::custom)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Sources, A::Error> {
                 let mut out = Vec::new();
-                while let Some(ChannelName(c)) = seq.next_element()? {
-                    out.push((c, 1.0));
+                while let Some(source) = seq.next_element::<Source>()? {
+                    out.push((source, 1.0));
                 }
                 Ok(Sources(out))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sources, A::Error> {
                 let mut out = Vec::new();
-                while let Some(ChannelName(c)) = map.next_key()? {
+                while let Some(source) = map.next_key::<Source>()? {
                     let Finite(w) = map.next_value()?;
-                    out.push((c, w));
+                    out.push((source, w));
                 }
                 Ok(Sources(out))
             }
         }
         let sources = d.deserialize_any(V)?;
         if sources.0.is_empty() {
-            return Err(de::Error::custom(
-                "a target needs at least one source channel",
-            ));
+            return Err(de::Error::custom("a target needs at least one source"));
         }
         for (i, (c, _)) in sources.0.iter().enumerate() {
             if sources.0[..i].iter().any(|(o, _)| o == c) {
                 return Err(de::Error::custom(format!(
-                    "channel `{c}` is listed twice (dialects such as `eyeBlink_L` and `eyeBlinkLeft` name the same channel)"
+                    "`{c}` is listed twice (dialects such as `eyeBlink_L` and `eyeBlinkLeft` name the same channel)"
                 )));
             }
         }
@@ -288,7 +263,7 @@ impl<'de> Deserialize<'de> for Clamp {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FullTarget {
-    /// The driving channels and their weights.
+    /// The driving channels or visemes and their weights.
     pub sources: Sources,
     /// How the weighted sources combine.
     #[serde(default)]
@@ -315,11 +290,12 @@ fn zero() -> Finite {
     Finite(0.0)
 }
 
-/// One `[map]` entry: `Target = "channel"` or a table in the full form.
+/// One `[map]` entry: `Target = "source"` or a table in the full form.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetEntry {
-    /// `Target = "channel"`: the target follows the channel (clamped to [0, 1]).
-    Short(Channel),
+    /// `Target = "jawOpen"` or `Target = "viseme:aa"`: the target follows the channel or
+    /// viseme (clamped to [0, 1]).
+    Short(Source),
     /// `[map.Target]` or `Target = { sources = ..., ... }`.
     Full(FullTarget),
 }
@@ -330,12 +306,10 @@ impl<'de> Deserialize<'de> for TargetEntry {
         impl<'de> Visitor<'de> for V {
             type Value = TargetEntry;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a channel name or a table with `sources`")
+                f.write_str("a channel or viseme name, or a table with `sources`")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<TargetEntry, E> {
-                Channel::parse(s)
-                    .map(TargetEntry::Short)
-                    .ok_or_else(|| E::custom(unknown_channel_message(s)))
+                Source::parse(s).map(TargetEntry::Short).map_err(E::custom)
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TargetEntry, A::Error> {
                 FullTarget::deserialize(de::value::MapAccessDeserializer::new(map))
@@ -467,16 +441,16 @@ impl Default for BoneSection {
     }
 }
 
-/// `[jaw]`: a jaw bone opened by a channel.
+/// `[jaw]`: a jaw bone opened by a channel or a viseme.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct JawSection {
     /// The jaw node (on a VRM avatar, also a humanoid bone name such as `jaw`); absent or
     /// `""`: no jaw bone.
     pub node: Option<Spanned<String>>,
-    /// The channel that opens it.
-    pub channel: ChannelName,
-    /// Degrees the jaw turns at channel weight 1.
+    /// The channel (or `viseme:NAME`) that opens it.
+    pub channel: Source,
+    /// Degrees the jaw turns at weight 1.
     pub degrees: Finite,
     /// The axis it turns about (positive angles follow the right-hand rule).
     pub axis: Axis,
@@ -486,7 +460,7 @@ impl Default for JawSection {
     fn default() -> Self {
         JawSection {
             node: None,
-            channel: ChannelName(Channel::JawOpen),
+            channel: Source::Channel(crate::arkit::Channel::JawOpen),
             degrees: Finite(20.0),
             axis: Axis::X,
         }
@@ -715,6 +689,7 @@ fn section_key_offset(text: &str, section: &str, key: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arkit::{Channel, Viseme};
 
     #[test]
     fn map_keeps_order_and_key_positions() {
@@ -723,13 +698,16 @@ mod tests {
         assert_eq!(f.map.0.len(), 2);
         assert_eq!(f.map.0[0].0.get_ref(), "B");
         assert_eq!(f.map.0[0].0.span().start, text.find("B =").unwrap());
-        assert_eq!(f.map.0[0].1, TargetEntry::Short(Channel::JawOpen));
+        assert_eq!(f.map.0[0].1, TargetEntry::Short(Channel::JawOpen.into()));
         let TargetEntry::Full(full) = &f.map.0[1].1 else {
             panic!("full form expected")
         };
         assert_eq!(
             full.sources.0,
-            [(Channel::EyeBlinkLeft, 0.5), (Channel::EyeBlinkRight, 0.5)]
+            [
+                (Channel::EyeBlinkLeft.into(), 0.5),
+                (Channel::EyeBlinkRight.into(), 0.5)
+            ]
         );
         assert_eq!(full.curve, CurveSpec::Smoothstep);
         assert_eq!(full.clamp, Clamp(0.0, 1.0));
@@ -744,5 +722,48 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.starts_with("m.toml:4:8:"), "{err}");
+    }
+
+    #[test]
+    fn visemes_are_sources_wherever_channels_are() {
+        let text = "version = 1\n[map]\n\"vrm:aa\" = \"viseme:aa\"\nA = { sources = [\"viseme:ih\", \"jawOpen\"] }\nB = { sources = { \"viseme:ou\" = 0.5, mouthPucker = 0.5 }, combine = \"max\" }\n[jaw]\nchannel = \"viseme:oh\"\n";
+        let f = MappingFile::parse(text, "m.toml").unwrap();
+        assert_eq!(f.map.0[0].1, TargetEntry::Short(Viseme::Aa.into()));
+        let sources = |i: usize| match &f.map.0[i].1 {
+            TargetEntry::Full(full) => full.sources.0.clone(),
+            TargetEntry::Short(_) => panic!("full form expected"),
+        };
+        assert_eq!(
+            sources(1),
+            [(Viseme::Ih.into(), 1.0), (Channel::JawOpen.into(), 1.0)]
+        );
+        assert_eq!(
+            sources(2),
+            [(Viseme::Ou.into(), 0.5), (Channel::MouthPucker.into(), 0.5)]
+        );
+        assert_eq!(f.jaw.channel, Source::Viseme(Viseme::Oh));
+    }
+
+    #[test]
+    fn unknown_visemes_are_located_with_the_nearest_name() {
+        let err = |text: &str| MappingFile::parse(text, "m.toml").unwrap_err().to_string();
+        // Short form, table key and the jaw's channel point at the name, an array at itself.
+        let e = err("version = 1\n[map]\nA = \"viseme:a\"\n");
+        assert!(e.starts_with("m.toml:3:5:"), "{e}");
+        assert!(
+            e.contains("unknown viseme `a`; did you mean `viseme:aa`?"),
+            "{e}"
+        );
+        let e = err("version = 1\n[map.A]\nsources = [\"jawOpen\", \"viseme:e\"]\n");
+        assert!(e.starts_with("m.toml:3:11:"), "{e}");
+        assert!(e.contains("did you mean `viseme:ee`?"), "{e}");
+        let e = err("version = 1\n[map.A]\nsources = { \"viseme:ohh\" = 1.0 }\n");
+        assert!(e.starts_with("m.toml:3:13:"), "{e}");
+        assert!(e.contains("did you mean `viseme:oh`?"), "{e}");
+        let e = err("version = 1\n[jaw]\nchannel = \"viseme:xyz\"\n");
+        assert!(e.starts_with("m.toml:3:11:"), "{e}");
+        assert!(e.contains("visemes are `viseme:sil`, `viseme:aa`"), "{e}");
+        let e = err("version = 1\n[map.A]\nsources = [\"viseme:aa\", \"Viseme:AA\"]\n");
+        assert!(e.contains("`viseme:aa` is listed twice"), "{e}");
     }
 }

@@ -1,10 +1,11 @@
-//! ARKit channels → avatar target weights and node rotations, compiled against a loaded avatar
-//! into index tables so the render loop never looks a name up.
+//! ARKit channels (and lip sync's visemes) → avatar target weights and node rotations, compiled
+//! against a loaded avatar into index tables so the render loop never looks a name up.
 //!
 //! A mapping file (see [`file`] and `config/mappings/example.toml`) says which targets follow
 //! which channels (short form `Target = "channel"` or a full form with several weighted sources,
 //! gain, offset, curve and clamp), which targets form groups, and which nodes turn with the
-//! head, neck, eyes and jaw. Without one, the automatic mapping applies: every morph target
+//! head, neck, eyes and jaw. A viseme of lip sync from audio, `viseme:aa`, is a [`Source`]
+//! wherever a channel is. Without one, the automatic mapping applies: every morph target
 //! whose name is an ARKit channel in any dialect (optionally behind a `Prefix.` such as
 //! `BlendShape.`) follows that channel; nodes named `Head`, `LeftEye` and `RightEye` follow the
 //! stream's head and eye rotations, and eye nodes follow the `eyeLook*` channels when the
@@ -14,11 +15,11 @@
 //! `rightEye`) stand in for node names, and bone rotations are applied in avatar space whatever
 //! the bones' rest orientation (see [`BoneFrames`]). Their expressions are targets too: a
 //! mapping file drives one with `"vrm:NAME"`, and without one the [`fallback`] table drives the
-//! preset expressions from the ARKit channels, skipping any preset whose channels already drive
-//! shapes named after them (so a perfect-sync avatar maps directly). Expressions become morph
-//! weights after the VRM rules: binary expressions snap at 0.5, overrides suppress blink,
-//! look-at and mouth expressions, and the binds are summed per target and clamped to [0, 1].
-//! Their material binds move the pose's per-material colours and texture offsets (see
+//! preset expressions from the ARKit channels (the vowels also from their visemes), skipping
+//! any preset whose channels already drive shapes named after them (so a perfect-sync avatar
+//! maps directly). Expressions become morph weights after the VRM rules: binary expressions
+//! snap at 0.5, overrides suppress blink, look-at and mouth expressions, and the binds are
+//! summed per target and clamped to [0, 1]. Their material binds move the pose's per-material colours and texture offsets (see
 //! [`crate::avatar::material_binds`]).
 //!
 //! Per frame, [`CompiledMapping::apply`] evaluates the target drivers, then the expressions,
@@ -35,6 +36,7 @@ mod driver;
 mod eval;
 mod layers;
 mod materials;
+mod source;
 
 pub use auto::{channel_for_target, fallback};
 pub use check::{check, check_text, CheckReport, Finding, Severity};
@@ -45,9 +47,13 @@ pub use driver::{
 };
 pub use file::{MappingError, MappingFile};
 pub use layers::{LayerTargetError, LayerTargets};
+pub use source::Source;
 
 /// The prefix that makes a `[map]` key name a VRM expression instead of a morph target.
 pub const EXPRESSION_PREFIX: &str = "vrm:";
+
+/// The prefix that makes a source name a viseme of lip sync (`viseme:aa`) instead of a channel.
+pub const VISEME_PREFIX: &str = "viseme:";
 
 /// The mapping of the built-in default head, `config/mappings/default_head.toml`.
 pub const DEFAULT_HEAD_MAPPING: &str = include_str!("../../config/mappings/default_head.toml");
@@ -122,8 +128,12 @@ mod tests {
         let m = CompiledMapping::compile(&file, &avatar).unwrap();
         let mut bound = crate::arkit::ChannelMask::EMPTY;
         for b in &m.targets {
-            for (c, _) in &m.drivers[b.driver].sources {
-                bound.insert(*c);
+            for c in m.drivers[b.driver]
+                .sources
+                .iter()
+                .filter_map(|s| s.0.channel())
+            {
+                bound.insert(c);
             }
         }
         assert_eq!(bound, crate::arkit::ChannelMask::ALL);

@@ -81,7 +81,9 @@ impl Mixer {
         rest.left_eye = Some(Quat::IDENTITY);
         rest.right_eye = Some(Quat::IDENTITY);
         // A stack with fixed poses has something to show before the phone sends anything.
-        let changed = layers.iter().any(|l| l.name != LAYER_TRACKING);
+        let changed = layers
+            .iter()
+            .any(|l| l.name != LAYER_TRACKING && !l.values.present.is_empty());
         Mixer {
             rest,
             layers,

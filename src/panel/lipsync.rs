@@ -54,7 +54,7 @@ pub(super) fn section(
     let title = format!("Lip sync: {} ({})", source.mode.name(), source.source);
     egui::CollapsingHeader::new(RichText::new(title).strong())
         .id_salt("lipsync")
-        .default_open(true)
+        .default_open(source.problem.is_none() || source.prompt.is_some())
         .show(ui, |ui| {
             ui.label(RichText::new(mode_hint(source.mode)).weak());
             if let Some(problem) = &source.problem {

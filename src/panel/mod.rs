@@ -830,8 +830,8 @@ mod tests {
             Driver::identity(Channel::JawOpen),
             Driver {
                 sources: vec![
-                    (Channel::MouthSmileLeft, 0.5),
-                    (Channel::MouthSmileRight, 0.5),
+                    (Channel::MouthSmileLeft.into(), 0.5),
+                    (Channel::MouthSmileRight.into(), 0.5),
                 ],
                 ..Driver::identity(Channel::MouthSmileLeft)
             },

@@ -138,7 +138,7 @@ pub fn channel_rows(
             .and_then(|w| w.get(binding.target))
             .copied()
             .unwrap_or(0.0);
-        for (channel, _) in &driver.sources {
+        for channel in driver.sources.iter().filter_map(|(s, _)| s.channel()) {
             let row = &mut rows[channel.index()];
             if !row.targets.iter().any(|(n, _)| *n == name) {
                 row.targets.push((name.clone(), weight));

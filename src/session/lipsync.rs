@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::lipsync_live::{lipsync_live, list_devices, Live};
 use super::StartError;
 use crate::config::Config;
-use crate::lipsync::{analyze, wav, LipFrame, LipSettings, Viseme};
+use crate::lipsync::{analyze, plot, wav, LipFrame, LipSettings, Viseme};
 
 /// The flags of `facewire lipsync`.
 #[derive(Debug, clap::Args)]
@@ -43,6 +43,10 @@ pub struct LipsyncArgs {
     /// One JSON object a line: t, volume (dB), viseme and every viseme's weight.
     #[arg(long)]
     pub json: bool,
+    /// Also draws the timeline into this PNG: the waveform, the level against the gate, and
+    /// each viseme's weight in a lane of its own.
+    #[arg(long, value_name = "PNG", requires = "wav")]
+    pub plot: Option<PathBuf>,
 }
 
 /// A positive, finite number of seconds.
@@ -78,6 +82,10 @@ pub fn lipsync_command(
     }
     if let Some(file) = &args.wav {
         lipsync_wav(file, args.json, &config.lipsync.settings(), out)?;
+    }
+    if let (Some(file), Some(png)) = (&args.wav, &args.plot) {
+        let (width, height) = plot::plot_wav(file, png, &LipSettings::default())?;
+        tracing::info!(file = %png.display(), width, height, "plot written");
     }
     Ok(())
 }

@@ -105,6 +105,9 @@ pub enum StartError {
     /// A take of the performer's vowels could not be learnt.
     #[error(transparent)]
     Vowels(#[from] crate::lipsync::calibration::VowelError),
+    /// A lip-sync plot could not be made.
+    #[error(transparent)]
+    Plot(#[from] crate::lipsync::plot::PlotError),
     /// Output could not be written.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
