@@ -140,12 +140,18 @@ fn a_held_vowel_does_not_chatter() {
         Default::default(),
         LipSettings::default(),
     );
-    // Each shape is held at least the minimum hold before another vowel replaces it.
+    // Each shape is held at least the minimum hold before another vowel replaces it, but for
+    // the first 50 ms of a sound, whose attack may read as another vowel.
     let hold = f64::from(LipSettings::default().hold);
     let mut since = (Viseme::Sil, 0.0);
+    let mut onset = 0.0;
     for f in &frames {
+        if since.0 == Viseme::Sil && f.viseme != Viseme::Sil {
+            onset = f.t;
+        }
         if f.viseme != since.0 {
-            if since.0 != Viseme::Sil && f.viseme != Viseme::Sil {
+            let settling = f.t - onset < 0.05 + 1e-9;
+            if since.0 != Viseme::Sil && f.viseme != Viseme::Sil && !settling {
                 assert!(
                     f.t - since.1 >= hold - 1e-9,
                     "{:?} held only {:.3} s",

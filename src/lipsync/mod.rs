@@ -28,6 +28,10 @@ use resample::Resampler;
 
 pub use crate::arkit::{Viseme, VISEMES};
 
+/// Seconds after a sound's onset in which the vowel read may change without waiting for the
+/// hold: the first few hops, whose windows still hold the attack.
+const ONSET_GRACE: f64 = 0.05;
+
 /// How lip sync mixes with the phone's tracking (`[lipsync] mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -110,6 +114,9 @@ pub struct LipSync {
     weights: [f32; VISEMES],
     /// The vowel held and since when (seconds).
     held: (Viseme, f64),
+    /// When the sound began (seconds): for [`ONSET_GRACE`] after it, the first reading may be
+    /// corrected without waiting for the hold.
+    onset: f64,
 }
 
 impl LipSync {
@@ -124,6 +131,7 @@ impl LipSync {
             consumed: 0,
             weights: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
             held: (Viseme::Sil, f64::NEG_INFINITY),
+            onset: f64::NEG_INFINITY,
         }
     }
 
@@ -155,7 +163,14 @@ impl LipSync {
                 .unwrap_or((0, &0.0));
             let best = VOWELS[best];
             let (held, since) = self.held;
-            if held != best && (held == Viseme::Sil || t - since >= f64::from(s.hold)) {
+            if held == Viseme::Sil {
+                self.onset = t;
+            }
+            // The first windows of a sound hold its attack, which often reads as another
+            // vowel: they may be corrected at once; after that a shape is held long enough to
+            // be seen.
+            let settling = t - self.onset < ONSET_GRACE;
+            if held != best && (held == Viseme::Sil || settling || t - since >= f64::from(s.hold)) {
                 self.held = (best, t);
             }
         } else if self.held.0 != Viseme::Sil {
