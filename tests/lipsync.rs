@@ -344,25 +344,14 @@ fn the_live_command_reads_silence_from_the_null_device() {
     assert_eq!(lines[60]["t"], 0.992);
 }
 
-#[test]
-fn the_live_command_analyses_what_alsa_captures() {
-    // ALSA's file plugin plays a raw file as its capture input; a configuration of our own
-    // (ALSA_CONFIG_PATH) names it. facewire asks for mono float at 48 kHz, which the null
-    // device beneath takes: 0.3 s of silence, 0.4 s of a loud buzz, then silence.
-    let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("capture.raw");
-    let rate = 48_000.0;
-    let samples = (0..(0.7 * rate) as usize).map(|i| {
-        let t = i as f32 / rate;
-        if t < 0.3 {
-            0.0
-        } else {
-            0.5 * (2.0 * std::f32::consts::PI * 220.0 * t).sin()
-        }
-    });
-    let bytes: Vec<u8> = samples.flat_map(f32::to_ne_bytes).collect();
+/// An ALSA configuration (for `ALSA_CONFIG_PATH`) in `dir` whose capture device
+/// `facewire_test` plays `samples` (mono float at 48 kHz, what facewire asks for) through ALSA's
+/// file plugin over the null device.
+fn alsa_microphone(dir: &Path, samples: &[f32]) -> std::path::PathBuf {
+    let raw = dir.join("capture.raw");
+    let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_ne_bytes()).collect();
     std::fs::write(&raw, bytes).unwrap();
-    let conf = dir.path().join("asound.conf");
+    let conf = dir.join("asound.conf");
     std::fs::write(
         &conf,
         format!(
@@ -372,6 +361,26 @@ fn the_live_command_analyses_what_alsa_captures() {
         ),
     )
     .unwrap();
+    conf
+}
+
+#[test]
+fn the_live_command_analyses_what_alsa_captures() {
+    // ALSA's file plugin plays a raw file as its capture input; a configuration of our own
+    // (ALSA_CONFIG_PATH) names it. facewire asks for mono float at 48 kHz, which the null
+    // device beneath takes: 0.3 s of silence, 0.4 s of a loud buzz, then silence.
+    let dir = tempfile::tempdir().unwrap();
+    let rate = 48_000.0;
+    let samples = (0..(0.7 * rate) as usize).map(|i| {
+        let t = i as f32 / rate;
+        if t < 0.3 {
+            0.0
+        } else {
+            0.5 * (2.0 * std::f32::consts::PI * 220.0 * t).sin()
+        }
+    });
+    let samples: Vec<f32> = samples.collect();
+    let conf = alsa_microphone(dir.path(), &samples);
     let flags = [
         "--live",
         "--device",
@@ -505,19 +514,7 @@ fn calibrate_vowels_records_the_take_from_the_microphone() {
     let mut at_48k = Vec::new();
     facewire::lipsync::resample::Resampler::new(audio.rate, 48_000)
         .push(&audio.samples, &mut at_48k);
-    let raw = dir.path().join("take.raw");
-    let bytes: Vec<u8> = at_48k.iter().flat_map(|s| s.to_ne_bytes()).collect();
-    std::fs::write(&raw, bytes).unwrap();
-    let conf = dir.path().join("asound.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "pcm.facewire_test {{\n  type file\n  slave.pcm {{ type null }}\n  file \"/dev/null\"\n  \
-             infile \"{}\"\n  format \"raw\"\n}}\n",
-            raw.display()
-        ),
-    )
-    .unwrap();
+    let conf = alsa_microphone(dir.path(), &at_48k);
     let config = dir.path().join("facewire.toml");
     std::fs::write(&config, "[lipsync]\ndevice = \"facewire_test\"\n").unwrap();
     let profiles = dir.path().join("profiles");
