@@ -65,6 +65,18 @@ fn vowels_with_gaps(voice: &str, pitch: u32) -> Option<(wav::Mono, Vec<Span>)> {
     Some((wav::Mono { samples, rate }, spans))
 }
 
+/// [`vowels_with_gaps`] and every hop of its analysis with the built-in profile and settings.
+fn analysed_vowels(voice: &str, pitch: u32) -> Option<(Vec<Span>, Vec<LipFrame>)> {
+    let (audio, spans) = vowels_with_gaps(voice, pitch)?;
+    let frames = analyze(
+        &audio.samples,
+        audio.rate,
+        Default::default(),
+        LipSettings::default(),
+    );
+    Some((spans, frames))
+}
+
 /// The viseme shown most often in frames whose window ends between `from` and `to`.
 fn dominant(frames: &[LipFrame], from: f64, to: f64) -> (Viseme, f64) {
     let inside: Vec<&LipFrame> = frames.iter().filter(|f| f.t > from && f.t <= to).collect();
@@ -81,15 +93,9 @@ fn dominant(frames: &[LipFrame], from: f64, to: f64) -> (Viseme, f64) {
 
 /// Checks `voice` at `pitch`: each vowel's own viseme shown at least `share` of its middle.
 fn check_voice(voice: &str, pitch: u32, min_share: f64) {
-    let Some((audio, spans)) = vowels_with_gaps(voice, pitch) else {
+    let Some((spans, frames)) = analysed_vowels(voice, pitch) else {
         return;
     };
-    let frames = analyze(
-        &audio.samples,
-        audio.rate,
-        Default::default(),
-        LipSettings::default(),
-    );
     for &(viseme, start, end) in &spans {
         // The window trails the sound by 32 ms and a vowel's edges fade: judge its middle.
         let (shown, share) = dominant(&frames, start + 0.08, end - 0.05);
@@ -131,15 +137,9 @@ fn espeak_vowels_are_read_as_their_visemes_and_the_gaps_as_silence() {
 
 #[test]
 fn a_held_vowel_does_not_chatter() {
-    let Some((audio, spans)) = vowels_with_gaps("ja", 45) else {
+    let Some((spans, frames)) = analysed_vowels("ja", 45) else {
         return;
     };
-    let frames = analyze(
-        &audio.samples,
-        audio.rate,
-        Default::default(),
-        LipSettings::default(),
-    );
     // Each shape is held at least the minimum hold before another vowel replaces it, but for
     // the first 50 ms of a sound, whose attack may read as another vowel.
     let hold = f64::from(LipSettings::default().hold);
@@ -593,15 +593,9 @@ fn the_lipsync_command_plots_the_timeline_into_a_png() {
 #[test]
 fn the_mouth_opens_within_60_ms_of_each_espeak_vowel() {
     use facewire::lipsync::latency::{onset_latency, openness};
-    let Some((audio, spans)) = vowels_with_gaps("ja", 40) else {
+    let Some((spans, frames)) = analysed_vowels("ja", 40) else {
         return;
     };
-    let frames = analyze(
-        &audio.samples,
-        audio.rate,
-        Default::default(),
-        LipSettings::default(),
-    );
     for &(viseme, start, end) in &spans {
         // Each vowel's own frames: from the silence before it to its end.
         let own: Vec<LipFrame> = frames
