@@ -15,7 +15,7 @@ use crate::audio::{AudioStatus, Capture};
 use crate::calibrate::Profile;
 use crate::config::LipsyncConfig;
 use crate::lipsync::calibration::{learn_take, prompts, Voice};
-use crate::lipsync::profile::{Profile as Vowels, VOWELS};
+use crate::lipsync::profile::Profile as Vowels;
 use crate::lipsync::{wav, LipMode, LipSync};
 use crate::panel::Topic;
 use crate::telemetry::{LipSourceState, Telemetry};
@@ -354,10 +354,8 @@ fn save_take(
     profiles: &Path,
 ) -> Result<Voice, String> {
     let take = learn_take(samples, rate.max(1)).map_err(|e| e.to_string())?;
-    let mut profile = Profile::load_named(profiles, performer).map_err(|e| e.to_string())?;
-    profile.vowels = Some(take.voice.clone());
-    profile.save(profiles).map_err(|e| e.to_string())?;
-    debug_assert_eq!(take.spans.len(), VOWELS.len());
+    super::vowels::store_voice(profiles, performer, take.voice.clone())
+        .map_err(|e| e.to_string())?;
     Ok(take.voice)
 }
 

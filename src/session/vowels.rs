@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::StartError;
 use crate::calibrate::Profile;
 use crate::config::Config;
-use crate::lipsync::calibration::{learn_take, Take};
+use crate::lipsync::calibration::{learn_take, Take, Voice};
 use crate::lipsync::{analyze, wav};
 
 /// The vowel flags of `facewire calibrate`.
@@ -46,6 +46,22 @@ pub fn readback(take: &Take, samples: &[f32], rate: u32, config: &Config) -> Vec
             right as f64 / inside.len().max(1) as f64
         })
         .collect()
+}
+
+/// Saves `voice` into `performer`'s profile in `profiles` (a new profile when they have none),
+/// keeping the rest of it. Returns the file.
+pub fn store_voice(
+    profiles: &Path,
+    performer: &str,
+    voice: Voice,
+) -> Result<PathBuf, crate::calibrate::ProfileError> {
+    let mut profile = match Profile::load_named(profiles, performer) {
+        Ok(p) => p,
+        Err(crate::calibrate::ProfileError::NotFound { .. }) => Profile::new(performer),
+        Err(e) => return Err(e),
+    };
+    profile.vowels = Some(voice);
+    profile.save(profiles)
 }
 
 /// Learns `performer`'s vowels from the take `samples` (`rate` Hz), prints what was found to
@@ -95,13 +111,7 @@ pub fn save_vowels(
         w(out, "not saved".into())?;
         return Ok(None);
     }
-    let mut profile = match Profile::load_named(profiles, performer) {
-        Ok(p) => p,
-        Err(crate::calibrate::ProfileError::NotFound { .. }) => Profile::new(performer),
-        Err(e) => return Err(e.into()),
-    };
-    profile.vowels = Some(take.voice);
-    let path = profile.save(profiles)?;
+    let path = store_voice(profiles, performer, take.voice)?;
     w(out, format!("saved {}", path.display()))?;
     Ok(Some(path))
 }
