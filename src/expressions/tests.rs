@@ -430,3 +430,12 @@ fn the_shipped_expressions_parse() {
     let loaded = parsed.expressions.load().unwrap();
     assert_eq!(loaded, shipped.expressions());
 }
+
+#[test]
+fn the_documented_example_is_valid() {
+    let doc = include_str!("../../docs/expressions.md");
+    let start = doc.find("```toml\n").unwrap() + "```toml\n".len();
+    let text = &doc[start..start + doc[start..].find("```").unwrap()];
+    let section = ExpressionsSection::parse_file(text, "docs/expressions.md").unwrap();
+    assert!(section.specs.len() >= 3);
+}
