@@ -23,6 +23,8 @@
 //! - [`mixer`]: the ordered stack of layers (tracking, fixed poses, and every later source of
 //!   weights) mixed by face region over the rest pose.
 //! - [`lipsync`]: audio to mouth shapes (MFCC against vowel profiles), a source of weights.
+//! - [`expressions`]: faces a key, a chat command or the API switches on and off (smile, angry
+//!   brows, a wink), each a fading layer of the mixer, and the face regions they hold.
 //! - [`audio`]: microphone input on its own thread (ALSA loaded at run time on Linux, cpal
 //!   elsewhere), reopened when the device comes back.
 //! - [`forward`]: sends the mixed stream on as VMC to other tools.
@@ -72,6 +74,7 @@ pub mod calibrate;
 pub mod config;
 pub mod connect;
 pub mod diagnostic;
+pub mod expressions;
 pub mod forward;
 pub mod fsutil;
 pub mod headgen;
