@@ -29,6 +29,9 @@
 //!   elsewhere), reopened when the device comes back.
 //! - [`forward`]: sends the mixed stream on as VMC to other tools.
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
+//! - [`api`]: a VTube Studio-compatible WebSocket API for stream automation (Streamer.bot,
+//!   Mix It Up, ...): hotkeys, expressions, models, injected parameters, events; independent of
+//!   the rest through a host trait.
 //! - [`connect`]: the connect card: this PC's addresses, what to enter in each phone app, and
 //!   what to check when no data arrives (network, firewall, wrong port, `ingest.allow`).
 //! - [`session`]: a live run's wiring: the input (network or replay), the chain from decoded
@@ -65,6 +68,7 @@
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
 //! - [`logging`]: the `FACEWIRE_LOG` filter and the subscriber on stderr.
 
+pub mod api;
 pub mod app;
 pub mod arkit;
 pub mod audio;

@@ -68,3 +68,7 @@ mod golden;
 /// Lip sync from audio: espeak-ng's vowels read as their visemes; `--live` through ALSA's null
 /// device and its file plugin.
 mod lipsync;
+
+/// The VTube Studio-compatible API over loopback WebSockets: authentication and tokens,
+/// hotkeys, injected parameters, events, hostile clients.
+mod api;

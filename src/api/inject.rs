@@ -1,0 +1,478 @@
+//! Parameter values injected by plugins (`InjectParameterDataRequest`): per channel, the value
+//! set or added, its weight and when it was last sent; values not re-sent within a second lapse.
+//! Pure and clocked by the instants it is given.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::params::Param;
+use crate::arkit::{Channel, ChannelMask, FaceFrame, COUNT};
+use crate::mixer::LayerValues;
+
+/// How long an injected value holds without being sent again, as VTube Studio.
+pub const LAPSE: Duration = Duration::from_secs(1);
+
+/// The largest magnitude a value may have, as VTube Studio.
+pub const VALUE_LIMIT: f64 = 1_000_000.0;
+
+/// How injected values combine with tracking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InjectMode {
+    /// Replaces tracking by the value's weight; one plugin owns a channel at a time.
+    #[default]
+    Set,
+    /// Adds to the channel; any number of plugins may add, and the weight is not used.
+    Add,
+}
+
+/// One value of a request, validated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamValue {
+    /// The parameter.
+    pub param: &'static Param,
+    /// Its value.
+    pub value: f32,
+    /// Its weight against tracking in `set` mode, in [0, 1].
+    pub weight: f32,
+}
+
+/// Why a request's values were refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InjectError {
+    /// Another plugin sets this channel.
+    #[error("{channel} is set by another plugin")]
+    Owned {
+        /// The channel.
+        channel: Channel,
+    },
+}
+
+/// A value set on one channel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SetEntry {
+    value: f32,
+    weight: f32,
+    owner: u64,
+    at: Instant,
+}
+
+/// The injected values of every plugin: pure, clocked by the instants given.
+#[derive(Debug, Clone)]
+pub struct Injected {
+    set: [Option<SetEntry>; COUNT],
+    /// Per (plugin session, channel): its change and when it was sent.
+    add: HashMap<(u64, usize), (f32, Instant)>,
+    /// Per parameter name: the last value sent and when, for `ParameterValueRequest`.
+    last: HashMap<&'static str, (f32, Instant)>,
+    face_found: Option<Instant>,
+}
+
+impl Default for Injected {
+    fn default() -> Injected {
+        Injected {
+            set: [None; COUNT],
+            add: HashMap::new(),
+            last: HashMap::new(),
+            face_found: None,
+        }
+    }
+}
+
+fn live(at: Instant, now: Instant) -> bool {
+    now.saturating_duration_since(at) <= LAPSE
+}
+
+impl Injected {
+    /// Nothing injected.
+    pub fn new() -> Injected {
+        Injected::default()
+    }
+
+    /// Applies one request's values from plugin session `owner` at `now`; `face_found` holds
+    /// the tracking-lost state off for a second. All or nothing: a channel set by another
+    /// plugin refuses the whole request.
+    pub fn inject(
+        &mut self,
+        owner: u64,
+        mode: InjectMode,
+        values: &[ParamValue],
+        face_found: bool,
+        now: Instant,
+    ) -> Result<(), InjectError> {
+        self.expire(now);
+        if mode == InjectMode::Set {
+            for v in values {
+                for (channel, _) in v.param.targets {
+                    if let Some(e) = &self.set[channel.index()] {
+                        if e.owner != owner {
+                            return Err(InjectError::Owned { channel: *channel });
+                        }
+                    }
+                }
+            }
+        }
+        let mut sums: HashMap<usize, f32> = HashMap::new();
+        for v in values {
+            for (channel, curve) in v.param.targets {
+                match mode {
+                    InjectMode::Set => {
+                        self.set[channel.index()] = Some(SetEntry {
+                            value: curve.value(v.value),
+                            weight: v.weight.clamp(0.0, 1.0),
+                            owner,
+                            at: now,
+                        });
+                    }
+                    InjectMode::Add => {
+                        *sums.entry(channel.index()).or_default() += curve.change(v.value)
+                    }
+                }
+            }
+            self.last.insert(v.param.name, (v.value, now));
+        }
+        for (i, d) in sums {
+            self.add.insert((owner, i), (d.clamp(-1.0, 1.0), now));
+        }
+        if face_found {
+            self.face_found = Some(now);
+        }
+        Ok(())
+    }
+
+    /// Drops everything plugin session `owner` injected (it disconnected).
+    pub fn release(&mut self, owner: u64) {
+        for slot in &mut self.set {
+            if slot.is_some_and(|e| e.owner == owner) {
+                *slot = None;
+            }
+        }
+        self.add.retain(|(o, _), _| *o != owner);
+    }
+
+    /// Forgets values older than [`LAPSE`] at `now`, so memory stays bounded.
+    fn expire(&mut self, now: Instant) {
+        for slot in &mut self.set {
+            if slot.is_some_and(|e| !live(e.at, now)) {
+                *slot = None;
+            }
+        }
+        self.add.retain(|_, (_, at)| live(*at, now));
+        self.last.retain(|_, (_, at)| live(*at, now));
+        if self.face_found.is_some_and(|at| !live(at, now)) {
+            self.face_found = None;
+        }
+    }
+
+    /// The value last sent for `param` that has not lapsed at `now`, else its rest value.
+    pub fn param_value(&self, param: &Param, now: Instant) -> f32 {
+        match self.last.get(param.name) {
+            Some((v, at)) if live(*at, now) => *v,
+            _ => param.default,
+        }
+    }
+
+    /// What is injected at `now`: values sent within the last second.
+    pub fn values(&self, now: Instant) -> InjectedValues {
+        let mut out = InjectedValues::default();
+        for (i, slot) in self.set.iter().enumerate() {
+            if let Some(e) = slot.filter(|e| live(e.at, now)) {
+                out.set.set(Channel::ALL[i], e.value);
+                out.weight[i] = e.weight;
+            }
+        }
+        for ((_, i), (d, at)) in &self.add {
+            if live(*at, now) {
+                out.add[*i] = (out.add[*i] + d).clamp(-1.0, 1.0);
+                out.added.insert(Channel::ALL[*i]);
+            }
+        }
+        out.face_found = self.face_found.is_some_and(|at| live(at, now));
+        out
+    }
+}
+
+/// The injected values at one instant, ready to mix over the tracked face.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InjectedValues {
+    /// Channels set by a plugin (`present`) and their values.
+    pub set: LayerValues,
+    /// The weight of each set channel against what is below it, canonical order.
+    pub weight: [f32; COUNT],
+    /// Changes added by plugins, summed and clamped to [-1, 1], canonical order.
+    pub add: [f32; COUNT],
+    /// The channels some plugin adds to.
+    pub added: ChannelMask,
+    /// Whether a plugin said within the last second that the face is found (`faceFound`):
+    /// tracking loss should be held off.
+    pub face_found: bool,
+}
+
+impl Default for InjectedValues {
+    fn default() -> InjectedValues {
+        InjectedValues {
+            set: LayerValues::default(),
+            weight: [0.0; COUNT],
+            add: [0.0; COUNT],
+            added: ChannelMask::EMPTY,
+            face_found: false,
+        }
+    }
+}
+
+impl InjectedValues {
+    /// Whether nothing is injected.
+    pub fn is_empty(&self) -> bool {
+        self.set.present.is_empty() && self.added.is_empty()
+    }
+
+    /// The channels injected, set or added.
+    pub fn channels(&self) -> ChannelMask {
+        self.set.present.union(self.added)
+    }
+
+    /// Mixes the injected values into `frame`: a set channel becomes `v + (x − v)·w`, then the
+    /// added changes are added; results are clamped to [0, 1] and the channels made present.
+    pub fn apply(&self, frame: &mut FaceFrame) {
+        for c in self.channels().iter() {
+            let i = c.index();
+            let below = if frame.present.contains(c) {
+                frame.weights[i]
+            } else {
+                0.0
+            };
+            let mut v = below;
+            if let Some(x) = self.set.get(c) {
+                v += (x - v) * self.weight[i];
+            }
+            if self.added.contains(c) {
+                v += self.add[i];
+            }
+            frame.weights[i] = if v.is_finite() {
+                v.clamp(0.0, 1.0)
+            } else {
+                below
+            };
+            frame.present.insert(c);
+        }
+    }
+
+    /// The values of a mixer layer that, blended in `override` mode at weight 1 over `below`,
+    /// gives what [`InjectedValues::apply`] gives: the injected channels only.
+    pub fn layer_over(&self, below: &FaceFrame) -> LayerValues {
+        let mut mixed = *below;
+        self.apply(&mut mixed);
+        let mut layer = LayerValues::default();
+        for c in self.channels().iter() {
+            layer.set(c, mixed.weights[c.index()]);
+        }
+        layer
+    }
+}
+
+/// [`Injected`] shared between the API's connections and the live run that mixes it in.
+#[derive(Debug, Clone, Default)]
+pub struct InjectedStore(Arc<Mutex<Injected>>);
+
+impl InjectedStore {
+    /// An empty store.
+    pub fn new() -> InjectedStore {
+        InjectedStore::default()
+    }
+
+    /// The store, locked; a panic elsewhere while it was held does not make it unusable.
+    pub fn lock(&self) -> MutexGuard<'_, Injected> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// What is injected at `now` (see [`Injected::values`]).
+    pub fn values(&self, now: Instant) -> InjectedValues {
+        self.lock().values(now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::params::lookup;
+    use crate::calibrate::at;
+
+    fn value(name: &str, value: f32, weight: f32) -> ParamValue {
+        ParamValue {
+            param: lookup(name).unwrap(),
+            value,
+            weight,
+        }
+    }
+
+    fn frame() -> FaceFrame {
+        FaceFrame::empty(
+            crate::arkit::Protocol::Vmc,
+            "127.0.0.1:1".parse().unwrap(),
+            Instant::now(),
+        )
+    }
+
+    #[test]
+    fn set_values_hold_for_a_second_then_lapse() {
+        let t0 = Instant::now();
+        let mut s = Injected::new();
+        s.inject(1, InjectMode::Set, &[value("jawOpen", 0.7, 1.0)], false, t0)
+            .unwrap();
+        let v = s.values(at(t0, 0.5));
+        assert_eq!(v.set.get(Channel::JawOpen), Some(0.7));
+        assert_eq!(v.weight[Channel::JawOpen.index()], 1.0);
+        assert!(!s.values(at(t0, 0.999)).is_empty());
+        assert!(s.values(at(t0, 1.001)).is_empty());
+        // Sending again keeps it.
+        s.inject(
+            1,
+            InjectMode::Set,
+            &[value("jawOpen", 0.2, 1.0)],
+            false,
+            at(t0, 0.9),
+        )
+        .unwrap();
+        assert_eq!(s.values(at(t0, 1.5)).set.get(Channel::JawOpen), Some(0.2));
+        assert_eq!(s.param_value(lookup("JawOpen").unwrap(), at(t0, 1.5)), 0.2);
+        assert_eq!(s.param_value(lookup("JawOpen").unwrap(), at(t0, 3.0)), 0.0);
+    }
+
+    #[test]
+    fn vts_names_map_onto_channels() {
+        let t0 = Instant::now();
+        let mut s = Injected::new();
+        s.inject(
+            1,
+            InjectMode::Set,
+            &[
+                value("MouthOpen", 0.6, 1.0),
+                value("EyeOpenLeft", 0.25, 1.0),
+                value("MouthSmile", 0.5, 0.5),
+                value("MouthX", -0.4, 1.0),
+            ],
+            true,
+            t0,
+        )
+        .unwrap();
+        let v = s.values(t0);
+        assert_eq!(v.set.get(Channel::JawOpen), Some(0.6));
+        assert_eq!(v.set.get(Channel::EyeBlinkLeft), Some(0.75));
+        assert_eq!(v.set.get(Channel::MouthSmileRight), Some(0.5));
+        assert_eq!(v.weight[Channel::MouthSmileLeft.index()], 0.5);
+        assert_eq!(v.set.get(Channel::MouthLeft), Some(0.4));
+        assert_eq!(v.set.get(Channel::MouthRight), Some(0.0));
+        assert!(v.face_found);
+        assert!(!s.values(at(t0, 2.0)).face_found);
+    }
+
+    #[test]
+    fn one_plugin_owns_a_set_channel_and_any_may_add() {
+        let t0 = Instant::now();
+        let mut s = Injected::new();
+        s.inject(1, InjectMode::Set, &[value("jawOpen", 0.5, 1.0)], false, t0)
+            .unwrap();
+        let e = s
+            .inject(
+                2,
+                InjectMode::Set,
+                &[value("MouthOpen", 0.1, 1.0)],
+                false,
+                t0,
+            )
+            .unwrap_err();
+        assert_eq!(
+            e,
+            InjectError::Owned {
+                channel: Channel::JawOpen
+            }
+        );
+        // Once lapsed, another plugin may take it.
+        s.inject(
+            2,
+            InjectMode::Set,
+            &[value("jawOpen", 0.1, 1.0)],
+            false,
+            at(t0, 1.5),
+        )
+        .unwrap();
+        s.inject(
+            1,
+            InjectMode::Add,
+            &[value("jawOpen", 0.2, 1.0)],
+            false,
+            at(t0, 1.5),
+        )
+        .unwrap();
+        s.inject(
+            3,
+            InjectMode::Add,
+            &[value("jawOpen", 0.3, 1.0)],
+            false,
+            at(t0, 1.5),
+        )
+        .unwrap();
+        let v = s.values(at(t0, 1.5));
+        assert!((v.add[Channel::JawOpen.index()] - 0.5).abs() < 1e-6);
+        s.release(2);
+        s.release(3);
+        let v = s.values(at(t0, 1.5));
+        assert_eq!(v.set.get(Channel::JawOpen), None);
+        assert!((v.add[Channel::JawOpen.index()] - 0.2).abs() < 1e-6);
+    }
+
+    #[test]
+    fn applied_over_tracking_by_weight() {
+        let t0 = Instant::now();
+        let mut s = Injected::new();
+        s.inject(
+            1,
+            InjectMode::Set,
+            &[value("jawOpen", 1.0, 0.25)],
+            false,
+            t0,
+        )
+        .unwrap();
+        s.inject(
+            1,
+            InjectMode::Add,
+            &[value("EyeOpenRight", 0.5, 1.0)],
+            false,
+            t0,
+        )
+        .unwrap();
+        let mut f = frame();
+        f.weights[Channel::JawOpen.index()] = 0.2;
+        f.weights[Channel::EyeBlinkRight.index()] = 0.8;
+        f.present.insert(Channel::JawOpen);
+        f.present.insert(Channel::EyeBlinkRight);
+        let v = s.values(t0);
+        let layer = v.layer_over(&f);
+        v.apply(&mut f);
+        assert!((f.weights[Channel::JawOpen.index()] - 0.4).abs() < 1e-6);
+        // Opening the eye by 0.5 takes 0.5 off the blink.
+        assert!((f.weights[Channel::EyeBlinkRight.index()] - 0.3).abs() < 1e-6);
+        assert!((layer.get(Channel::JawOpen).unwrap() - 0.4).abs() < 1e-6);
+        assert_eq!(layer.get(Channel::MouthClose), None);
+    }
+
+    #[test]
+    fn the_store_is_shared() {
+        let store = InjectedStore::new();
+        let other = store.clone();
+        let t0 = Instant::now();
+        store
+            .lock()
+            .inject(
+                1,
+                InjectMode::Set,
+                &[value("tongueOut", 1.0, 1.0)],
+                false,
+                t0,
+            )
+            .unwrap();
+        assert_eq!(other.values(t0).set.get(Channel::TongueOut), Some(1.0));
+    }
+}

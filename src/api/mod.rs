@@ -1,0 +1,151 @@
+//! A WebSocket server that speaks VTube Studio's public API, so stream automation (Streamer.bot,
+//! Mix It Up, SAMMI, Lumia Stream) can drive facewire as if it were VTube Studio: hotkeys,
+//! expressions, models, injected parameters and events. See `docs/api.md`.
+//!
+//! The server knows nothing of the rest of facewire: a live run implements [`ApiHost`], mixes
+//! in the values of the [`InjectedStore`] it hands over, and pushes events through
+//! [`ApiHandle::emit`].
+//!
+//! - `protocol.rs`: the envelope, responses and VTube Studio's error IDs.
+//! - `session.rs`: one plugin's session: authentication, every request, event subscriptions.
+//! - `server.rs`: the listener thread, connection and message limits, per-client queues.
+//! - `params.rs`: input parameter names (VTube Studio's and ARKit's) onto ARKit channels.
+//! - `inject.rs`: injected values with their weights and lapse.
+//! - `tokens.rs`: the plugins' tokens, kept in a file.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+#[path = "../config/api.rs"]
+mod api_config;
+mod inject;
+pub mod params;
+pub mod protocol;
+mod server;
+mod session;
+mod tokens;
+
+pub use api_config::{valid_name, ApiConfig, DEFAULT_PORT};
+pub use inject::{
+    InjectError, InjectMode, Injected, InjectedStore, InjectedValues, ParamValue, LAPSE,
+};
+pub use server::{spawn, ApiError, ApiHandle, ApiStats, Limits};
+pub use tokens::{TokenError, TokenStore};
+
+/// A model the host can show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// Its unique ID (`modelID`).
+    pub id: String,
+    /// Its display name (`modelName`).
+    pub name: String,
+    /// Its file name (`vtsModelName`), e.g. `Alicia.vrm`.
+    pub file: String,
+}
+
+/// A hotkey of the current model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hotkey {
+    /// Its unique ID (`hotkeyID`).
+    pub id: String,
+    /// Its name; plugins may trigger it by name, in any letter case.
+    pub name: String,
+    /// VTube Studio's action type (`ToggleExpression`, `RemoveAllExpressions`, `CalibrateCam`,
+    /// ...; `Files/HotkeyAction.cs`).
+    pub action: String,
+    /// What it does, in words.
+    pub description: String,
+    /// The expression, animation or model file it uses, or empty.
+    pub file: String,
+}
+
+/// An expression of the current model and whether it shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpressionState {
+    /// Its file (`expressionFile`), the name plugins activate it by.
+    pub file: String,
+    /// Its display name.
+    pub name: String,
+    /// Whether it is active.
+    pub active: bool,
+}
+
+/// The host's answer to a plugin asking for a token.
+#[derive(Debug)]
+pub enum Approval {
+    /// Allowed at once.
+    Allow,
+    /// Denied at once.
+    Deny,
+    /// Asked (a prompt on stage or in the panel): the answer comes later, `true` to allow.
+    /// A dropped sender, or no answer within [`Limits::approval_timeout`], denies.
+    Later(oneshot::Receiver<bool>),
+}
+
+/// Why the host could not do what a plugin asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// No model is loaded.
+    #[error("no model is loaded")]
+    NoModel,
+    /// The model, hotkey or expression asked for does not exist.
+    #[error("not found")]
+    NotFound,
+    /// The host cannot do it right now (loading, a dialog open).
+    #[error("not possible right now")]
+    Busy,
+    /// It failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What the live run offers the API. Methods are called from the API's thread and must not
+/// block: a host hands commands on (a channel to the session) and answers from state it keeps.
+pub trait ApiHost: Send + Sync + 'static {
+    /// The model shown, if any.
+    fn current_model(&self) -> Option<ModelInfo>;
+    /// Every model that can be loaded.
+    fn available_models(&self) -> Vec<ModelInfo>;
+    /// Loads the model with `id`; an empty `id` unloads the current one.
+    fn load_model(&self, id: &str) -> Result<(), HostError>;
+    /// The current model's hotkeys.
+    fn hotkeys(&self) -> Vec<Hotkey>;
+    /// Triggers the hotkey with ID `id` (already resolved from a name).
+    fn trigger_hotkey(&self, id: &str) -> Result<(), HostError>;
+    /// The current model's expressions.
+    fn expressions(&self) -> Vec<ExpressionState>;
+    /// Shows (`active`) or hides the expression `file`, fading over `fade`.
+    fn set_expression(&self, file: &str, active: bool, fade: Duration) -> Result<(), HostError>;
+    /// Whether the face is tracked now.
+    fn tracking(&self) -> bool;
+    /// A plugin (`pluginName`, `pluginDeveloper`) asks for a token: allow it?
+    fn approve(&self, plugin: &str, developer: &str) -> Approval;
+}
+
+/// Something that happened, pushed by the host to subscribed plugins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiEvent {
+    /// A model was loaded (`loaded`) or unloaded (`ModelLoadedEvent`).
+    ModelLoaded {
+        /// Loaded or unloaded.
+        loaded: bool,
+        /// The model.
+        model: ModelInfo,
+    },
+    /// The face was found or lost (`TrackingStatusChangedEvent`).
+    TrackingStatusChanged {
+        /// Whether the face is found now.
+        face_found: bool,
+    },
+    /// A hotkey ran (`HotkeyTriggeredEvent`). The server sends this itself for hotkeys
+    /// triggered through the API; the host sends it for the others.
+    HotkeyTriggered {
+        /// The hotkey.
+        hotkey: Hotkey,
+        /// The model it belongs to.
+        model: Option<ModelInfo>,
+        /// Whether a plugin triggered it.
+        by_api: bool,
+    },
+}

@@ -1,0 +1,209 @@
+//! The plugins' authentication tokens: random, kept in a TOML file written atomically, read
+//! again on every check so that an entry removed by hand revokes the plugin at once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// Why the tokens file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {cause}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// The file is not a tokens file.
+    #[error("{path} is not a tokens file: {cause}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// Why.
+        cause: toml::de::Error,
+    },
+    /// The file could not be written.
+    #[error("cannot write {path}: {cause}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// The system's random source failed.
+    #[error("no random source: {0}")]
+    Random(String),
+}
+
+/// One plugin allowed in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    /// `pluginName`.
+    name: String,
+    /// `pluginDeveloper`.
+    developer: String,
+    /// Its token.
+    token: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    plugin: Vec<Entry>,
+}
+
+const HEADER: &str =
+    "# Plugins allowed to drive facewire through its VTube Studio-compatible API.\n\
+# Remove a plugin's entry to revoke it; it must then ask again.\n\n";
+
+/// The tokens file; checks and issues tokens.
+#[derive(Debug)]
+pub struct TokenStore {
+    path: PathBuf,
+    /// Serialises read-modify-write of the file within this process.
+    lock: Mutex<()>,
+}
+
+impl TokenStore {
+    /// The store kept in `path`. Fails when the file exists but is unreadable or not a tokens
+    /// file (rather than overwrite it later).
+    pub fn open(path: &Path) -> Result<TokenStore, TokenError> {
+        let store = TokenStore {
+            path: path.to_path_buf(),
+            lock: Mutex::new(()),
+        };
+        store.read()?;
+        Ok(store)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read(&self) -> Result<File, TokenError> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(File::default()),
+            Err(cause) => {
+                return Err(TokenError::Read {
+                    path: self.path.display().to_string(),
+                    cause,
+                })
+            }
+        };
+        toml::from_str(&text).map_err(|cause| TokenError::Parse {
+            path: self.path.display().to_string(),
+            cause,
+        })
+    }
+
+    /// A new random token for `name` by `developer`, stored (replacing any earlier one of
+    /// theirs) before it is returned.
+    pub fn issue(&self, name: &str, developer: &str) -> Result<String, TokenError> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = self.read()?;
+        file.plugin
+            .retain(|e| !(e.name == name && e.developer == developer));
+        file.plugin.push(Entry {
+            name: name.to_string(),
+            developer: developer.to_string(),
+            token: token.clone(),
+        });
+        let body = toml::to_string(&file).expect("tokens serialise");
+        crate::fsutil::write_atomic(&self.path, format!("{HEADER}{body}").as_bytes()).map_err(
+            |cause| TokenError::Write {
+                path: self.path.display().to_string(),
+                cause,
+            },
+        )?;
+        Ok(token)
+    }
+
+    /// Whether `token` was issued to `name` by `developer` and is still in the file.
+    pub fn check(&self, name: &str, developer: &str, token: &str) -> Result<bool, TokenError> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let file = self.read()?;
+        Ok(file.plugin.iter().any(|e| {
+            e.name == name && e.developer == developer && same(e.token.as_bytes(), token.as_bytes())
+        }))
+    }
+}
+
+/// Compares two byte strings in time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_survive_a_restart_and_can_be_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config/api_tokens.toml");
+        let store = TokenStore::open(&path).unwrap();
+        let token = store.issue("Streamer.bot", "Streamer.bot").unwrap();
+        assert_eq!(token.len(), 64);
+        assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+        let other = store.issue("Mix It Up", "SaviorXTanren").unwrap();
+        assert_ne!(token, other);
+
+        let reopened = TokenStore::open(&path).unwrap();
+        assert!(reopened
+            .check("Streamer.bot", "Streamer.bot", &token)
+            .unwrap());
+        assert!(!reopened.check("Streamer.bot", "Someone", &token).unwrap());
+        assert!(!reopened
+            .check("Mix It Up", "SaviorXTanren", &token)
+            .unwrap());
+
+        // A new token replaces the old one.
+        let again = reopened.issue("Streamer.bot", "Streamer.bot").unwrap();
+        assert!(!reopened
+            .check("Streamer.bot", "Streamer.bot", &token)
+            .unwrap());
+        assert!(reopened
+            .check("Streamer.bot", "Streamer.bot", &again)
+            .unwrap());
+
+        // Removing the entry by hand revokes it.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# Plugins allowed"));
+        let kept: File = toml::from_str(&text).unwrap();
+        let kept = File {
+            plugin: kept
+                .plugin
+                .into_iter()
+                .filter(|e| e.name != "Streamer.bot")
+                .collect(),
+        };
+        std::fs::write(&path, toml::to_string(&kept).unwrap()).unwrap();
+        assert!(!reopened
+            .check("Streamer.bot", "Streamer.bot", &again)
+            .unwrap());
+        assert!(reopened
+            .check("Mix It Up", "SaviorXTanren", &other)
+            .unwrap());
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.toml");
+        std::fs::write(&path, "not = [toml").unwrap();
+        assert!(matches!(
+            TokenStore::open(&path),
+            Err(TokenError::Parse { .. })
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not = [toml");
+    }
+}
