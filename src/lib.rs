@@ -23,6 +23,8 @@
 //! - [`mixer`]: the ordered stack of layers (tracking, fixed poses, and every later source of
 //!   weights) mixed by face region over the rest pose.
 //! - [`lipsync`]: audio to mouth shapes (MFCC against vowel profiles), a source of weights.
+//! - [`idle`]: idle life (blinks, breathing, glances) for the face while tracking is lost, a
+//!   source of weights driven by the clock.
 //! - [`audio`]: microphone input on its own thread (ALSA loaded at run time on Linux, cpal
 //!   elsewhere), reopened when the device comes back.
 //! - [`forward`]: sends the mixed stream on as VMC to other tools.
@@ -76,6 +78,7 @@ pub mod forward;
 pub mod fsutil;
 pub mod headgen;
 pub mod hud;
+pub mod idle;
 pub mod image;
 pub mod ingest;
 pub mod lipsync;
