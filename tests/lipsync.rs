@@ -256,7 +256,8 @@ fn a_headless_run_with_a_wav_opens_the_mouth_during_a_and_closes_it_in_silence()
     // Without idle life, which would blink and breathe in the silences (no phone sends).
     let config = crate::pipeline::live_config(dir.path());
     let text = std::fs::read_to_string(&config).unwrap();
-    let calm = text.replace("[idle]\nenabled = true", "[idle]\nenabled = false");
+    // `enabled = true` appears once, in [idle].
+    let calm = text.replace("\nenabled = true\n", "\nenabled = false\n");
     assert_ne!(
         calm, text,
         "config/facewire.toml no longer turns idle life on"
