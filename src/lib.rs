@@ -25,6 +25,8 @@
 //! - [`lipsync`]: audio to mouth shapes (MFCC against vowel profiles), a source of weights.
 //! - [`expressions`]: faces a key, a chat command or the API switches on and off (smile, angry
 //!   brows, a wink), each a fading layer of the mixer, and the face regions they hold.
+//! - [`idle`]: idle life (blinks, breathing, glances) for the face while tracking is lost, a
+//!   source of weights driven by the clock.
 //! - [`audio`]: microphone input on its own thread (ALSA loaded at run time on Linux, cpal
 //!   elsewhere), reopened when the device comes back.
 //! - [`forward`]: sends the mixed stream on as VMC to other tools.
@@ -83,6 +85,7 @@ pub mod forward;
 pub mod fsutil;
 pub mod headgen;
 pub mod hud;
+pub mod idle;
 pub mod image;
 pub mod ingest;
 pub mod lipsync;

@@ -35,14 +35,15 @@ fn blessing() -> bool {
 
 /// A configuration that makes a replay deterministic: frames drawn as they come (no motion
 /// interpolation), no ease-in timed by the wall clock, no tracking loss from a stalled test
-/// machine, the stream forwarded to `to`. Smoothing runs on the take's own timestamps.
+/// machine, no idle life (whose frames before the take's first would be forwarded too), the
+/// stream forwarded to `to`. Smoothing runs on the take's own timestamps.
 fn config(dir: &Path, to: &str) -> PathBuf {
     let path = dir.join("golden.toml");
     std::fs::write(
         &path,
         format!(
             "[window]\nmotion = \"off\"\n\n[tracking]\nstale_after = 30.0\nfrozen_after = 30.0\nease_in = 0.0\n\n\
-             [render]\nmorph = \"cpu\"\n\n[forward]\nto = [\"{to}\"]\n"
+             [render]\nmorph = \"cpu\"\n\n[forward]\nto = [\"{to}\"]\n\n[idle]\nenabled = false\n"
         ),
     )
     .unwrap();

@@ -253,7 +253,16 @@ fn a_headless_run_with_a_wav_opens_the_mouth_during_a_and_closes_it_in_silence()
     assert!(speaking > 0.8, "espeak-ng's vowel lasts {speaking} s");
     let file = dir.path().join("silence-a-silence.wav");
     write_wav(&file, &wav::Mono { samples, rate });
+    // Without idle life, which would blink and breathe in the silences (no phone sends).
     let config = crate::pipeline::live_config(dir.path());
+    let text = std::fs::read_to_string(&config).unwrap();
+    // `enabled = true` appears once, in [idle].
+    let calm = text.replace("\nenabled = true\n", "\nenabled = false\n");
+    assert_ne!(
+        calm, text,
+        "config/facewire.toml no longer turns idle life on"
+    );
+    std::fs::write(&config, calm).unwrap();
     let port = crate::pipeline::free_udp_port();
     let run = |seconds: f64, name: &str| {
         let out = dir.path().join(name);

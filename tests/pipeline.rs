@@ -1104,9 +1104,10 @@ fn headless_frame_rate_holds_over_seconds() {
 
 #[test]
 fn render_on_change_draws_once_while_nothing_arrives() {
+    // Without idle life nothing changes while no phone sends: one frame is drawn.
     let report = quiet_headless_run(
         "render-on-change",
-        "[window]\nrender_on_change = true\n",
+        "[window]\nrender_on_change = true\n[idle]\nenabled = false\n",
         &["--exit-after", "2"],
     );
     assert_eq!(report["frames_received"].as_u64(), Some(0), "{report}");
@@ -1114,10 +1115,23 @@ fn render_on_change_draws_once_while_nothing_arrives() {
     // The flag does the same as the key.
     let report = quiet_headless_run(
         "render-on-change-flag",
-        "",
+        "[idle]\nenabled = false\n",
         &["--exit-after", "1", "--render-on-change"],
     );
     assert_eq!(report["frames_drawn"].as_u64(), Some(1), "{report}");
+}
+
+#[test]
+fn render_on_change_draws_idle_life_while_no_phone_sends() {
+    // With idle life (the default) the face blinks, breathes and glances before a phone
+    // connects: those are changes, and they are drawn.
+    let report = quiet_headless_run(
+        "render-on-change-idle",
+        "[window]\nrender_on_change = true\n",
+        &["--exit-after", "2"],
+    );
+    assert_eq!(report["frames_received"].as_u64(), Some(0), "{report}");
+    assert!(report["frames_drawn"].as_u64().unwrap() > 10, "{report}");
 }
 
 #[test]

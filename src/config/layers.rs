@@ -20,6 +20,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::arkit::{Channel, MAX_LAYERS};
 use crate::diagnostic::nearest;
+use crate::idle::LAYER_IDLE;
 use crate::lipsync::face::LAYER_LIPSYNC;
 use crate::mixer::{BlendMode, RegionMask, LAYER_REST, LAYER_TRACKING};
 
@@ -123,7 +124,8 @@ impl LayersSection {
                     "list each layer once, bottom to top",
                 );
             }
-            if name != LAYER_TRACKING && name != LAYER_LIPSYNC && !self.specs.contains_key(name) {
+            let made = [LAYER_TRACKING, LAYER_LIPSYNC, LAYER_IDLE];
+            if !made.contains(&name.as_str()) && !self.specs.contains_key(name) {
                 let known: Vec<&str> = self.specs.keys().map(String::as_str).collect();
                 let hint = match nearest(name, known.iter().copied()) {
                     Some(best) => format!("did you mean `{best}`?"),
@@ -150,6 +152,14 @@ impl LayersSection {
                     "[layers.lipsync] is made by lip sync, not by a table".into(),
                     "set lip sync up in [lipsync]; list \"lipsync\" in layers.order only to \
                      place it"
+                        .into(),
+                );
+            }
+            if name == LAYER_IDLE {
+                return fail(
+                    "order",
+                    "[layers.idle] is made by idle life, not by a table".into(),
+                    "set idle life up in [idle]; list \"idle\" in layers.order only to place it"
                         .into(),
                 );
             }

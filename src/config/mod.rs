@@ -11,12 +11,14 @@ use crate::diagnostic::{locate_key, Located};
 
 use crate::arkit::Protocol;
 
+mod idle;
 mod layers;
 mod lipsync;
 mod net;
 mod pose;
 pub mod smoothing;
 
+pub use idle::IdleConfig;
 pub use layers::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use lipsync::LipsyncConfig;
 pub use net::{Subnet, SubnetError};
@@ -568,6 +570,8 @@ pub struct Config {
     pub pose: PoseConfig,
     /// `[lipsync]`: lip sync from the microphone.
     pub lipsync: LipsyncConfig,
+    /// `[idle]`: idle life while tracking is lost.
+    pub idle: IdleConfig,
 }
 
 impl Config {
@@ -672,6 +676,7 @@ impl Config {
         self.lipsync
             .validate(text, path)
             .map_err(ConfigError::Parse)?;
+        self.idle.validate(text, path).map_err(ConfigError::Parse)?;
         if let Err((key, message, hint)) = self.layers.check() {
             // Channel names sit inside inline tables, not at the start of a line.
             let offset = crate::diagnostic::key_offset(text, &key)

@@ -238,6 +238,10 @@ pub struct Layer {
     /// Whether it stands in for a lost face: its weight is scaled by how absent the tracked
     /// face is (0 while the phone tracks, 1 when the face is lost or no phone ever sent).
     pub when_lost: bool,
+    /// The least that scaling leaves of a `when_lost` layer's weight, in [0, 1]: 0 (the
+    /// default) lets it vanish under live tracking; above 0 it stays faintly on (idle life
+    /// under tracking). Ignored unless `when_lost`.
+    pub under_tracking: f32,
 }
 
 impl Layer {
@@ -251,6 +255,7 @@ impl Layer {
             fade,
             values: LayerValues::default(),
             when_lost: false,
+            under_tracking: 0.0,
         }
     }
 

@@ -252,11 +252,19 @@ impl Mixer {
         let presence = if Some(i) == self.tracking {
             self.presence
         } else if self.layers[i].when_lost {
-            1.0 - self.tracked()
+            (1.0 - self.tracked()).max(unit(self.layers[i].under_tracking))
         } else {
             1.0
         };
         self.layers[i].weight() * presence
+    }
+
+    /// The weight the layer named `name` blends with now (its gain and fade, scaled by how
+    /// absent the face is for a `when_lost` layer); `None` when there is none. Unlike
+    /// [`Mixer::layer_mut`], asking is not a change.
+    pub fn weight(&self, name: &str) -> Option<f32> {
+        let i = self.layers.iter().position(|l| l.name == name)?;
+        Some(self.weight_of(i))
     }
 
     /// How present the tracked face is, 0 to 1: 0 before the phone's first frame.
@@ -651,6 +659,43 @@ mod tests {
             Some(1.0),
             "a long rotation is normalised"
         );
+    }
+
+    #[test]
+    fn a_when_lost_layer_weighs_by_absence_with_a_floor_under_tracking() {
+        let t0 = Instant::now();
+        let mut idle = with_values(
+            on("idle", BlendMode::Add, RegionMask::ALL),
+            &[(Channel::EyeBlinkLeft, 1.0)],
+        );
+        idle.when_lost = true;
+        let mut m = Mixer::new(vec![
+            on(LAYER_TRACKING, BlendMode::Override, RegionMask::ALL),
+            idle,
+        ]);
+        // No phone yet: the layer is fully on.
+        assert_eq!(m.weight("idle"), Some(1.0));
+        assert_eq!(m.mix(t0).get(Channel::EyeBlinkLeft), Some(1.0));
+        // The face tracked: gone without a floor, at the floor with one.
+        m.set_tracking_layer(&phone(t0, &[(Channel::EyeBlinkLeft, 0.1)]), 1.0);
+        assert_eq!(m.weight("idle"), Some(0.0));
+        assert_eq!(m.mix(t0).get(Channel::EyeBlinkLeft), Some(0.1));
+        m.layer_mut("idle").unwrap().under_tracking = 0.25;
+        assert_eq!(m.weight("idle"), Some(0.25));
+        let blink = m.mix(t0).get(Channel::EyeBlinkLeft).unwrap();
+        assert!((blink - 0.35).abs() < 1e-6, "{blink}");
+        // Half lost: the absence wins over the floor; a junk floor counts as 0.
+        m.set_tracking_layer(&phone(t0, &[(Channel::EyeBlinkLeft, 0.1)]), 0.4);
+        assert!((m.weight("idle").unwrap() - 0.6).abs() < 1e-6);
+        m.layer_mut("idle").unwrap().under_tracking = f32::NAN;
+        m.set_tracking_layer(&phone(t0, &[(Channel::EyeBlinkLeft, 0.1)]), 1.0);
+        assert_eq!(m.weight("idle"), Some(0.0));
+        assert_eq!(m.weight("nothing"), None);
+        // A layer that is not `when_lost` ignores the floor.
+        let mut plain = on("plain", BlendMode::Add, RegionMask::ALL);
+        plain.under_tracking = 0.5;
+        let m = Mixer::new(vec![plain]);
+        assert_eq!(m.weight("plain"), Some(1.0));
     }
 
     #[test]

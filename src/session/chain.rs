@@ -2,8 +2,10 @@
 //!
 //! ```text
 //! frame ─▶ raw tap, telemetry ─▶ Conditioner (calibrate, smooth, tracking loss)
-//!       ─▶ Mixer (tracking layer + [layers] + lip sync) ─▶ forward as VMC, telemetry, bridge, wake
+//!       ─▶ Mixer (tracking layer + [layers] + lip sync + idle) ─▶ forward as VMC, telemetry,
+//!          bridge, wake
 //! lip-sync hop (audio thread) ─▶ command ─▶ the mixer's lip-sync layer
+//! tick (every 10 ms) ─▶ idle life ─▶ the mixer's idle layer (while the face is lost)
 //! ```
 //!
 //! [`LiveSink`] is a [`FrameSink`]: the ingest thread (or a replay) calls it for every frame and
@@ -23,11 +25,12 @@ use crate::calibrate::{
     ChannelRange, Conditioner, NeutralPose, Output, Profile, SmoothingConfig, TrackingConfig,
     TrackingState,
 };
-use crate::config::{Config, LayersSection, LipsyncConfig, DEFAULT_FADE};
+use crate::config::{Config, IdleConfig, LayersSection, LipsyncConfig, DEFAULT_FADE};
 use crate::forward::Forwarder;
+use crate::idle::{self, Idle, LAYER_IDLE};
 use crate::lipsync::face::{self, LAYER_LIPSYNC};
 use crate::lipsync::{LipFrame, LipMode};
-use crate::mixer::{Fade, Layer, Mixer, LAYER_TRACKING};
+use crate::mixer::{Fade, Layer, LayerValues, Mixer, LAYER_TRACKING};
 use crate::panel::Topic;
 use crate::telemetry::Telemetry;
 
@@ -51,10 +54,33 @@ pub enum SessionCommand {
     Tap(Option<mpsc::SyncSender<FaceFrame>>),
     /// New smoothing and tracking settings (a reloaded configuration).
     Settings(Box<(SmoothingConfig, TrackingConfig)>),
-    /// A new layer stack (a reloaded configuration): `[layers]` and `[lipsync]`.
-    Layers(Box<(LayersSection, LipsyncConfig)>),
+    /// A new layer stack (a reloaded configuration).
+    Layers(Box<StackConfig>),
     /// One hop of lip sync: the visemes for the lip-sync layer.
     Lip(LipFrame),
+}
+
+/// The sections of the configuration that make up the mixer's stack: its layers and the
+/// sources of weights that are layers of their own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StackConfig {
+    /// `[layers]`: the order and the fixed poses.
+    pub layers: LayersSection,
+    /// `[lipsync]`: the lip-sync layer.
+    pub lipsync: LipsyncConfig,
+    /// `[idle]`: the idle layer.
+    pub idle: IdleConfig,
+}
+
+impl StackConfig {
+    /// The stack's sections of `config`.
+    pub fn of(config: &Config) -> StackConfig {
+        StackConfig {
+            layers: config.layers.clone(),
+            lipsync: config.lipsync.clone(),
+            idle: config.idle.clone(),
+        }
+    }
 }
 
 /// The layers of `section`, bottom to top, as the mixer takes them. Fades start at rest: a
@@ -87,19 +113,38 @@ pub fn build_layers(section: &LayersSection) -> Vec<Layer> {
 }
 
 /// The whole stack: `[layers]` bottom to top, with the lip-sync layer (unless `[lipsync]` is
-/// off) where `layers.order` lists `lipsync`, else on top. Every layer of `layers.order` keeps
-/// its place (its index in [`FaceFrame::layer_weights`]).
-pub fn build_stack(section: &LayersSection, lipsync: &LipsyncConfig) -> Vec<Layer> {
-    let mut layers = build_layers(section);
-    let lip = face::layer(lipsync.mode, lipsync.strength);
-    match (layers.iter().position(|l| l.name == LAYER_LIPSYNC), lip) {
-        (Some(i), Some(lip)) => layers[i] = lip,
+/// off) and then the idle layer (unless `[idle]` is off), each where `layers.order` lists it,
+/// else on top. Every layer of `layers.order` keeps its place (its index in
+/// [`FaceFrame::layer_weights`]).
+pub fn build_stack(stack: &StackConfig) -> Vec<Layer> {
+    let mut layers = build_layers(&stack.layers);
+    let lip = face::layer(stack.lipsync.mode, stack.lipsync.strength);
+    place(&mut layers, LAYER_LIPSYNC, lip);
+    let idle = stack
+        .idle
+        .enabled
+        .then(|| idle::layer(stack.idle.under_tracking));
+    place(&mut layers, LAYER_IDLE, idle);
+    layers
+}
+
+/// Puts `layer` (a source's layer, `None` when the source is off) where `layers` lists `name`,
+/// else on top.
+fn place(layers: &mut Vec<Layer>, name: &str, layer: Option<Layer>) {
+    match (layers.iter().position(|l| l.name == name), layer) {
+        (Some(i), Some(layer)) => layers[i] = layer,
         // Off: the listed place stays, an empty layer that drives nothing.
         (Some(i), None) => layers[i].fade = Fade::new(false, Duration::ZERO, Duration::ZERO),
-        (None, Some(lip)) => layers.push(lip),
+        (None, Some(layer)) => layers.push(layer),
         (None, None) => {}
     }
-    layers
+}
+
+/// A seed for idle life that differs from run to run.
+fn idle_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Makes the conditioner's neutral pose (a performer's, or all zeros) the mixer's rest pose.
@@ -145,6 +190,8 @@ pub struct LiveSink {
     lip_mode: LipMode,
     /// When the last lip-sync hop came; the layer fades out when audio stops coming.
     last_lip: Option<Instant>,
+    /// Idle life, when `[idle]` is on: the idle layer's values each tick.
+    idle: Option<Idle>,
 }
 
 impl LiveSink {
@@ -165,7 +212,7 @@ impl LiveSink {
         if forwarder.is_some() {
             tracing::info!(to = ?config.forward.to, "forwarding the mixed stream as VMC");
         }
-        let mut mixer = Mixer::new(build_stack(&config.layers, &config.lipsync));
+        let mut mixer = Mixer::new(build_stack(&StackConfig::of(config)));
         rest_from(&mut mixer, &core);
         Ok(LiveSink {
             core,
@@ -181,6 +228,10 @@ impl LiveSink {
             last_report: None,
             lip_mode: config.lipsync.mode,
             last_lip: None,
+            idle: config
+                .idle
+                .enabled
+                .then(|| Idle::new(config.idle.settings(), idle_seed())),
         })
     }
 
@@ -235,11 +286,18 @@ impl LiveSink {
                 self.core.set_smoothing(smoothing);
                 self.core.set_tracking(tracking);
             }
-            SessionCommand::Layers(sections) => {
-                let (layers, lipsync) = *sections;
-                self.mixer
-                    .replace_layers(build_stack(&layers, &lipsync), now);
-                self.lip_mode = lipsync.mode;
+            SessionCommand::Layers(stack) => {
+                self.mixer.replace_layers(build_stack(&stack), now);
+                self.lip_mode = stack.lipsync.mode;
+                let settings = stack.idle.settings();
+                self.idle = match (stack.idle.enabled, self.idle.take()) {
+                    (false, _) => None,
+                    (true, Some(mut idle)) => {
+                        idle.set_settings(settings);
+                        Some(idle)
+                    }
+                    (true, None) => Some(Idle::new(settings, idle_seed())),
+                };
             }
             SessionCommand::Lip(frame) => {
                 if let Some(layer) = self.mixer.layer_mut(LAYER_LIPSYNC) {
@@ -252,6 +310,30 @@ impl LiveSink {
                 if let Some(t) = &self.out.telemetry {
                     t.record_lip(&frame);
                 }
+            }
+        }
+    }
+
+    /// Moves idle life on to `now`. The idle layer takes the new values while it has weight
+    /// (the face is lost, or `under_tracking` keeps it on); under full tracking it is emptied
+    /// once, so the phone's frames pass as they did without it and nothing is mixed for it.
+    fn animate_idle(&mut self, now: Instant) {
+        let Some(idle) = self.idle.as_mut() else {
+            return;
+        };
+        let values = idle.values(now);
+        let Some(layer) = self.mixer.layers().iter().find(|l| l.name == LAYER_IDLE) else {
+            return;
+        };
+        let showing = layer.fade.moving() || self.mixer.weight(LAYER_IDLE).unwrap_or(0.0) > 0.0;
+        let empty = layer.values.present.is_empty();
+        if showing {
+            if let Some(layer) = self.mixer.layer_mut(LAYER_IDLE) {
+                layer.values = values;
+            }
+        } else if !empty {
+            if let Some(layer) = self.mixer.layer_mut(LAYER_IDLE) {
+                layer.values = LayerValues::default();
             }
         }
     }
@@ -340,6 +422,7 @@ impl FrameSink for LiveSink {
             self.last_lip = None;
             self.mixer.set_active(LAYER_LIPSYNC, false, now);
         }
+        self.animate_idle(now);
         let out = self.core.on_tick(now);
         let made = out.frame.is_some();
         self.deliver(out);
@@ -399,10 +482,12 @@ mod tests {
 
     #[test]
     fn a_lost_face_fades_out_in_the_mixer_as_the_conditioner_alone_shows_it() {
-        let config = Config {
+        // Without idle life: the face ends at the still neutral, as the conditioner makes it.
+        let mut config = Config {
             smoothing: SmoothingConfig::off(),
             ..Config::default()
         };
+        config.idle.enabled = false;
         let t0 = Instant::now();
         let (mut sink, mut rx, _commands) = chain(&config);
         let mut alone = Conditioner::new(config.smoothing, config.tracking, t0);
@@ -494,10 +579,10 @@ mod tests {
         plain.order.pop();
         plain.specs.remove("mouth");
         commands
-            .send(SessionCommand::Layers(Box::new((
-                plain,
-                config.lipsync.clone(),
-            ))))
+            .send(SessionCommand::Layers(Box::new(StackConfig {
+                layers: plain,
+                ..StackConfig::of(&config)
+            })))
             .unwrap();
         sink.tick(at(t0, 0.6));
         sink.frame(phone(at(t0, 0.61), 0.2, 0.8));
@@ -544,5 +629,161 @@ mod tests {
         let last = *drain(&mut rx).last().unwrap();
         assert!(last.get(Channel::JawOpen).unwrap_or(0.0) < 1e-6, "{last:?}");
         assert_eq!(last.visemes, [0.0; crate::arkit::VISEMES]);
+    }
+
+    /// Half a second of a live face, then `silence` seconds of ticks every 10 ms; the frames.
+    fn face_then_silence(config: &Config, silence: f64) -> Vec<FaceFrame> {
+        let t0 = Instant::now();
+        let (mut sink, mut rx, _commands) = chain(config);
+        for i in 0..30 {
+            let t = at(t0, i as f64 / 60.0);
+            sink.frame(phone(t, 0.6 - 0.001 * i as f32, 0.2));
+            sink.tick(t);
+        }
+        let ticks = (silence * 100.0) as u32;
+        for i in 1..=ticks {
+            sink.tick(at(t0, 0.5 + f64::from(i) * 0.01));
+        }
+        drain(&mut rx)
+    }
+
+    /// The head's turn in degrees.
+    fn degrees(q: glam::Quat) -> f32 {
+        q.angle_between(glam::Quat::IDENTITY).to_degrees()
+    }
+
+    #[test]
+    fn tracking_loss_now_ends_in_idle_life_not_a_still_neutral() {
+        let config = Config {
+            smoothing: SmoothingConfig::off(),
+            ..Config::default()
+        };
+        assert!(config.idle.enabled, "idle life is on by default");
+        let frames = face_then_silence(&config, 12.0);
+        // While the face tracks, the phone's frames pass as before: the idle layer has no
+        // weight and adds nothing (the phone's head is 0.3 rad, its blink 0.2).
+        let live = &frames[20];
+        assert_eq!(live.get(Channel::EyeBlinkLeft), Some(0.2));
+        assert_eq!(live.get(Channel::EyeLookOutLeft), None);
+        assert!(
+            live.head
+                .unwrap()
+                .dot(glam::Quat::from_rotation_y(0.3))
+                .abs()
+                > 1.0 - 1e-6
+        );
+        // Long after the loss (the default fade is well under 2 s), frames keep coming.
+        let lost: Vec<&FaceFrame> = frames
+            .iter()
+            .filter(|f| f.received >= frames[0].received + Duration::from_secs(3))
+            .collect();
+        assert!(
+            lost.len() > 400,
+            "the mixer makes frames while idle animates: {}",
+            lost.len()
+        );
+        // The mouth rests; the eyes blink (fully); the head breathes; the eyes glance.
+        assert!(lost.iter().all(|f| f.get(Channel::JawOpen) == Some(0.0)));
+        let blinks = lost
+            .iter()
+            .map(|f| f.get(Channel::EyeBlinkLeft).unwrap())
+            .fold(0.0f32, f32::max);
+        assert!(blinks > 0.9, "a blink in 9 s: {blinks}");
+        let turns: Vec<f32> = lost.iter().map(|f| degrees(f.head.unwrap())).collect();
+        let (lo, hi) = turns
+            .iter()
+            .fold((f32::MAX, 0.0f32), |(lo, hi), &d| (lo.min(d), hi.max(d)));
+        assert!(hi - lo > 0.2, "the head moves: {lo}..{hi} degrees");
+        assert!(hi < 3.0, "but only a little: {hi} degrees");
+        let glance = lost
+            .iter()
+            .map(|f| degrees(f.left_eye.unwrap()))
+            .fold(0.0f32, f32::max);
+        assert!(
+            (1.0..=8.0).contains(&glance),
+            "the eyes glance: {glance} degrees"
+        );
+        for f in &frames {
+            assert!(f
+                .weights
+                .iter()
+                .all(|w| w.is_finite() && (0.0..=1.0).contains(w)));
+            for q in [f.head, f.left_eye, f.right_eye].into_iter().flatten() {
+                assert!(q.is_finite() && (q.length() - 1.0).abs() < 1e-4);
+            }
+        }
+    }
+
+    #[test]
+    fn idle_life_off_keeps_the_still_neutral() {
+        let mut config = Config {
+            smoothing: SmoothingConfig::off(),
+            ..Config::default()
+        };
+        config.idle.enabled = false;
+        let frames = face_then_silence(&config, 5.0);
+        let last = frames.last().unwrap();
+        assert!(
+            frames.last().unwrap().received < frames[0].received + Duration::from_secs(3),
+            "no frames once the face has faded"
+        );
+        assert_eq!(last.get(Channel::EyeBlinkLeft), Some(0.0));
+        assert_eq!(last.get(Channel::EyeLookOutLeft), None);
+        assert!(last.head.unwrap().dot(glam::Quat::IDENTITY).abs() > 1.0 - 1e-6);
+    }
+
+    #[test]
+    fn idle_life_shows_before_a_phone_connects_and_can_stay_faintly_under_tracking() {
+        let t0 = Instant::now();
+        let (mut sink, mut rx, commands) = chain(&Config::default());
+        for i in 0..800 {
+            sink.tick(at(t0, f64::from(i) * 0.01));
+        }
+        let waiting = drain(&mut rx);
+        assert!(waiting.len() > 300, "{}", waiting.len());
+        assert!(waiting
+            .iter()
+            .any(|f| f.get(Channel::EyeBlinkLeft) > Some(0.9)));
+        // A reload that keeps a fifth of idle life under tracking: the phone's still head
+        // now breathes a little.
+        let mut stack = StackConfig::of(&Config::default());
+        stack.idle.under_tracking = 0.2;
+        commands
+            .send(SessionCommand::Layers(Box::new(stack)))
+            .unwrap();
+        let mut turns = Vec::new();
+        for i in 0..400 {
+            let t = at(t0, 8.0 + f64::from(i) * 0.01);
+            let mut f = phone(t, 0.1 + 0.001 * (i % 2) as f32, 0.0);
+            f.head = Some(glam::Quat::IDENTITY);
+            sink.frame(f);
+            sink.tick(t);
+        }
+        for f in drain(&mut rx).iter().skip(100) {
+            turns.push(degrees(f.head.unwrap()));
+        }
+        let hi = turns.iter().copied().fold(0.0f32, f32::max);
+        assert!(
+            hi > 0.01 && hi < 0.5,
+            "a faint sway under tracking: {hi} degrees"
+        );
+        assert_eq!(sink.mixer.weight(LAYER_IDLE), Some(0.2));
+    }
+
+    #[test]
+    fn the_idle_layer_goes_where_the_order_lists_it_else_on_top() {
+        let mut stack = StackConfig::default();
+        let names = |stack: &StackConfig| -> Vec<String> {
+            build_stack(stack).into_iter().map(|l| l.name).collect()
+        };
+        assert_eq!(names(&stack), [LAYER_TRACKING, LAYER_LIPSYNC, LAYER_IDLE]);
+        stack.layers.order = vec![LAYER_IDLE.into(), LAYER_TRACKING.into()];
+        assert_eq!(names(&stack), [LAYER_IDLE, LAYER_TRACKING, LAYER_LIPSYNC]);
+        stack.idle.enabled = false;
+        let layers = build_stack(&stack);
+        assert_eq!(layers[0].name, LAYER_IDLE, "the listed place stays");
+        assert_eq!(layers[0].weight(), 0.0, "but drives nothing");
+        stack.layers.order = vec![LAYER_TRACKING.into()];
+        assert_eq!(names(&stack), [LAYER_TRACKING, LAYER_LIPSYNC]);
     }
 }

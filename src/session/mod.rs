@@ -33,7 +33,9 @@ pub use avatar::{
     background, check_mapping, load_avatar, load_model, mapping_path, mapping_source,
     DEFAULT_HEAD_MAPPING_PATH,
 };
-pub use chain::{build_layers, build_stack, LiveSink, Outputs, SessionCommand, TrackingLog};
+pub use chain::{
+    build_layers, build_stack, LiveSink, Outputs, SessionCommand, StackConfig, TrackingLog,
+};
 pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
 pub use input::{Input, Replay};

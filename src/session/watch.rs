@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::mpsc;
 
-use super::chain::SessionCommand;
+use super::chain::{SessionCommand, StackConfig};
 use super::{Notify, StartError};
 use crate::app::AppEvent;
 use crate::calibrate::Profile;
@@ -43,7 +43,7 @@ impl StageLink {
 }
 
 /// What changed between two versions of the configuration, applied: smoothing, tracking and
-/// layers go to the ingest thread through `commands`, background and camera to `stage`.
+/// the stack (layers, lip sync, idle life) go to the ingest thread through `commands`, background and camera to `stage`.
 /// Returns the sections whose changes need a restart.
 fn apply(
     old: &Config,
@@ -60,18 +60,17 @@ fn apply(
         ))));
         tracing::info!("smoothing and tracking settings reloaded");
     }
-    if new.lipsync != old.lipsync && new.layers == old.layers {
-        let _ = commands.send(SessionCommand::Layers(Box::new((
-            new.layers.clone(),
-            new.lipsync.clone(),
-        ))));
+    let stack = StackConfig::of(new);
+    if stack != StackConfig::of(old) {
+        let _ = commands.send(SessionCommand::Layers(Box::new(stack)));
+    }
+    if new.lipsync != old.lipsync {
         tracing::info!(mode = new.lipsync.mode.name(), "lip sync settings reloaded");
     }
+    if new.idle != old.idle {
+        tracing::info!(enabled = new.idle.enabled, "idle life settings reloaded");
+    }
     if new.layers != old.layers {
-        let _ = commands.send(SessionCommand::Layers(Box::new((
-            new.layers.clone(),
-            new.lipsync.clone(),
-        ))));
         match stage {
             StageLink::Window(notify) => notify(AppEvent::Layers(Box::new(new.layers.clone()))),
             StageLink::Headless(tx) => {
@@ -189,7 +188,7 @@ mod tests {
         assert_eq!(restart, ["[forward]", "[pose]"]);
         let sent: Vec<SessionCommand> = rx.try_iter().collect();
         assert!(matches!(&sent[0], SessionCommand::Settings(s) if s.1.fade == 1.5));
-        assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.0.order.len() == 2));
+        assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.layers.order.len() == 2));
         let changes: Vec<StageChange> = cameras.try_iter().collect();
         assert!(matches!(&changes[0], StageChange::Layers(l) if l.order.len() == 2));
         assert!(matches!(&changes[1], StageChange::Camera(c) if c.zoom == 2.0));
@@ -202,5 +201,12 @@ mod tests {
         )
         .is_empty());
         assert!(rx.try_recv().is_err(), "nothing changed, nothing sent");
+        // Idle life alone changes the stack, not the stage's layers.
+        let mut calm = new.clone();
+        calm.idle.enabled = false;
+        let (stage_tx, stage_rx) = mpsc::channel();
+        assert!(apply(&new, &calm, None, &tx, &StageLink::Headless(stage_tx)).is_empty());
+        assert!(matches!(rx.try_recv(), Ok(SessionCommand::Layers(l)) if !l.idle.enabled));
+        assert!(stage_rx.try_recv().is_err());
     }
 }
