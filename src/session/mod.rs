@@ -176,13 +176,6 @@ pub fn start(
         sink = sink.with_tap(tap);
     }
     let input = Input::start(config, options.replay, Box::new(sink))?;
-    let lipsync = start_lipsync(
-        &config.lipsync,
-        options.lipsync,
-        options.profile,
-        commands.clone(),
-        lip_telemetry,
-    )?;
     let connect = match &input {
         Input::Network(handle) => {
             let show = notify.map(|notify| -> ShowCard {
@@ -202,6 +195,15 @@ pub fn start(
         }
         Input::Replay(_) => None,
     };
+    // After the connect watch: opening the microphone can take a moment, and the card should
+    // not miss a phone that is already sending.
+    let lipsync = start_lipsync(
+        &config.lipsync,
+        options.lipsync,
+        options.profile,
+        commands.clone(),
+        lip_telemetry,
+    )?;
     Ok(Live {
         input,
         commands,
