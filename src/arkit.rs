@@ -501,16 +501,21 @@ pub struct FaceFrame {
     pub protocol: Protocol,
     /// The sender's address.
     pub from: SocketAddr,
-    /// The weight of each layer of the mixer, by its place in `[layers].order` (the first
-    /// [`MAX_LAYERS`]), for the avatar-space values some layers carry; 0 before the mixer.
+    /// The weight of each layer of the mixer, by its place in the stack (`[layers].order` first,
+    /// then the layers other sources add; the first [`MAX_LAYERS`]), for the avatar-space values
+    /// some layers carry; 0 before the mixer.
     pub layer_weights: [f32; MAX_LAYERS],
     /// The lip-sync layer's viseme weights times its weight in the mix, [`Viseme::ALL`] order;
     /// all 0 without lip sync.
     pub visemes: [f32; VISEMES],
 }
 
-/// The most layers the mixer stacks (above the rest pose).
-pub const MAX_LAYERS: usize = 8;
+/// The most layers whose weights a frame carries: the `[layers].order` ones (at most
+/// [`MAX_ORDER`]) and those lip sync, idle life and expressions add above them.
+pub const MAX_LAYERS: usize = 32;
+
+/// The most layers `[layers].order` lists.
+pub const MAX_ORDER: usize = 8;
 
 impl FaceFrame {
     /// An empty frame (no channel present, no pose) received now from `from`.

@@ -18,7 +18,7 @@ use std::fmt;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::arkit::{Channel, MAX_LAYERS};
+use crate::arkit::{Channel, MAX_ORDER};
 use crate::diagnostic::nearest;
 use crate::idle::LAYER_IDLE;
 use crate::lipsync::face::LAYER_LIPSYNC;
@@ -102,10 +102,10 @@ impl LayersSection {
     /// Checks what serde cannot: `Err((key, message, hint))`, `key` being where to point.
     pub(crate) fn check(&self) -> Result<(), (String, String, String)> {
         let at_order = |message: String, hint: &str| Err(("order".into(), message, hint.into()));
-        if self.order.len() > MAX_LAYERS {
+        if self.order.len() > MAX_ORDER {
             return at_order(
                 format!(
-                    "{} layers; the mixer stacks at most {MAX_LAYERS}",
+                    "{} layers; layers.order lists at most {MAX_ORDER}",
                     self.order.len()
                 ),
                 "combine fixed poses into fewer layers",

@@ -522,6 +522,28 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_carries_the_weights_of_layers_beyond_the_configured_order() {
+        // Eight configured layers, then two that other sources add (lip sync, expressions).
+        let layers: Vec<Layer> = (0..10)
+            .map(|i| {
+                let mut l = Layer::new(
+                    &format!("l{i}"),
+                    BlendMode::Add,
+                    RegionMask::ALL,
+                    Fade::new(true, Duration::ZERO, Duration::ZERO),
+                );
+                l.gain = 0.05 * (i + 1) as f32;
+                l
+            })
+            .collect();
+        let mut m = Mixer::new(layers);
+        let out = m.mix(Instant::now());
+        assert!((out.layer_weights[9] - 0.5).abs() < 1e-6);
+        assert!((out.layer_weights[7] - 0.4).abs() < 1e-6);
+        assert_eq!(out.layer_weights[10], 0.0);
+    }
+
+    #[test]
     fn layer_order_decides_who_wins() {
         let t0 = Instant::now();
         let a = |v| {
