@@ -374,6 +374,24 @@ pub fn values_of(sample: &IdleSample) -> LayerValues {
     v
 }
 
+/// `values` as they go on top of a face tracked `tracked` (0 to 1): the phone's own blinks and
+/// glances are the performer's, so idle blinks and glances fade out as the face is tracked and
+/// only breathing and sway stay (what `under_tracking` keeps).
+pub fn under_tracking(mut values: LayerValues, tracked: f32) -> LayerValues {
+    let keep = (1.0 - tracked).clamp(0.0, 1.0);
+    if keep >= 1.0 {
+        return values;
+    }
+    let eyes = RegionMask::of(&[Region::Eyes, Region::Gaze]).channels();
+    for c in eyes.iter() {
+        values.weights[c.index()] *= keep;
+    }
+    for eye in [&mut values.left_eye, &mut values.right_eye] {
+        *eye = eye.map(|q| Quat::IDENTITY.slerp(q, keep));
+    }
+    values
+}
+
 /// The idle layer: it adds to the face below it (the rest pose once the face is lost) on the
 /// eyes, the gaze and the head, weighted by how absent the face is, and keeps `under_tracking`
 /// (0 to 1) of its weight under live tracking. Its values come from [`Idle::values`] each tick.
@@ -632,5 +650,27 @@ mod tests {
         let look = v.left_eye.unwrap() * glam::Vec3::Z;
         assert!(look.x > 0.08 && look.y > 0.03, "{look}");
         assert_eq!(v.left_eye, v.right_eye);
+    }
+
+    #[test]
+    fn under_a_tracked_face_only_breathing_and_sway_stay() {
+        let sample = IdleSample {
+            blink: 0.8,
+            gaze: [4.0, 2.0],
+            head: [0.5, 0.8, 0.2],
+        };
+        let all = values_of(&sample);
+        assert_eq!(
+            under_tracking(all, 0.0),
+            all,
+            "a lost face keeps everything"
+        );
+        let tracked = under_tracking(all, 1.0);
+        assert_eq!(tracked.get(Channel::EyeBlinkLeft), Some(0.0));
+        assert_eq!(tracked.get(Channel::EyeLookOutLeft), Some(0.0));
+        assert!(tracked.left_eye.unwrap().angle_between(Quat::IDENTITY) < 1e-6);
+        assert_eq!(tracked.head, all.head, "breathing and sway stay");
+        let half = under_tracking(all, 0.5);
+        assert!((half.get(Channel::EyeBlinkLeft).unwrap() - 0.4).abs() < 1e-6);
     }
 }

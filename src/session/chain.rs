@@ -321,7 +321,7 @@ impl LiveSink {
         let Some(idle) = self.idle.as_mut() else {
             return;
         };
-        let values = idle.values(now);
+        let values = idle::under_tracking(idle.values(now), self.mixer.tracked());
         let Some(layer) = self.mixer.layers().iter().find(|l| l.name == LAYER_IDLE) else {
             return;
         };
