@@ -460,14 +460,17 @@ fn calibrate_vowels_from_a_take_saves_them_into_the_performers_profile() {
     let take = dir.path().join("take.wav");
     write_wav(&take, &audio);
     let profiles = dir.path().join("profiles");
-    let output = Command::new(crate::support::facewire_bin())
-        .args(["calibrate", "--performer", "bob", "--yes", "--vowels-from"])
-        .arg(&take)
-        .arg("--profiles")
-        .arg(&profiles)
-        .env("FACEWIRE_LOG", "warn")
-        .output()
-        .unwrap();
+    let calibrate = || {
+        Command::new(crate::support::facewire_bin())
+            .args(["calibrate", "--performer", "bob", "--yes", "--vowels-from"])
+            .arg(&take)
+            .arg("--profiles")
+            .arg(&profiles)
+            .env("FACEWIRE_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let output = calibrate();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
     // Each vowel found where it was said, and read back as itself.
@@ -497,14 +500,7 @@ fn calibrate_vowels_from_a_take_saves_them_into_the_performers_profile() {
         .samples
         .truncate((spans[3].1 * f64::from(audio.rate)) as usize);
     write_wav(&take, &short);
-    let output = Command::new(crate::support::facewire_bin())
-        .args(["calibrate", "--performer", "bob", "--yes", "--vowels-from"])
-        .arg(&take)
-        .arg("--profiles")
-        .arg(&profiles)
-        .env("FACEWIRE_LOG", "warn")
-        .output()
-        .unwrap();
+    let output = calibrate();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("heard 3 of the five vowels"), "{stderr}");
