@@ -560,6 +560,11 @@ pub trait FrameSink: Send {
     /// Called every few milliseconds (the ingest thread's `TICK_PERIOD`) whether or not data arrives, so time-based logic (tracking
     /// loss after silence) can act while the network is quiet.
     fn tick(&mut self, _now: Instant) {}
+
+    /// A key went down (`pressed`) or up on the sender's side (VMC's `/VMC/Ext/Key`), by the
+    /// sender's name for it (`F1`, `A`, `D1`, `NumPad1`, ...). Expressions bound to the key
+    /// follow it.
+    fn key(&mut self, _name: &str, _pressed: bool) {}
 }
 
 impl<F: FnMut(FaceFrame) + Send> FrameSink for F {

@@ -291,6 +291,11 @@ impl InjectedStore {
     pub fn values(&self, now: Instant) -> InjectedValues {
         self.lock().values(now)
     }
+
+    /// Whether some value is injected at `now` (not yet lapsed).
+    pub fn active(&self, now: Instant) -> bool {
+        !self.values(now).is_empty()
+    }
 }
 
 #[cfg(test)]

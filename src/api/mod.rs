@@ -17,8 +17,6 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-#[path = "../config/api.rs"]
-mod api_config;
 mod inject;
 pub mod params;
 pub mod protocol;
@@ -26,11 +24,14 @@ mod server;
 mod session;
 mod tokens;
 
-pub use api_config::{valid_name, ApiConfig, DEFAULT_PORT};
+pub use crate::config::{valid_name, ApiConfig, DEFAULT_PORT};
 pub use inject::{
     InjectError, InjectMode, Injected, InjectedStore, InjectedValues, ParamValue, LAPSE,
 };
-pub use server::{spawn, ApiError, ApiHandle, ApiStats, Limits};
+pub use server::{spawn, ApiEmitter, ApiError, ApiHandle, ApiStats, Limits};
+
+/// The name of the mixer layer that carries the values plugins inject (on top of the stack).
+pub const LAYER_API: &str = "api";
 pub use tokens::{TokenError, TokenStore};
 
 /// A model the host can show.

@@ -180,6 +180,13 @@ impl ApiHandle {
         let _ = self.events.send(event);
     }
 
+    /// A sender of events that the rest of a live run can keep (the ingest thread's chain
+    /// reports tracking changes and hotkeys through one); it outlives nothing: once the
+    /// server stops, what it sends goes nowhere.
+    pub fn emitter(&self) -> ApiEmitter {
+        ApiEmitter(self.events.clone())
+    }
+
     /// What was counted so far.
     pub fn stats(&self) -> ApiStats {
         self.counters.snapshot()
@@ -205,6 +212,23 @@ impl ApiHandle {
 impl Drop for ApiHandle {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Sends events to the API's subscribed sessions; see [`ApiHandle::emitter`].
+#[derive(Debug, Clone)]
+pub struct ApiEmitter(broadcast::Sender<ApiEvent>);
+
+impl ApiEmitter {
+    /// An emitter into `events`, for tests of what a live run emits.
+    #[cfg(test)]
+    pub fn for_tests(events: broadcast::Sender<ApiEvent>) -> ApiEmitter {
+        ApiEmitter(events)
+    }
+
+    /// Sends `event` to every session subscribed to it; never blocks.
+    pub fn emit(&self, event: ApiEvent) {
+        let _ = self.0.send(event);
     }
 }
 

@@ -42,4 +42,7 @@ pub trait Controls {
     /// Loads `path` (`None`: the default head) off the stage's thread and watches it; the avatar
     /// or the error arrives as [`AppEvent::Model`](super::AppEvent::Model).
     fn switch_model(&mut self, path: Option<PathBuf>);
+
+    /// The avatar changed: these are the VRM preset expressions it has.
+    fn set_presets(&mut self, _presets: Vec<crate::expressions::Expression>) {}
 }

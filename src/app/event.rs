@@ -16,8 +16,9 @@ pub enum AppEvent {
     Model(Result<Box<crate::session::LoadedModel>, String>),
     /// The configuration's stage background changed (straight sRGB RGBA).
     Background([f32; 4]),
-    /// The configuration's `[layers]` changed: the layers' own target values to resolve anew.
-    Layers(Box<crate::config::LayersSection>),
+    /// The configuration's stack (`[layers]`, `[expressions]`, ...) changed: the layers' own
+    /// target values to resolve anew.
+    Layers(Box<crate::session::StackConfig>),
     /// The configuration's `[camera]` framing changed.
     Camera(crate::config::CameraConfig),
     /// The connect card: what to enter in the phone app and, when nothing arrives, what to

@@ -100,6 +100,7 @@ pub fn run_stage(
             lipsync: run.lip_input(true),
             replay: run.replay,
             tap: None,
+            presets: session::avatar_presets(&avatar),
         },
     )?;
     let _config_watch = session::watch_config(
@@ -176,7 +177,10 @@ pub fn run_offscreen(
     scene.set_spring_bones(config.render.spring_bones);
     scene.set_mapping(mapping);
     scene.set_camera(config.camera);
-    scene.set_layers(&config.layers).map_err(StartError::from)?;
+    scene
+        .set_stack(&session::StackConfig::of(config))
+        .map_err(StartError::from)?;
+    let presets = session::avatar_presets(scene.avatar());
     tracing::info!(morph = ?scene.morph_path(), width = size.0, height = size.1, "headless renderer ready");
     let (sender, mut receiver) = bridge::channel(QUEUE);
     let counters = sender.counters();
@@ -189,6 +193,7 @@ pub fn run_offscreen(
             profiles: run.profiles.clone(),
             lipsync: run.lip_input(false),
             replay: run.replay,
+            presets,
             ..LiveOptions::default()
         },
     )?;
@@ -230,8 +235,8 @@ pub fn run_offscreen(
             while let Ok(change) = cameras.try_recv() {
                 match change {
                     StageChange::Camera(camera) => scene.set_camera(camera),
-                    StageChange::Layers(layers) => {
-                        if let Err(e) = scene.set_layers(&layers) {
+                    StageChange::Layers(stack) => {
+                        if let Err(e) = scene.set_stack(&stack) {
                             tracing::error!(error = %e, "layer targets kept as they were");
                         }
                     }

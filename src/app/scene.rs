@@ -134,6 +134,17 @@ impl Scene {
         self.springs.as_ref().is_some_and(SpringSim::is_moving)
     }
 
+    /// Resolves the avatar-space `targets` of every layer of `stack` (its `[layers]` tables and
+    /// its expressions, with this avatar's VRM presets) against the avatar, at the places the
+    /// mixer's frames carry their weights; on an error the layers in use stay.
+    pub fn set_stack(
+        &mut self,
+        stack: &crate::session::StackConfig,
+    ) -> Result<(), LayerTargetError> {
+        let presets = crate::session::avatar_presets(&self.avatar);
+        self.set_layers(&stack.clone().with_presets(presets).section())
+    }
+
     /// Resolves the `targets` of the layers in `section` against the avatar; on an error the
     /// layers in use stay.
     pub fn set_layers(&mut self, section: &LayersSection) -> Result<(), LayerTargetError> {

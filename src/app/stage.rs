@@ -91,6 +91,8 @@ pub struct StageApp {
     cursor: Option<(f64, f64)>,
     drag: Option<Drag>,
     exit_at: Option<Instant>,
+    /// The mixer's stack as configured, for resolving its layers' targets on each avatar.
+    stack: crate::session::StackConfig,
 }
 
 impl StageApp {
@@ -102,6 +104,7 @@ impl StageApp {
         frames: FrameReceiver,
     ) -> StageApp {
         StageApp {
+            stack: crate::session::StackConfig::of(&options.config),
             exit_at: options.exit_after.map(|d| Instant::now() + d),
             pacer: FramePacer::new(options.config.window.fps_cap),
             telemetry: Telemetry::new(Instant::now()),
@@ -303,8 +306,11 @@ impl StageApp {
             .map_err(|e| format!("cannot draw {name}: {}", with_causes(&e)))?;
         scene.set_mapping(loaded.mapping);
         scene.set_camera(self.options.config.camera);
-        if let Err(e) = scene.set_layers(&self.options.config.layers) {
+        if let Err(e) = scene.set_stack(&self.stack) {
             tracing::warn!(error = %e, "layer targets left out for the new avatar");
+        }
+        if let Some(controls) = self.controls.as_mut() {
+            controls.set_presets(crate::session::avatar_presets(scene.avatar()));
         }
         self.options.mapping_path =
             crate::session::mapping_for(&self.options.config, loaded.path.as_deref());
@@ -593,7 +599,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 scene.set_mapping(mapping);
                 scene.set_camera(self.options.config.camera);
                 // Checked against the avatar when it was loaded.
-                if let Err(e) = scene.set_layers(&self.options.config.layers) {
+                if let Err(e) = scene.set_stack(&self.stack) {
                     tracing::warn!(error = %e, "layer targets left out");
                 }
                 tracing::info!(morph = ?scene.morph_path(), "stage ready");
@@ -645,16 +651,17 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 self.options.config.window.background = crate::config::Color(color);
                 self.dirty = true;
             }
-            AppEvent::Layers(section) => {
+            AppEvent::Layers(stack) => {
                 if let Some(scene) = self.scene.as_mut() {
                     let result = scene
-                        .set_layers(&section)
+                        .set_stack(&stack)
                         .map(|()| "layer targets reloaded".to_string())
                         .map_err(|e| format!("{e}\n(the running layer targets stay in use)"));
                     self.dirty = true;
                     self.post(Topic::Config, result);
                 }
-                self.options.config.layers = *section;
+                self.options.config.layers = stack.layers.clone();
+                self.stack = *stack;
             }
             AppEvent::Camera(camera) => {
                 if let Some(scene) = self.scene.as_mut() {

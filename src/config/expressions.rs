@@ -15,9 +15,6 @@
 //! nearest valid name; avatar-space `targets` are checked when the avatar loads, as for
 //! `[layers.NAME] targets`.
 //!
-//! This file uses only `crate::` paths, so it compiles as `crate::config::expressions` or
-//! included elsewhere.
-
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
@@ -75,6 +72,8 @@ pub struct ExpressionsSection {
     pub file: Option<Spanned<String>>,
     /// The tables by name.
     pub specs: BTreeMap<Spanned<String>, ExpressionSpec>,
+    /// The expressions of `file`, as [`ExpressionsSection::resolve`] last read them.
+    pub from_file: Vec<Expression>,
 }
 
 /// Why expressions could not be read.
@@ -207,6 +206,43 @@ impl ExpressionsSection {
     /// located in the file.
     pub fn load(&self) -> Result<Vec<Expression>, ExpressionsError> {
         let mut expressions = self.expressions();
+        expressions.extend(self.load_file()?);
+        Ok(expressions)
+    }
+
+    /// Reads the file this section names (if any) into [`ExpressionsSection::from_file`]. A
+    /// file that cannot be read is located at the `file` key of `text` (the file at `path`
+    /// this section was parsed from); a mistake in the file is located in the file.
+    pub fn resolve(&mut self, text: &str, path: &str) -> Result<(), Located> {
+        self.from_file = match self.load_file() {
+            Ok(found) => found,
+            Err(ExpressionsError::Invalid(located)) => return Err(located),
+            Err(ExpressionsError::Read { path: file, cause }) => {
+                let span = self.file.as_ref().map_or(0..0, Spanned::span);
+                return Err(at(
+                    path,
+                    text,
+                    span,
+                    format!("cannot read the expressions file {file}: {cause}"),
+                    "the path is relative to the working directory; fix it, or remove the                      line to use only the [expressions.NAME] tables here",
+                ));
+            }
+        };
+        Ok(())
+    }
+
+    /// Every expression: this section's tables, then those read from its file by
+    /// [`ExpressionsSection::resolve`].
+    pub fn all(&self) -> Vec<Expression> {
+        let mut all = self.expressions();
+        all.extend(self.from_file.iter().cloned());
+        all
+    }
+
+    /// The expressions of the file this section names (none when it names none), read now.
+    fn load_file(&self) -> Result<Vec<Expression>, ExpressionsError> {
+        let inline = self.expressions();
+        let mut expressions = Vec::new();
         let Some(file) = &self.file else {
             return Ok(expressions);
         };
@@ -233,7 +269,7 @@ impl ExpressionsSection {
             }
             let expression = Expression::from_spec(name.get_ref(), spec);
             if let (Some(key), Some(written)) = (expression.key, &spec.key) {
-                if let Some(other) = expressions.iter().find(|e| e.key == Some(key)) {
+                if let Some(other) = inline.iter().find(|e| e.key == Some(key)) {
                     return Err(at(
                         path,
                         &text,

@@ -11,6 +11,8 @@ use crate::diagnostic::{locate_key, Located};
 
 use crate::arkit::Protocol;
 
+mod api;
+pub mod expressions;
 mod idle;
 mod layers;
 mod lipsync;
@@ -18,6 +20,8 @@ mod net;
 mod pose;
 pub mod smoothing;
 
+pub use api::{valid_name, ApiConfig, DEFAULT_PORT};
+pub use expressions::{ExpressionSpec, ExpressionsError, ExpressionsSection};
 pub use idle::IdleConfig;
 pub use layers::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use lipsync::LipsyncConfig;
@@ -572,15 +576,23 @@ pub struct Config {
     pub lipsync: LipsyncConfig,
     /// `[idle]`: idle life while tracking is lost.
     pub idle: IdleConfig,
+    /// `[expressions]`: faces switched on and off by keys, the panel and the API.
+    pub expressions: ExpressionsSection,
+    /// `[api]`: the VTube Studio-compatible API for stream tools.
+    pub api: ApiConfig,
 }
 
 impl Config {
     /// Parses TOML text; `path` only labels errors. Relative paths in the file stay relative
     /// (to the working directory).
     pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text)
+        let mut config: Config = toml::from_str(text)
             .map_err(|e| ConfigError::Parse(Located::from_toml(path, text, &e)))?;
         config.validate(text, path)?;
+        config
+            .expressions
+            .resolve(text, path)
+            .map_err(ConfigError::Parse)?;
         for unused in config.smoothing.unused_keys(text) {
             tracing::warn!(file = path, "{unused}; remove it or change the filter");
         }
@@ -677,6 +689,10 @@ impl Config {
             .validate(text, path)
             .map_err(ConfigError::Parse)?;
         self.idle.validate(text, path).map_err(ConfigError::Parse)?;
+        self.expressions
+            .validate(text, path)
+            .map_err(ConfigError::Parse)?;
+        self.api.validate(text, path).map_err(ConfigError::Parse)?;
         if let Err((key, message, hint)) = self.layers.check() {
             // Channel names sit inside inline tables, not at the start of a line.
             let offset = crate::diagnostic::key_offset(text, &key)
@@ -704,10 +720,18 @@ mod tests {
         let text =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/facewire.toml"))
                 .unwrap();
-        assert_eq!(
-            Config::parse(&text, "facewire.toml").unwrap(),
-            Config::default()
-        );
+        let mut shipped = Config::parse(&text, "facewire.toml").unwrap();
+        // The shipped file adds the default head's expressions (tests run in the package
+        // root, where its relative path points); everything else is the default.
+        let names: Vec<String> = shipped
+            .expressions
+            .all()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["angry", "smile", "surprised", "wink"]);
+        shipped.expressions = ExpressionsSection::default();
+        assert_eq!(shipped, Config::default());
     }
 
     #[test]

@@ -16,21 +16,16 @@
 mod key;
 mod set;
 
-// The `[expressions]` section's parser lives with the other sections of `facewire.toml`; until
-// `config` registers it, it is compiled here.
-#[path = "../config/expressions.rs"]
-pub mod section;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use key::{Key, KeyError, KEY_NAMES, MODIFIER_NAMES};
-pub use section::{
+pub use crate::config::expressions::{
     ExpressionSpec, ExpressionsError, ExpressionsSection, DEFAULT_EXPRESSION_FADE,
     DEFAULT_EXPRESSION_LAYER, MAX_EXPRESSION_FADE,
 };
+pub use key::{Key, KeyError, KEY_NAMES, MODIFIER_NAMES};
 pub use set::{Change, ExpressionError, ExpressionSet, HeldRegions, Hotkey, Trigger};
 
 use crate::arkit::Channel;

@@ -250,6 +250,13 @@ impl ExpressionSet {
             .find(|e| e.name == name)
     }
 
+    /// Whether the expression named `name` is switched on (it may still be fading in).
+    pub fn is_on(&self, name: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.expression.name == name && e.fade.is_on())
+    }
+
     /// The expression bound to `key`.
     pub fn by_key(&self, key: &Key) -> Option<&Expression> {
         self.expressions().find(|e| e.key.as_ref() == Some(key))

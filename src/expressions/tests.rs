@@ -378,18 +378,6 @@ fn expression_targets_resolve_through_the_layers_mechanism() {
     assert!((pose.weights[mesh][target] - 0.7).abs() < 1e-6);
 }
 
-/// The `[expressions]` block `facewire.toml` documents, uncommented.
-fn documented_section(text: &str) -> String {
-    let start = text
-        .find("# [expressions]\n")
-        .expect("facewire.toml documents expressions");
-    text[start..]
-        .lines()
-        .take_while(|l| l.starts_with("# [expressions]") || l.starts_with("# file"))
-        .map(|l| format!("{}\n", &l[2..]))
-        .collect()
-}
-
 #[test]
 fn the_shipped_expressions_parse() {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -409,26 +397,21 @@ fn the_shipped_expressions_parse() {
         .filter_map(|h| h.key.map(|k| k.to_string()))
         .collect();
     assert_eq!(keys.len(), 4);
-    // facewire.toml names the file in a block that is uncommented once config reads
-    // [expressions]; from the repository root it loads the same expressions.
-    let config = std::fs::read_to_string(format!("{root}/config/facewire.toml")).unwrap();
-    let block = documented_section(&config);
-    assert!(
-        block.contains("file = \"config/expressions.toml\""),
-        "{block}"
+    // facewire.toml names the file; from the repository root (where tests run) it loads the
+    // same expressions.
+    let config = crate::config::Config::load(std::path::Path::new(&format!(
+        "{root}/config/facewire.toml"
+    )))
+    .unwrap();
+    assert_eq!(
+        config
+            .expressions
+            .file
+            .as_ref()
+            .map(|f| f.get_ref().as_str()),
+        Some("config/expressions.toml")
     );
-    #[derive(serde::Deserialize)]
-    struct Config {
-        expressions: ExpressionsSection,
-    }
-    let parsed: Config = toml::from_str(&block).unwrap();
-    parsed
-        .expressions
-        .validate(&block, "facewire.toml")
-        .unwrap();
-    // Tests run in the package root, where the relative path points.
-    let loaded = parsed.expressions.load().unwrap();
-    assert_eq!(loaded, shipped.expressions());
+    assert_eq!(config.expressions.all(), shipped.expressions());
 }
 
 #[test]

@@ -13,12 +13,21 @@ use crate::mixer::BlendMode;
 
 /// Why a layer's targets do not fit the avatar.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("[layers.{layer}] targets: {message}")]
+#[error("{} targets: {message}", table(layer))]
 pub struct LayerTargetError {
     /// The layer.
     pub layer: String,
     /// What is wrong, with the nearest name when there is one.
     pub message: String,
+}
+
+/// The table a layer's targets are written in: `[expressions.NAME]` for an expression's
+/// layer, else `[layers.NAME]`.
+fn table(layer: &str) -> String {
+    match layer.strip_prefix(crate::expressions::LAYER_PREFIX) {
+        Some(name) => format!("[expressions.{name}]"),
+        None => format!("[layers.{layer}]"),
+    }
 }
 
 /// One layer's resolved targets.

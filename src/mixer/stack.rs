@@ -199,6 +199,19 @@ impl Mixer {
     /// sender, sender time and flag; it is received at `now`, or at the tracking frame's own
     /// instant when that is later. Before any tracking frame, it comes from `0.0.0.0:0`.
     pub fn mix(&mut self, now: Instant) -> FaceFrame {
+        self.mix_computed(now, "", |_| None)
+    }
+
+    /// [`Mixer::mix`], with the values of the layer named `name` made from what the layers
+    /// below it mix to (`values` gets that frame, weights clamped; `None` keeps the layer's
+    /// values): for a source whose effect depends on what it lies over, such as values a
+    /// plugin adds to the face.
+    pub fn mix_computed(
+        &mut self,
+        now: Instant,
+        name: &str,
+        mut values: impl FnMut(&FaceFrame) -> Option<LayerValues>,
+    ) -> FaceFrame {
         let mut out = self.meta.unwrap_or_else(|| {
             FaceFrame::empty(
                 crate::arkit::Protocol::Vmc,
@@ -217,8 +230,18 @@ impl Mixer {
         }
         out.layer_weights = [0.0; MAX_LAYERS];
         out.visemes = [0.0; VISEMES];
-        for (i, layer) in self.layers.iter().enumerate() {
+        for i in 0..self.layers.len() {
+            if !name.is_empty() && self.layers[i].name == name {
+                let mut below = out;
+                for w in &mut below.weights {
+                    *w = unit(*w);
+                }
+                if let Some(v) = values(&below) {
+                    self.layers[i].values = v;
+                }
+            }
             let w = self.weight_of(i);
+            let layer = &self.layers[i];
             blend_layer(&mut out, layer, w, &self.rest);
             if let Some(slot) = out.layer_weights.get_mut(i) {
                 *slot = w;

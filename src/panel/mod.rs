@@ -62,6 +62,10 @@ pub enum Topic {
     Avatar,
     /// The calibration routine or a captured neutral.
     Calibration,
+    /// An expression switched on or off.
+    Expressions,
+    /// The API for stream tools.
+    Api,
     /// Anything else (opening a folder, ...).
     General,
 }
@@ -74,6 +78,8 @@ impl Topic {
             Topic::Profile => "profile",
             Topic::Avatar => "avatar",
             Topic::Calibration => "calibration",
+            Topic::Expressions => "expressions",
+            Topic::Api => "api",
             Topic::General => "facewire",
         }
     }

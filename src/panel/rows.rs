@@ -53,23 +53,34 @@ impl ChannelRow {
 }
 
 /// The layers of `report` that get a column of their own beside the channels: every layer but
-/// the rest pose and the tracking layer (whose values are the calibrated column), bottom to top.
+/// the rest pose and the tracking layer (whose values are the calibrated column), bottom to top;
+/// expressions and the API's injected values only while they show (weight above 0).
 pub fn layer_columns(report: &MixerReport) -> impl Iterator<Item = &LayerReport> {
     report
         .layers
         .iter()
-        .filter(|l| l.name != LAYER_REST && l.name != LAYER_TRACKING)
+        .filter(|l| l.name != LAYER_REST && l.name != LAYER_TRACKING && shown(l))
+}
+
+/// Whether a layer is worth showing: an expression or the API's layer only while it has weight
+/// (there may be many, mostly off), any other layer always.
+fn shown(layer: &LayerReport) -> bool {
+    let on_demand = layer.name.starts_with(crate::expressions::LAYER_PREFIX)
+        || layer.name == crate::api::LAYER_API;
+    !on_demand || layer.contribution.weight > 0.0
 }
 
 /// The regions whose channels `present` touches, in [`Region::ALL`] order.
 /// The mixer's layers bottom to top with their weights, as one status line:
 /// `layers: rest · tracking 1.00 · smile 0.42 (add, mouth)`. The brackets give the blend mode
 /// when it is not `override` and the face regions the layer may drive when they are not all of
-/// them. The rest pose has no weight (it is always under everything).
+/// them. The rest pose has no weight (it is always under everything). Expressions and the
+/// API's layer are listed while they show.
 pub fn layers_line(report: &MixerReport) -> String {
     let parts: Vec<String> = report
         .layers
         .iter()
+        .filter(|l| shown(l))
         .map(|layer| {
             if layer.name == LAYER_REST {
                 return layer.name.clone();

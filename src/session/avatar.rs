@@ -94,14 +94,29 @@ pub fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping), StartEr
         Some(file) => CompiledMapping::compile(file, &avatar)?,
         None => CompiledMapping::auto(&avatar),
     };
-    // The layers' own target values must name what the avatar has; the scene resolves them.
-    crate::mapping::LayerTargets::compile(&config.layers, &avatar)?;
+    // The layers' and expressions' own target values must name what the avatar has; the scene
+    // resolves them.
+    let stack = super::StackConfig::of(config).with_presets(avatar_presets(&avatar));
+    crate::mapping::LayerTargets::compile(&stack.section(), &avatar)?;
     tracing::info!(
         mapping = file.as_ref().map_or("automatic", |f| f.path.as_str()),
         targets = compiled.targets.len(),
         "mapping compiled"
     );
     Ok((avatar, compiled))
+}
+
+/// The VRM preset expressions (happy, angry, sad, relaxed, surprised) `avatar` has, ready to
+/// trigger without configuration; none for an avatar that is not a VRM.
+pub fn avatar_presets(avatar: &Avatar) -> Vec<crate::expressions::Expression> {
+    let Some(vrm) = avatar.vrm.as_ref() else {
+        return Vec::new();
+    };
+    crate::expressions::vrm_presets(|name| {
+        vrm.expressions
+            .iter()
+            .any(|e| e.preset.is_some_and(|p| p.name() == name))
+    })
 }
 
 /// Checks the configured mapping against the configured model: what was checked (a line to

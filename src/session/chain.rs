@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! frame ─▶ raw tap, telemetry ─▶ Conditioner (calibrate, smooth, tracking loss)
-//!       ─▶ Mixer (tracking layer + [layers] + lip sync + idle) ─▶ forward as VMC, telemetry,
-//!          bridge, wake
+//!       ─▶ regions held by expressions ─▶ Mixer (tracking layer + [layers] + lip sync + idle
+//!          + expressions + the API's injected values) ─▶ forward as VMC, telemetry, bridge, wake
 //! lip-sync hop (audio thread) ─▶ command ─▶ the mixer's lip-sync layer
+//! key, panel button, VMC key, API ─▶ command ─▶ ExpressionSet ─▶ the expression layers' fades
 //! tick (every 10 ms) ─▶ idle life ─▶ the mixer's idle layer (while the face is lost)
 //! ```
 //!
@@ -18,6 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::{Notify, StartError};
+use crate::api::{ApiEmitter, ApiEvent, InjectedStore, LAYER_API};
 use crate::app::{AppEvent, TrackingSummary};
 use crate::arkit::{FaceFrame, FrameSink, COUNT};
 use crate::bridge::FrameSender;
@@ -26,16 +28,59 @@ use crate::calibrate::{
     TrackingState,
 };
 use crate::config::{Config, IdleConfig, LayersSection, LipsyncConfig, DEFAULT_FADE};
+use crate::expressions::{with_presets, Expression, ExpressionMode, ExpressionSet, Key, Trigger};
 use crate::forward::Forwarder;
 use crate::idle::{self, Idle, LAYER_IDLE};
 use crate::lipsync::face::{self, LAYER_LIPSYNC};
 use crate::lipsync::{LipFrame, LipMode};
-use crate::mixer::{Fade, Layer, LayerValues, Mixer, LAYER_TRACKING};
+use crate::mixer::{BlendMode, Fade, Layer, LayerValues, Mixer, RegionMask, LAYER_TRACKING};
 use crate::panel::Topic;
 use crate::telemetry::Telemetry;
 
 /// The tracking state as last reported, and how many changes there were.
 pub type TrackingLog = Arc<Mutex<TrackingSummary>>;
+
+/// One expression as the chain last published it, for the control panel and the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpressionStatus {
+    /// Its name.
+    pub name: String,
+    /// Its stage key.
+    pub key: Option<Key>,
+    /// Toggle or hold.
+    pub mode: ExpressionMode,
+    /// Its layer (expressions on the same layer replace each other).
+    pub layer: String,
+    /// Whether it is switched on.
+    pub on: bool,
+    /// Its weight now, 0 to 1 (it fades in and out).
+    pub weight: f32,
+}
+
+/// The expressions and their states, kept current by the chain.
+pub type ExpressionLog = Arc<Mutex<Vec<ExpressionStatus>>>;
+
+/// What set an expression off: the API reports hotkeys others triggered as events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerSource {
+    /// A key on the stage (or a global hotkey).
+    Key,
+    /// A button of the control panel.
+    Panel,
+    /// A key pressed on a VMC sender (`/VMC/Ext/Key`).
+    Vmc,
+    /// A plugin of the API (which reports it itself).
+    Api,
+}
+
+/// The API's side of the chain: the values plugins inject and where events go.
+#[derive(Clone)]
+pub struct ApiLink {
+    /// The injected values, mixed in as the top layer.
+    pub injected: InjectedStore,
+    /// Tracking changes and hotkeys triggered outside the API go to its subscribers.
+    pub events: ApiEmitter,
+}
 
 /// How often the mixed frame and the mixer's report are published for the control panel.
 const REPORT_PERIOD: Duration = Duration::from_millis(100);
@@ -58,6 +103,28 @@ pub enum SessionCommand {
     Layers(Box<StackConfig>),
     /// One hop of lip sync: the visemes for the lip-sync layer.
     Lip(LipFrame),
+    /// Switch the expression `name` (any letter case) on or off.
+    Expression {
+        /// The expression.
+        name: String,
+        /// What happened to it.
+        trigger: Trigger,
+        /// Who asked.
+        source: TriggerSource,
+    },
+    /// A key went down (`pressed`) or up: the expression bound to it follows.
+    Key {
+        /// The key, with its modifiers.
+        key: Key,
+        /// Down or up.
+        pressed: bool,
+        /// Where it was pressed.
+        source: TriggerSource,
+    },
+    /// Switch every expression off.
+    ReleaseExpressions,
+    /// The avatar changed: the VRM preset expressions it has.
+    Presets(Vec<Expression>),
 }
 
 /// The sections of the configuration that make up the mixer's stack: its layers and the
@@ -70,6 +137,11 @@ pub struct StackConfig {
     pub lipsync: LipsyncConfig,
     /// `[idle]`: the idle layer.
     pub idle: IdleConfig,
+    /// `[expressions]` (its file's included), then the avatar's VRM presets once
+    /// [`StackConfig::with_presets`] adds them: a layer each.
+    pub expressions: Vec<Expression>,
+    /// `[api] enabled`: the layer of injected values on top.
+    pub api: bool,
 }
 
 impl StackConfig {
@@ -79,7 +151,31 @@ impl StackConfig {
             layers: config.layers.clone(),
             lipsync: config.lipsync.clone(),
             idle: config.idle.clone(),
+            expressions: config.expressions.all(),
+            api: config.api.enabled,
         }
+    }
+
+    /// This stack with the avatar's VRM `presets` after its expressions (a configured
+    /// expression of the same name wins).
+    pub fn with_presets(mut self, presets: Vec<Expression>) -> StackConfig {
+        self.expressions = with_presets(self.expressions, presets);
+        self
+    }
+
+    /// The stack as `[layers]` would list it: every layer of [`build_stack`] in its order,
+    /// with `[layers]`'s tables and one for each expression, for
+    /// [`crate::mapping::LayerTargets::compile`] to resolve the avatar-space `targets` at the
+    /// places the mixer's frames carry their weights.
+    pub fn section(&self) -> LayersSection {
+        let mut section = self.layers.clone();
+        section.order = build_stack(self).into_iter().map(|l| l.name).collect();
+        for expression in &self.expressions {
+            section
+                .specs
+                .insert(expression.layer_name(), expression.layer_spec());
+        }
+        section
     }
 }
 
@@ -114,7 +210,8 @@ pub fn build_layers(section: &LayersSection) -> Vec<Layer> {
 
 /// The whole stack: `[layers]` bottom to top, with the lip-sync layer (unless `[lipsync]` is
 /// off) and then the idle layer (unless `[idle]` is off), each where `layers.order` lists it,
-/// else on top. Every layer of `layers.order` keeps its place (its index in
+/// else on top; then one layer per expression (off), then the API's layer of injected values
+/// (when `[api]` is on). Every layer of `layers.order` keeps its place (its index in
 /// [`FaceFrame::layer_weights`]).
 pub fn build_stack(stack: &StackConfig) -> Vec<Layer> {
     let mut layers = build_layers(&stack.layers);
@@ -125,6 +222,15 @@ pub fn build_stack(stack: &StackConfig) -> Vec<Layer> {
         .enabled
         .then(|| idle::layer(stack.idle.under_tracking));
     place(&mut layers, LAYER_IDLE, idle);
+    layers.extend(stack.expressions.iter().map(Expression::layer));
+    if stack.api {
+        layers.push(Layer::new(
+            LAYER_API,
+            BlendMode::Override,
+            RegionMask::ALL,
+            Fade::new(true, Duration::ZERO, Duration::ZERO),
+        ));
+    }
     layers
 }
 
@@ -165,6 +271,10 @@ pub struct Outputs {
     pub wake: bool,
     /// The tracking state, kept current for the headless report.
     pub tracking: TrackingLog,
+    /// The expressions and their states, kept current for the panel and the API.
+    pub expressions: ExpressionLog,
+    /// The API's injected values and events, while it runs.
+    pub api: Option<ApiLink>,
 }
 
 /// The ingest-side chain of a live run. See the module documentation.
@@ -192,17 +302,31 @@ pub struct LiveSink {
     last_lip: Option<Instant>,
     /// Idle life, when `[idle]` is on: the idle layer's values each tick.
     idle: Option<Idle>,
+    /// The stack as configured, without the avatar's presets.
+    stack: StackConfig,
+    /// The avatar's VRM preset expressions.
+    presets: Vec<Expression>,
+    /// The expressions and their states; their layers' fades follow them.
+    expressions: ExpressionSet,
+    /// Whether plugins injected values at the last mix (their lapse needs one more mix).
+    injecting: bool,
+    /// Whether the face counted as found at the last tracking change (for the API's event).
+    face_found: bool,
+    /// Whether an expression's weight was moving at the last tick (its end is published).
+    expressions_moving: bool,
 }
 
 impl LiveSink {
     /// The chain for `config` with `profile` applied (saving captured neutrals into
-    /// `profiles`), delivering to `out` and taking commands from `commands`.
+    /// `profiles`), delivering to `out` and taking commands from `commands`; `presets` are the
+    /// avatar's VRM preset expressions.
     pub fn new(
         config: &Config,
         profile: Option<&Profile>,
         profiles: PathBuf,
         out: Outputs,
         commands: mpsc::Receiver<SessionCommand>,
+        presets: Vec<Expression>,
     ) -> Result<LiveSink, StartError> {
         let mut core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
         if let Some(profile) = profile {
@@ -212,9 +336,12 @@ impl LiveSink {
         if forwarder.is_some() {
             tracing::info!(to = ?config.forward.to, "forwarding the mixed stream as VMC");
         }
-        let mut mixer = Mixer::new(build_stack(&StackConfig::of(config)));
+        let mut stack = StackConfig::of(config);
+        stack.api &= out.api.is_some();
+        let full = stack.clone().with_presets(presets.clone());
+        let mut mixer = Mixer::new(build_stack(&full));
         rest_from(&mut mixer, &core);
-        Ok(LiveSink {
+        let sink = LiveSink {
             core,
             mixer,
             forwarder,
@@ -232,7 +359,15 @@ impl LiveSink {
                 .idle
                 .enabled
                 .then(|| Idle::new(config.idle.settings(), idle_seed())),
-        })
+            stack,
+            presets,
+            expressions: ExpressionSet::new(full.expressions),
+            injecting: false,
+            face_found: false,
+            expressions_moving: false,
+        };
+        sink.publish_expressions(Instant::now());
+        Ok(sink)
     }
 
     /// Copies every raw frame to `tap` from the start (the calibration routine's input).
@@ -286,8 +421,8 @@ impl LiveSink {
                 self.core.set_smoothing(smoothing);
                 self.core.set_tracking(tracking);
             }
-            SessionCommand::Layers(stack) => {
-                self.mixer.replace_layers(build_stack(&stack), now);
+            SessionCommand::Layers(mut stack) => {
+                stack.api &= self.out.api.is_some();
                 self.lip_mode = stack.lipsync.mode;
                 let settings = stack.idle.settings();
                 self.idle = match (stack.idle.enabled, self.idle.take()) {
@@ -298,6 +433,42 @@ impl LiveSink {
                     }
                     (true, None) => Some(Idle::new(settings, idle_seed())),
                 };
+                self.stack = *stack;
+                self.restack(now);
+            }
+            SessionCommand::Presets(presets) => {
+                self.presets = presets;
+                self.restack(now);
+            }
+            SessionCommand::Expression {
+                name,
+                trigger,
+                source,
+            } => {
+                let result = self.expressions.trigger(&name, trigger, now);
+                self.triggered(result.map(|c| (c, name)), source, now);
+            }
+            SessionCommand::Key {
+                key,
+                pressed,
+                source,
+            } => {
+                let Some(name) = self.expressions.by_key(&key).map(|e| e.name.clone()) else {
+                    tracing::debug!(%key, "no expression on this key");
+                    return;
+                };
+                let trigger = if pressed {
+                    Trigger::Press
+                } else {
+                    Trigger::Release
+                };
+                let result = self.expressions.trigger(&name, trigger, now);
+                self.triggered(result.map(|c| (c, name)), source, now);
+            }
+            SessionCommand::ReleaseExpressions => {
+                let change = self.expressions.release_all(now);
+                change.apply(&mut self.mixer, now);
+                self.publish_expressions(now);
             }
             SessionCommand::Lip(frame) => {
                 if let Some(layer) = self.mixer.layer_mut(LAYER_LIPSYNC) {
@@ -312,6 +483,106 @@ impl LiveSink {
                 }
             }
         }
+    }
+
+    /// Rebuilds the mixer's stack from the configured stack and the avatar's presets at `now`:
+    /// layers that stay keep their weights, expressions that stay keep their states.
+    fn restack(&mut self, now: Instant) {
+        let full = self.stack.clone().with_presets(self.presets.clone());
+        let gone = self.expressions.replace(full.expressions.clone(), now);
+        if !gone.is_empty() {
+            tracing::info!(expressions = ?gone.fade_out, "expressions removed while on");
+        }
+        self.mixer.replace_layers(build_stack(&full), now);
+        // The new layers start off: the expressions that are on fade on from where they are.
+        for (name, _) in self.expressions.active(now) {
+            let on = self.expressions.is_on(&name);
+            self.mixer
+                .set_active(&crate::expressions::layer_name(&name), on, now);
+        }
+        self.publish_expressions(now);
+    }
+
+    /// Carries out a trigger's outcome: the mixer's fades follow, the panel and the API hear
+    /// of it; an unknown name is reported.
+    fn triggered(
+        &mut self,
+        result: Result<(crate::expressions::Change, String), crate::expressions::ExpressionError>,
+        source: TriggerSource,
+        now: Instant,
+    ) {
+        let (change, name) = match result {
+            Ok(done) => done,
+            Err(error) => {
+                tracing::warn!(%error, ?source, "expression not triggered");
+                self.report(Topic::Expressions, Err(error.to_string()));
+                return;
+            }
+        };
+        let missing = change.apply(&mut self.mixer, now);
+        if !missing.is_empty() {
+            tracing::warn!(expressions = ?missing, "the mixer has no layer for these expressions");
+        }
+        if source != TriggerSource::Api && !change.is_empty() {
+            if let (Some(api), Some(e)) = (&self.out.api, self.expressions.get(&name)) {
+                api.events.emit(ApiEvent::HotkeyTriggered {
+                    hotkey: crate::api::Hotkey {
+                        id: e.layer_name(),
+                        name: e.name.clone(),
+                        action: "ToggleExpression".into(),
+                        description: format!("expression {}", e.name),
+                        file: e.name.clone(),
+                    },
+                    model: None,
+                    by_api: false,
+                });
+            }
+        }
+        self.publish_expressions(now);
+    }
+
+    /// Publishes the expressions and their states at `now` for the panel and the API.
+    fn publish_expressions(&self, now: Instant) {
+        let active = self.expressions.active(now);
+        let statuses: Vec<ExpressionStatus> = self
+            .expressions
+            .expressions()
+            .map(|e| ExpressionStatus {
+                name: e.name.clone(),
+                key: e.key,
+                mode: e.mode,
+                layer: e.layer.clone(),
+                on: self.expressions.is_on(&e.name),
+                weight: active
+                    .iter()
+                    .find(|(n, _)| *n == e.name)
+                    .map_or(0.0, |(_, w)| *w),
+            })
+            .collect();
+        let mut log = self
+            .out
+            .expressions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *log != statuses {
+            *log = statuses;
+        }
+    }
+
+    /// Mixes the stack at `now`, the API's layer made from the values plugins inject over
+    /// what lies below it.
+    fn mix(&mut self, now: Instant) -> FaceFrame {
+        let Some(api) = self.out.api.as_ref() else {
+            return self.mixer.mix(now);
+        };
+        let injected = api.injected.values(now);
+        let injecting = !injected.is_empty();
+        if !injecting && !self.injecting {
+            return self.mixer.mix(now);
+        }
+        self.injecting = injecting;
+        self.mixer
+            .mix_computed(now, LAYER_API, |below| Some(injected.layer_over(below)))
     }
 
     /// Moves idle life on to `now`. The idle layer takes the new values while it has weight
@@ -347,14 +618,28 @@ impl LiveSink {
             if let Some(t) = &self.out.telemetry {
                 t.record_calibrated(&frame);
             }
+            let mut values = values;
+            let held = self.expressions.held_regions(values.received);
+            if !held.is_empty() {
+                let n = self.core.neutral();
+                held.hold_frame(&mut values, &n.weights, n.head, [n.left_eye, n.right_eye]);
+            }
             // The tracking layer fades out over the rest pose when the face is lost.
             self.mixer.set_tracking_layer(&values, presence);
-            let mixed = self.mixer.mix(values.received);
+            let mixed = self.mix(values.received);
             self.emit(mixed);
         }
     }
 
-    fn tracking_changed(&self, state: TrackingState) {
+    fn tracking_changed(&mut self, state: TrackingState) {
+        let found = matches!(state, TrackingState::Tracking | TrackingState::Reacquire);
+        if found != self.face_found {
+            self.face_found = found;
+            if let Some(api) = &self.out.api {
+                api.events
+                    .emit(ApiEvent::TrackingStatusChanged { face_found: found });
+            }
+        }
         {
             let mut log = self
                 .out
@@ -423,12 +708,41 @@ impl FrameSink for LiveSink {
             self.mixer.set_active(LAYER_LIPSYNC, false, now);
         }
         self.animate_idle(now);
+        let moving = self.expressions.moving(now);
+        if moving || self.expressions_moving {
+            self.publish_expressions(now);
+        }
+        self.expressions_moving = moving;
+        if self.injecting
+            || self
+                .out
+                .api
+                .as_ref()
+                .is_some_and(|a| a.injected.active(now))
+        {
+            // Injected values change the mix whether or not the phone sends.
+            self.mixer.layer_mut(LAYER_API);
+        }
         let out = self.core.on_tick(now);
         let made = out.frame.is_some();
         self.deliver(out);
         if !made && self.mixer.due(now) {
-            let mixed = self.mixer.mix(now);
+            let mixed = self.mix(now);
             self.emit(mixed);
+        }
+    }
+
+    fn key(&mut self, name: &str, pressed: bool) {
+        match Key::parse(name) {
+            Ok(key) => self.command(
+                SessionCommand::Key {
+                    key,
+                    pressed,
+                    source: TriggerSource::Vmc,
+                },
+                Instant::now(),
+            ),
+            Err(error) => tracing::debug!(key = name, %error, "a VMC key facewire does not know"),
         }
     }
 }
@@ -450,13 +764,17 @@ mod tests {
         f
     }
 
-    fn chain(
-        config: &Config,
-    ) -> (
+    type Chain = (
         LiveSink,
         bridge::FrameReceiver,
         mpsc::Sender<SessionCommand>,
-    ) {
+    );
+
+    fn chain(config: &Config) -> Chain {
+        chain_with(config, None, Vec::new())
+    }
+
+    fn chain_with(config: &Config, api: Option<ApiLink>, presets: Vec<Expression>) -> Chain {
         let (sender, receiver) = bridge::channel(1024);
         let (commands, rx) = mpsc::channel();
         let outputs = Outputs {
@@ -465,10 +783,12 @@ mod tests {
             notify: None,
             wake: false,
             tracking: TrackingLog::default(),
+            expressions: ExpressionLog::default(),
+            api,
         };
         let dir = std::env::temp_dir();
         (
-            LiveSink::new(config, None, dir, outputs, rx).unwrap(),
+            LiveSink::new(config, None, dir, outputs, rx, presets).unwrap(),
             receiver,
             commands,
         )
@@ -785,5 +1105,268 @@ mod tests {
         assert_eq!(layers[0].weight(), 0.0, "but drives nothing");
         stack.layers.order = vec![LAYER_TRACKING.into()];
         assert_eq!(names(&stack), [LAYER_TRACKING, LAYER_LIPSYNC]);
+    }
+
+    /// A configuration with `toml`'s expressions, smoothing and idle life off.
+    fn with_expressions(toml: &str) -> Config {
+        let mut config = Config::parse(toml, "test.toml").unwrap();
+        config.smoothing = SmoothingConfig::off();
+        config.idle.enabled = false;
+        config
+    }
+
+    const ANGRY_AND_SMILE: &str = r#"
+[expressions.angry]
+values = { browDownLeft = 0.9, browDownRight = 0.9 }
+holds = ["brows"]
+key = "F3"
+fade_in = 0.2
+fade_out = 0.2
+
+[expressions.smile]
+values = { mouthSmileLeft = 0.8 }
+key = "F1"
+fade_in = 0.2
+fade_out = 0.2
+
+[expressions.wink]
+values = { eyeBlinkLeft = 1.0 }
+mode = "hold"
+layer = "wink"
+key = "F4"
+fade_in = 0.1
+fade_out = 0.1
+"#;
+
+    /// The phone with raised brows, an open jaw and a smile of 0.1, at `t`.
+    fn raised(t: Instant, i: u32) -> FaceFrame {
+        let mut f = phone(t, 0.5 + 0.001 * (i % 2) as f32, 0.0);
+        f.set(Channel::BrowInnerUp, 0.8);
+        f.set(Channel::BrowOuterUpLeft, 0.6);
+        f.set(Channel::MouthSmileLeft, 0.1);
+        f
+    }
+
+    fn key(name: &str, pressed: bool) -> SessionCommand {
+        SessionCommand::Key {
+            key: Key::parse(name).unwrap(),
+            pressed,
+            source: TriggerSource::Key,
+        }
+    }
+
+    /// Streams the raised-brow face from `from` for `secs` seconds at 60 Hz, ticking too; the
+    /// last frame mixed.
+    fn stream(
+        sink: &mut LiveSink,
+        rx: &mut bridge::FrameReceiver,
+        t0: Instant,
+        from: f64,
+        secs: f64,
+    ) -> FaceFrame {
+        let n = (secs * 60.0) as u32;
+        for i in 0..n {
+            let t = at(t0, from + f64::from(i) / 60.0);
+            sink.tick(t);
+            sink.frame(raised(t, i));
+        }
+        *drain(rx).last().unwrap()
+    }
+
+    #[test]
+    fn a_key_fades_an_expression_in_and_it_holds_its_regions_from_the_phone() {
+        let config = with_expressions(ANGRY_AND_SMILE);
+        let t0 = Instant::now();
+        let (mut sink, mut rx, commands) = chain(&config);
+        let before = stream(&mut sink, &mut rx, t0, 0.0, 0.5);
+        assert_eq!(
+            before.get(Channel::BrowInnerUp),
+            Some(0.8),
+            "the phone's brows"
+        );
+        // The expression's channels are in the frame at the rest value while it is off.
+        assert_eq!(before.get(Channel::BrowDownLeft), Some(0.0));
+        // F3 goes down: angry fades in over 0.2 s.
+        commands.send(key("F3", true)).unwrap();
+        let mid = stream(&mut sink, &mut rx, t0, 0.5, 0.1);
+        let brow = mid.get(Channel::BrowDownLeft).unwrap();
+        assert!(brow > 0.05 && brow < 0.85, "half way: {brow}");
+        let on = stream(&mut sink, &mut rx, t0, 0.6, 0.5);
+        assert_eq!(on.get(Channel::BrowDownLeft), Some(0.9));
+        // The brows are held at rest: the phone's raised brows no longer show...
+        assert!(on.get(Channel::BrowInnerUp).unwrap() < 1e-6, "{on:?}");
+        assert!(on.get(Channel::BrowOuterUpLeft).unwrap() < 1e-6);
+        // ... while the jaw and the smile are still the phone's.
+        assert!((on.get(Channel::JawOpen).unwrap() - 0.5).abs() < 0.01);
+        assert!((on.get(Channel::MouthSmileLeft).unwrap() - 0.1).abs() < 1e-6);
+        let statuses = sink.out.expressions.lock().unwrap().clone();
+        let angry = statuses.iter().find(|e| e.name == "angry").unwrap();
+        assert!(angry.on && angry.weight == 1.0, "{angry:?}");
+        // A toggle: letting go of F3 keeps it; pressing again switches it off.
+        commands.send(key("F3", false)).unwrap();
+        let kept = stream(&mut sink, &mut rx, t0, 1.1, 0.2);
+        assert_eq!(kept.get(Channel::BrowDownLeft), Some(0.9));
+        commands.send(key("F3", true)).unwrap();
+        let off = stream(&mut sink, &mut rx, t0, 1.3, 0.5);
+        assert_eq!(
+            off.get(Channel::BrowInnerUp),
+            Some(0.8),
+            "the phone has the brows again"
+        );
+        assert_eq!(off.get(Channel::BrowDownLeft), Some(0.0));
+    }
+
+    #[test]
+    fn expressions_on_one_layer_replace_each_other_and_a_hold_key_stacks_on_its_own() {
+        let config = with_expressions(ANGRY_AND_SMILE);
+        let t0 = Instant::now();
+        let (mut sink, mut rx, commands) = chain(&config);
+        stream(&mut sink, &mut rx, t0, 0.0, 0.2);
+        let expression = |name: &str, trigger| SessionCommand::Expression {
+            name: name.into(),
+            trigger,
+            source: TriggerSource::Panel,
+        };
+        commands.send(expression("Smile", Trigger::Toggle)).unwrap();
+        let smiling = stream(&mut sink, &mut rx, t0, 0.2, 0.5);
+        assert_eq!(smiling.get(Channel::MouthSmileLeft), Some(0.8));
+        // Angry on the same layer: the smile fades out as it fades in.
+        commands.send(expression("angry", Trigger::On)).unwrap();
+        let angry = stream(&mut sink, &mut rx, t0, 0.7, 0.5);
+        assert_eq!(angry.get(Channel::BrowDownLeft), Some(0.9));
+        assert!((angry.get(Channel::MouthSmileLeft).unwrap() - 0.1).abs() < 1e-6);
+        // The wink is on its own layer: it stacks, while its key is held.
+        commands.send(key("F4", true)).unwrap();
+        let wink = stream(&mut sink, &mut rx, t0, 1.2, 0.3);
+        assert_eq!(wink.get(Channel::EyeBlinkLeft), Some(1.0));
+        assert_eq!(wink.get(Channel::BrowDownLeft), Some(0.9));
+        commands.send(key("F4", false)).unwrap();
+        let open = stream(&mut sink, &mut rx, t0, 1.5, 0.3);
+        assert_eq!(open.get(Channel::EyeBlinkLeft), Some(0.0));
+        // Everything off at once.
+        commands.send(SessionCommand::ReleaseExpressions).unwrap();
+        let plain = stream(&mut sink, &mut rx, t0, 1.8, 0.5);
+        assert_eq!(plain.get(Channel::BrowDownLeft), Some(0.0));
+        // An unknown name changes nothing.
+        commands.send(expression("angyr", Trigger::On)).unwrap();
+        let same = stream(&mut sink, &mut rx, t0, 2.3, 0.2);
+        assert_eq!(same.get(Channel::BrowDownLeft), Some(0.0));
+    }
+
+    #[test]
+    fn a_reload_keeps_an_expression_that_is_on_and_presets_join_the_stack() {
+        let config = with_expressions(ANGRY_AND_SMILE);
+        let t0 = Instant::now();
+        let (mut sink, mut rx, commands) = chain(&config);
+        commands.send(key("F1", true)).unwrap();
+        let smiling = stream(&mut sink, &mut rx, t0, 0.0, 0.5);
+        assert_eq!(smiling.get(Channel::MouthSmileLeft), Some(0.8));
+        // The configuration is saved with a stronger smile: it stays on, at the new value.
+        let stronger = with_expressions(
+            &ANGRY_AND_SMILE.replace("mouthSmileLeft = 0.8", "mouthSmileLeft = 0.9"),
+        );
+        commands
+            .send(SessionCommand::Layers(Box::new(StackConfig::of(&stronger))))
+            .unwrap();
+        let after = stream(&mut sink, &mut rx, t0, 0.5, 0.1);
+        assert_eq!(after.get(Channel::MouthSmileLeft), Some(0.9));
+        // A VRM avatar's presets join the stack after the configured expressions.
+        let presets = crate::expressions::vrm_presets(|n| n == "happy");
+        commands.send(SessionCommand::Presets(presets)).unwrap();
+        stream(&mut sink, &mut rx, t0, 0.6, 0.1);
+        let names: Vec<String> = sink.mixer.layers().iter().map(|l| l.name.clone()).collect();
+        assert_eq!(
+            names,
+            [
+                LAYER_TRACKING,
+                LAYER_LIPSYNC,
+                "expression:angry",
+                "expression:smile",
+                "expression:wink",
+                "expression:happy"
+            ]
+        );
+        assert_eq!(sink.mixer.weight("expression:smile"), Some(1.0));
+    }
+
+    #[test]
+    fn the_stack_section_lists_every_layer_at_the_place_frames_carry_its_weight() {
+        let mut config = with_expressions(ANGRY_AND_SMILE);
+        config.idle.enabled = true;
+        config.layers.order = vec![LAYER_IDLE.into(), LAYER_TRACKING.into()];
+        let stack =
+            StackConfig::of(&config).with_presets(crate::expressions::vrm_presets(|_| true));
+        let names: Vec<String> = build_stack(&stack).into_iter().map(|l| l.name).collect();
+        let section = stack.section();
+        assert_eq!(section.order, names);
+        assert_eq!(names.last().map(String::as_str), Some(LAYER_API));
+        let happy = section.specs.get("expression:happy").unwrap();
+        assert_eq!(happy.targets.get("vrm:happy"), Some(&1.0));
+        // Without the API, no layer for it.
+        let mut off = stack.clone();
+        off.api = false;
+        assert!(!build_stack(&off).iter().any(|l| l.name == LAYER_API));
+    }
+
+    fn api() -> ApiLink {
+        let (events, _) = tokio::sync::broadcast::channel(8);
+        ApiLink {
+            injected: InjectedStore::new(),
+            events: crate::api::ApiEmitter::for_tests(events),
+        }
+    }
+
+    fn inject(store: &InjectedStore, name: &str, value: f32, now: Instant) {
+        let param = crate::api::params::lookup(name).unwrap();
+        store
+            .lock()
+            .inject(
+                1,
+                crate::api::InjectMode::Set,
+                &[crate::api::ParamValue {
+                    param,
+                    value,
+                    weight: 1.0,
+                }],
+                false,
+                now,
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn injected_values_are_the_top_layer_over_the_phone_and_lapse_after_a_second() {
+        let config = with_expressions("");
+        let link = api();
+        let store = link.injected.clone();
+        let t0 = Instant::now();
+        let (mut sink, mut rx, _commands) = chain_with(&config, Some(link), Vec::new());
+        // No phone: a plugin's jawOpen alone makes frames.
+        inject(&store, "jawOpen", 0.7, t0);
+        for i in 0..30 {
+            sink.tick(at(t0, f64::from(i) * 0.01));
+        }
+        let frames = drain(&mut rx);
+        assert!(
+            !frames.is_empty(),
+            "injected values make frames without a phone"
+        );
+        assert_eq!(frames.last().unwrap().get(Channel::JawOpen), Some(0.7));
+        // Over the phone (once it has eased in): the injected channel wins, the others are
+        // the phone's.
+        inject(&store, "jawOpen", 0.7, at(t0, 0.3));
+        let over = stream(&mut sink, &mut rx, t0, 0.3, 0.6);
+        assert_eq!(over.get(Channel::JawOpen), Some(0.7));
+        assert_eq!(over.get(Channel::BrowInnerUp), Some(0.8));
+        // Not sent again: a second later the phone's jaw is back.
+        let lapsed = stream(&mut sink, &mut rx, t0, 0.9, 1.0);
+        assert!(
+            (lapsed.get(Channel::JawOpen).unwrap() - 0.5).abs() < 0.01,
+            "{lapsed:?}"
+        );
+        // VTube Studio's own names work too: MouthOpen drives the jaw.
+        inject(&store, "MouthOpen", 1.0, at(t0, 1.9));
+        let open = stream(&mut sink, &mut rx, t0, 1.9, 0.2);
+        assert!(open.get(Channel::JawOpen).unwrap() > 0.9, "{open:?}");
     }
 }

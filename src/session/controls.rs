@@ -106,6 +106,10 @@ impl Drop for LiveControls {
 }
 
 impl Controls for LiveControls {
+    fn set_presets(&mut self, presets: Vec<crate::expressions::Expression>) {
+        let _ = self.commands.send(SessionCommand::Presets(presets));
+    }
+
     fn counters(&self) -> InputCounters {
         self.input
             .as_ref()

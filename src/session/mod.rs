@@ -30,11 +30,12 @@ use std::sync::{mpsc, Arc};
 
 pub use args::{confirm, parse_weights, HeadAngles, Size, WeightsError};
 pub use avatar::{
-    background, check_mapping, load_avatar, load_model, mapping_path, mapping_source,
-    DEFAULT_HEAD_MAPPING_PATH,
+    avatar_presets, background, check_mapping, load_avatar, load_model, mapping_path,
+    mapping_source, DEFAULT_HEAD_MAPPING_PATH,
 };
 pub use chain::{
-    build_layers, build_stack, LiveSink, Outputs, SessionCommand, StackConfig, TrackingLog,
+    build_layers, build_stack, ApiLink, ExpressionLog, ExpressionStatus, LiveSink, Outputs,
+    SessionCommand, StackConfig, TrackingLog, TriggerSource,
 };
 pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
@@ -47,7 +48,7 @@ pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::StageUi;
 pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
-pub use watch::{watch_config, watch_mapping, StageChange, StageLink};
+pub use watch::{watch_config, watch_mapping, ConfigWatch, StageChange, StageLink};
 
 pub use crate::app::Notify;
 use crate::arkit::FaceFrame;
@@ -132,6 +133,8 @@ pub struct LiveOptions<'a> {
     pub tap: Option<mpsc::SyncSender<FaceFrame>>,
     /// Where lip sync listens.
     pub lipsync: LipInput<'a>,
+    /// The avatar's VRM preset expressions (see [`avatar_presets`]).
+    pub presets: Vec<crate::expressions::Expression>,
 }
 
 /// A running input with its chain.
@@ -146,6 +149,8 @@ pub struct Live {
     pub connect: Option<ConnectHandle>,
     /// Lip sync's audio input, while it runs.
     pub lipsync: Option<LipSource>,
+    /// The expressions and their states, as the chain keeps them.
+    pub expressions: ExpressionLog,
 }
 
 /// Starts the input of a live run with its chain, handing mixed frames to `sender`.
@@ -155,6 +160,7 @@ pub fn start(
     options: LiveOptions<'_>,
 ) -> Result<Live, StartError> {
     let tracking = TrackingLog::default();
+    let expressions = ExpressionLog::default();
     let notify = options.notify.clone();
     let (commands, command_rx) = mpsc::channel();
     let lip_telemetry = options.telemetry.clone();
@@ -164,6 +170,8 @@ pub fn start(
         wake: config.window.render_on_change && options.notify.is_some(),
         notify: options.notify,
         tracking: Arc::clone(&tracking),
+        expressions: Arc::clone(&expressions),
+        api: None,
     };
     let mut sink = LiveSink::new(
         config,
@@ -171,6 +179,7 @@ pub fn start(
         options.profiles,
         outputs,
         command_rx,
+        options.presets,
     )?;
     if let Some(tap) = options.tap {
         sink = sink.with_tap(tap);
@@ -210,6 +219,7 @@ pub fn start(
         tracking,
         connect,
         lipsync,
+        expressions,
     })
 }
 

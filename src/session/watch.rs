@@ -8,7 +8,7 @@ use super::chain::{SessionCommand, StackConfig};
 use super::{Notify, StartError};
 use crate::app::AppEvent;
 use crate::calibrate::Profile;
-use crate::config::{CameraConfig, Config, LayersSection};
+use crate::config::{CameraConfig, Config};
 use crate::mapping::MappingFile;
 use crate::panel::Topic;
 use crate::watch::FileWatcher;
@@ -18,8 +18,8 @@ use crate::watch::FileWatcher;
 pub enum StageChange {
     /// New `[camera]` framing.
     Camera(CameraConfig),
-    /// New `[layers]`, for the layers' own target values.
-    Layers(LayersSection),
+    /// A new stack (`[layers]`, `[expressions]`, ...), for the layers' own target values.
+    Layers(Box<StackConfig>),
 }
 
 /// Where a reloaded configuration's stage changes go.
@@ -61,8 +61,9 @@ fn apply(
         tracing::info!("smoothing and tracking settings reloaded");
     }
     let stack = StackConfig::of(new);
-    if stack != StackConfig::of(old) {
-        let _ = commands.send(SessionCommand::Layers(Box::new(stack)));
+    let stack_changed = stack != StackConfig::of(old);
+    if stack_changed {
+        let _ = commands.send(SessionCommand::Layers(Box::new(stack.clone())));
     }
     if new.lipsync != old.lipsync {
         tracing::info!(mode = new.lipsync.mode.name(), "lip sync settings reloaded");
@@ -70,14 +71,20 @@ fn apply(
     if new.idle != old.idle {
         tracing::info!(enabled = new.idle.enabled, "idle life settings reloaded");
     }
-    if new.layers != old.layers {
+    if stack_changed {
         match stage {
-            StageLink::Window(notify) => notify(AppEvent::Layers(Box::new(new.layers.clone()))),
+            StageLink::Window(notify) => notify(AppEvent::Layers(Box::new(stack))),
             StageLink::Headless(tx) => {
-                let _ = tx.send(StageChange::Layers(new.layers.clone()));
+                let _ = tx.send(StageChange::Layers(Box::new(stack)));
             }
         }
         tracing::info!(order = ?new.layers.order, "layers reloaded");
+    }
+    if new.expressions != old.expressions {
+        tracing::info!(
+            expressions = new.expressions.all().len(),
+            "expressions reloaded"
+        );
     }
     if new.window.background != old.window.background {
         if let StageLink::Window(notify) = stage {
@@ -102,30 +109,48 @@ fn apply(
         ("[render]", new.render != old.render),
         ("[forward]", new.forward != old.forward),
         ("[pose]", new.pose != old.pose),
+        ("[api]", new.api != old.api),
     ]
     .into_iter()
     .filter_map(|(name, changed)| changed.then_some(name))
     .collect()
 }
 
-/// Watches the configuration file the program started with (`source`) and applies what can
-/// change live: smoothing, tracking and layers (through `commands`), the stage background and
-/// camera (through `stage`). Other changes are reported as needing a restart; a file that fails
-/// to parse keeps the running settings.
+/// The watchers of the configuration: its file and the expressions file it names. Dropping it
+/// stops them.
+pub struct ConfigWatch {
+    _watchers: Vec<FileWatcher>,
+}
+
+/// Watches the configuration file the program started with (`source`), and the expressions
+/// file it names (`[expressions] file`), and applies what can change live: smoothing,
+/// tracking, layers, lip sync, idle life and expressions (through `commands`), the stage
+/// background and camera (through `stage`). Other changes are reported as needing a restart; a
+/// file that fails to parse keeps the running settings.
 pub fn watch_config(
     source: Option<&Path>,
     running: &Config,
     profile: Option<&Profile>,
     commands: mpsc::Sender<SessionCommand>,
     stage: StageLink,
-) -> Result<Option<FileWatcher>, StartError> {
+) -> Result<Option<ConfigWatch>, StartError> {
     let Some(path) = source else { return Ok(None) };
     // Compare saves with the file as it was, not with the running settings, which command-line
     // flags may have changed.
-    let mut old = Config::load(path).unwrap_or_else(|_| running.clone());
+    let old = Config::load(path).unwrap_or_else(|_| running.clone());
+    let expressions = old
+        .expressions
+        .file
+        .as_ref()
+        .map(|f| std::path::PathBuf::from(f.get_ref().trim()));
     let profile = profile.cloned();
-    let watcher = crate::watch::watch_file(path, move |p| {
-        let new = match Config::load(p) {
+    let config_path = path.to_path_buf();
+    let state = std::sync::Arc::new(std::sync::Mutex::new(old));
+    let reload = move |saved: &Path| {
+        let mut old = state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let new = match Config::load(&config_path) {
             Ok(new) => new,
             Err(error) => {
                 tracing::error!(%error, "configuration reload failed; keeping the running settings");
@@ -135,22 +160,37 @@ pub fn watch_config(
         };
         let restart = apply(&old, &new, profile.as_ref(), &commands, &stage);
         if restart.is_empty() {
-            stage.message(false, format!("{}: reloaded", p.display()));
+            stage.message(false, format!("{}: reloaded", saved.display()));
         } else {
             tracing::warn!(sections = ?restart, "these changes take effect when facewire restarts");
             stage.message(
                 false,
                 format!(
                     "{}: reloaded; changes in {} take effect when facewire restarts",
-                    p.display(),
+                    saved.display(),
                     restart.join(", ")
                 ),
             );
         }
-        old = new;
-    })?;
+        *old = new;
+    };
+    let reload = std::sync::Arc::new(reload);
+    let on_config = std::sync::Arc::clone(&reload);
+    let mut watchers = vec![crate::watch::watch_file(path, move |p| on_config(p))?];
     tracing::info!(config = %path.display(), "watching the configuration for changes");
-    Ok(Some(watcher))
+    if let Some(file) = expressions {
+        let on_file = std::sync::Arc::clone(&reload);
+        match crate::watch::watch_file(&file, move |p| on_file(p)) {
+            Ok(w) => {
+                tracing::info!(expressions = %file.display(), "watching the expressions for changes");
+                watchers.push(w);
+            }
+            Err(error) => tracing::warn!(%error, "the expressions file is not watched"),
+        }
+    }
+    Ok(Some(ConfigWatch {
+        _watchers: watchers,
+    }))
 }
 
 /// Watches the mapping file in use, when there is one on disk, and hands each saved version
@@ -190,7 +230,7 @@ mod tests {
         assert!(matches!(&sent[0], SessionCommand::Settings(s) if s.1.fade == 1.5));
         assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.layers.order.len() == 2));
         let changes: Vec<StageChange> = cameras.try_iter().collect();
-        assert!(matches!(&changes[0], StageChange::Layers(l) if l.order.len() == 2));
+        assert!(matches!(&changes[0], StageChange::Layers(l) if l.layers.order.len() == 2));
         assert!(matches!(&changes[1], StageChange::Camera(c) if c.zoom == 2.0));
         assert!(apply(
             &new,
@@ -201,12 +241,21 @@ mod tests {
         )
         .is_empty());
         assert!(rx.try_recv().is_err(), "nothing changed, nothing sent");
-        // Idle life alone changes the stack, not the stage's layers.
+        // Idle life changes the stack, and so the places of the layers above it: the stage
+        // resolves their targets anew.
         let mut calm = new.clone();
         calm.idle.enabled = false;
         let (stage_tx, stage_rx) = mpsc::channel();
         assert!(apply(&new, &calm, None, &tx, &StageLink::Headless(stage_tx)).is_empty());
         assert!(matches!(rx.try_recv(), Ok(SessionCommand::Layers(l)) if !l.idle.enabled));
-        assert!(stage_rx.try_recv().is_err());
+        assert!(matches!(stage_rx.try_recv(), Ok(StageChange::Layers(l)) if !l.idle.enabled));
+        // The API's settings need a restart.
+        let mut moved = new.clone();
+        moved.api.listen = "127.0.0.1:8002".parse().unwrap();
+        let (stage_tx, _stage_rx) = mpsc::channel();
+        assert_eq!(
+            apply(&new, &moved, None, &tx, &StageLink::Headless(stage_tx)),
+            ["[api]"]
+        );
     }
 }
