@@ -1141,3 +1141,36 @@ fn a_mapping_files_pose_section_is_the_avatars_own() {
     assert!(err.contains("godette.toml:4:1:"), "{err}");
     assert!(err.contains("use 0 to 90 degrees"), "{err}");
 }
+
+#[test]
+fn godettes_vrm_presets_are_expressions_without_configuration() {
+    let Some(g) = godette() else { return };
+    let presets = facewire::session::avatar_presets(g);
+    let names: Vec<&str> = presets.iter().map(|e| e.name.as_str()).collect();
+    // VRM 0.x Joy, Angry, Sorrow and Fun answer to happy, angry, sad and relaxed; Godette has
+    // no surprised.
+    assert_eq!(names, ["happy", "angry", "sad", "relaxed"]);
+    let config = facewire::config::Config::default();
+    let stack = facewire::session::StackConfig::of(&config).with_presets(presets);
+    let section = stack.section();
+    let targets = mapping::LayerTargets::compile(&section, g).unwrap();
+    // The frame carries the happy layer's weight at its place in the stack: at full weight
+    // Joy's binds show (oh at 0.5, look-up at 0.25), at half weight half of them.
+    let place = section
+        .order
+        .iter()
+        .position(|n| n == "expression:happy")
+        .unwrap();
+    for (weight, oh, up) in [(1.0, 0.5, 0.25), (0.5, 0.25, 0.125), (0.0, 0.0, 0.0)] {
+        let mut f = frame(&[]);
+        f.layer_weights[place] = weight;
+        let mut pose = g.rest_pose();
+        targets.apply(&f, &mut pose);
+        assert!(
+            (pose.weights[0][OH] - oh).abs() < 1e-6,
+            "{weight}: {:?}",
+            pose.weights[0]
+        );
+        assert!((pose.weights[0][LOOK_UP] - up).abs() < 1e-6);
+    }
+}
