@@ -72,3 +72,7 @@ mod lipsync;
 /// The VTube Studio-compatible API over loopback WebSockets: authentication and tokens,
 /// hotkeys, injected parameters, events, hostile clients.
 mod api;
+
+/// The API of a real headless run, driven by an independent client: authentication, hotkeys,
+/// injected values in the frame drawn, a flood of connections, a port in use.
+mod api_live;

@@ -43,6 +43,19 @@ pub enum AppEvent {
     },
     /// Where the calibration routine stands, for the control panel.
     Routine(crate::panel::RoutineView),
+    /// Show this avatar instead (`None`: the default head), as the panel's choice does: a
+    /// plugin of the API asked.
+    LoadModel(Option<std::path::PathBuf>),
+    /// A plugin of the API asks for a token: the panel asks the performer, whose answer goes
+    /// to `reply` (`true`: allow).
+    ApiApproval {
+        /// The plugin's name.
+        plugin: String,
+        /// Its developer.
+        developer: String,
+        /// Where the answer goes.
+        reply: tokio::sync::oneshot::Sender<bool>,
+    },
     /// Stop the program.
     Shutdown,
 }

@@ -101,6 +101,7 @@ pub fn run_stage(
             replay: run.replay,
             tap: None,
             presets: session::avatar_presets(&avatar),
+            api: true,
         },
     )?;
     let _config_watch = session::watch_config(
@@ -128,7 +129,10 @@ pub fn run_stage(
         config_folder,
         config,
     )
-    .with_lipsync(live.lipsync);
+    .with_lipsync(live.lipsync)
+    .with_api(live.api.as_ref().map(|api| api.model.clone()));
+    // The API serves until the stage closes.
+    let _api = live.api;
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
@@ -194,6 +198,7 @@ pub fn run_offscreen(
             lipsync: run.lip_input(false),
             replay: run.replay,
             presets,
+            api: true,
             ..LiveOptions::default()
         },
     )?;

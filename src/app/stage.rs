@@ -68,6 +68,8 @@ pub struct StageApp {
     card_dirty: bool,
     telemetry: Arc<Telemetry>,
     controls: Option<Box<dyn Controls>>,
+    /// Stream tools waiting for an answer in the panel.
+    plugins: crate::panel::Approvals,
     /// The panel should be open (it opens once the stage is up).
     panel_wanted: bool,
     panel_state: PanelState,
@@ -109,6 +111,7 @@ impl StageApp {
             pacer: FramePacer::new(options.config.window.fps_cap),
             telemetry: Telemetry::new(Instant::now()),
             controls: None,
+            plugins: crate::panel::Approvals::default(),
             panel_wanted: false,
             panel_state: PanelState::default(),
             panel_due: Instant::now(),
@@ -280,6 +283,10 @@ impl StageApp {
                 self.post(Topic::General, result);
             }
             PanelAction::ClearMessages => self.panel_state.messages.clear(),
+            PanelAction::AnswerPlugin { id, allow } => {
+                let result = self.plugins.answer(id, allow);
+                self.post(Topic::Api, result);
+            }
             PanelAction::SwitchModel(path) => {
                 let name = path.as_ref().map_or_else(
                     || "the default head".to_string(),
@@ -442,6 +449,7 @@ impl StageApp {
                     waiting: self.connect_waiting,
                 }),
             hotkeys: STAGE_HOTKEYS,
+            plugins: self.plugins.waiting(),
             now,
         })
     }
@@ -684,6 +692,17 @@ impl ApplicationHandler<AppEvent> for StageApp {
             }
             AppEvent::Tracking(state) => {
                 tracing::debug!(state = state.name(), "stage sees a tracking change");
+            }
+            AppEvent::LoadModel(path) => self.act(PanelAction::SwitchModel(path)),
+            AppEvent::ApiApproval {
+                plugin,
+                developer,
+                reply,
+            } => {
+                self.plugins.ask(plugin, developer, reply);
+                // The question is in the panel: open it if it was closed.
+                self.panel_wanted = self.panel.is_none() && self.controls.is_some();
+                self.panel_due = Instant::now();
             }
             AppEvent::Shutdown => event_loop.exit(),
         }

@@ -17,10 +17,12 @@ use crate::calibrate::{Decision, TrackingState};
 use crate::mixer::LayerReport;
 use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
+mod api;
 mod connect;
 mod lipsync;
 mod rows;
 
+pub use api::{Approvals, PluginRequest};
 pub use connect::ConnectView;
 pub use rows::{
     channel_rows, layer_columns, layers_line, target_label, target_weights, ChannelRow, LayerCell,
@@ -47,6 +49,13 @@ pub enum PanelAction {
     RecordVowels,
     /// Forget the messages shown.
     ClearMessages,
+    /// Answer a stream tool asking for a token of the API.
+    AnswerPlugin {
+        /// The request ([`PluginRequest::id`]).
+        id: u64,
+        /// Allow it (`false`: deny).
+        allow: bool,
+    },
 }
 
 /// What a message is about.
@@ -218,6 +227,8 @@ pub struct PanelModel {
     pub connect: Option<ConnectView>,
     /// The stage's hotkeys, one per line.
     pub hotkeys: &'static [(&'static str, &'static str)],
+    /// Stream tools waiting for the performer to allow or deny them.
+    pub plugins: Vec<PluginRequest>,
     /// When this model was made (ages are shown relative to it).
     pub now: Instant,
 }
@@ -322,6 +333,7 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
             model.now,
             &mut actions,
         );
+        api::section(ui, &model.plugins, &mut actions);
         ui.separator();
         controls(ui, model, state, &mut actions);
         routine(ui, model, state, &mut actions);
@@ -949,6 +961,7 @@ mod tests {
             routine,
             connect: None,
             hotkeys: &[("N", "capture the neutral")],
+            plugins: Vec::new(),
             now,
         }
     }

@@ -42,6 +42,8 @@ pub struct LiveControls {
     model_watch: Option<crate::watch::FileWatcher>,
     /// Lip sync's audio input, while it runs.
     lipsync: Option<super::LipSource>,
+    /// The avatar the API reports, while it runs.
+    api: Option<super::ApiModel>,
 }
 
 /// Watches `path` and sends each saved version to the stage; `None` (logged) when it cannot.
@@ -80,6 +82,7 @@ impl LiveControls {
             routine: None,
             config_folder,
             lipsync: None,
+            api: None,
         }
     }
 
@@ -87,6 +90,14 @@ impl LiveControls {
     /// vowels and a chosen profile's voice applies.
     pub fn with_lipsync(mut self, lipsync: Option<super::LipSource>) -> LiveControls {
         self.lipsync = lipsync;
+        self
+    }
+}
+
+impl LiveControls {
+    /// Tells the API (`api`, while it runs) of every avatar swapped in.
+    pub fn with_api(mut self, api: Option<super::ApiModel>) -> LiveControls {
+        self.api = api;
         self
     }
 }
@@ -106,8 +117,12 @@ impl Drop for LiveControls {
 }
 
 impl Controls for LiveControls {
+    /// Called as each avatar is swapped in: the chain gets its presets, plugins hear of it.
     fn set_presets(&mut self, presets: Vec<crate::expressions::Expression>) {
         let _ = self.commands.send(SessionCommand::Presets(presets));
+        if let Some(api) = &self.api {
+            api.swapped(self.model.as_deref());
+        }
     }
 
     fn counters(&self) -> InputCounters {

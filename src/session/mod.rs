@@ -7,6 +7,7 @@
 //! [`LiveControls`]. Events for the stage go through a [`Notify`], a plain function, so nothing
 //! here depends on winit.
 
+mod api_host;
 mod args;
 mod avatar;
 mod chain;
@@ -28,6 +29,7 @@ mod watch;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
+pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
 pub use args::{confirm, parse_weights, HeadAngles, Size, WeightsError};
 pub use avatar::{
     avatar_presets, background, check_mapping, load_avatar, load_model, mapping_path,
@@ -135,6 +137,8 @@ pub struct LiveOptions<'a> {
     pub lipsync: LipInput<'a>,
     /// The avatar's VRM preset expressions (see [`avatar_presets`]).
     pub presets: Vec<crate::expressions::Expression>,
+    /// Serve the API for stream tools (when `[api] enabled`).
+    pub api: bool,
 }
 
 /// A running input with its chain.
@@ -151,6 +155,8 @@ pub struct Live {
     pub lipsync: Option<LipSource>,
     /// The expressions and their states, as the chain keeps them.
     pub expressions: ExpressionLog,
+    /// The API for stream tools, while it runs; it stops when this is dropped.
+    pub api: Option<LiveApi>,
 }
 
 /// Starts the input of a live run with its chain, handing mixed frames to `sender`.
@@ -164,6 +170,11 @@ pub fn start(
     let notify = options.notify.clone();
     let (commands, command_rx) = mpsc::channel();
     let lip_telemetry = options.telemetry.clone();
+    let api = if options.api && config.api.enabled {
+        start_api(config, &commands, &expressions, &tracking, notify.clone())
+    } else {
+        None
+    };
     let outputs = Outputs {
         sender,
         telemetry: options.telemetry,
@@ -171,7 +182,7 @@ pub fn start(
         notify: options.notify,
         tracking: Arc::clone(&tracking),
         expressions: Arc::clone(&expressions),
-        api: None,
+        api: api.as_ref().map(|(link, _)| link.clone()),
     };
     let mut sink = LiveSink::new(
         config,
@@ -220,7 +231,62 @@ pub fn start(
         connect,
         lipsync,
         expressions,
+        api: api.map(|(_, api)| api),
     })
+}
+
+/// Starts the API's server over the run's chain. A server that cannot start (its port taken,
+/// most often by VTube Studio itself) is reported, and the run goes on without it.
+fn start_api(
+    config: &Config,
+    commands: &mpsc::Sender<SessionCommand>,
+    expressions: &ExpressionLog,
+    tracking: &TrackingLog,
+    notify: Option<Notify>,
+) -> Option<(ApiLink, LiveApi)> {
+    let host = SessionHost::new(
+        config,
+        commands.clone(),
+        Arc::clone(expressions),
+        Arc::clone(tracking),
+        notify.clone(),
+    );
+    let model = host.model();
+    let injected = crate::api::InjectedStore::new();
+    match crate::api::spawn(
+        &config.api,
+        Arc::new(host),
+        injected.clone(),
+        crate::api::Limits::default(),
+    ) {
+        Ok(handle) => {
+            model.attach(handle.emitter());
+            let link = ApiLink {
+                injected,
+                events: handle.emitter(),
+            };
+            Some((link, LiveApi { handle, model }))
+        }
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                listen = %config.api.listen,
+                "the API for stream tools is off for this run: set [api] listen to another port, \
+                 or [api] enabled = false if another program (VTube Studio) serves it"
+            );
+            if let Some(notify) = notify {
+                notify(crate::app::AppEvent::Message {
+                    topic: crate::panel::Topic::Api,
+                    error: true,
+                    text: format!(
+                        "the API for stream tools is off: {error}\n(set [api] listen to \
+                         another port, or [api] enabled = false)"
+                    ),
+                });
+            }
+            None
+        }
+    }
 }
 
 /// Calibrates `performer` offline from a recording (`.fwrec` or a Live Link Face CSV), starting

@@ -1,0 +1,388 @@
+//! The live run as the API's host: answers from the state the chain keeps (expressions,
+//! tracking) and the avatar shown, hands triggers to the chain as commands, model switches and
+//! token requests to the stage. Nothing here blocks the API's thread.
+
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::chain::{ExpressionLog, SessionCommand, TrackingLog, TriggerSource};
+use super::Notify;
+use crate::api::{
+    ApiEmitter, ApiEvent, ApiHandle, ApiHost, Approval, ExpressionState, HostError, Hotkey,
+    ModelInfo,
+};
+use crate::app::AppEvent;
+use crate::calibrate::TrackingState;
+use crate::config::Config;
+use crate::expressions::Trigger;
+
+/// The model ID of the built-in default head.
+pub const DEFAULT_HEAD_ID: &str = "facewire-default-head";
+
+/// The ID of the hotkey that switches every expression off.
+pub const REMOVE_ALL_ID: &str = "remove-all-expressions";
+
+/// The avatar `path` (`None`: the default head) as the API names it: its path is its ID.
+pub fn model_info(path: Option<&Path>) -> ModelInfo {
+    match path {
+        None => ModelInfo {
+            id: DEFAULT_HEAD_ID.into(),
+            name: "default head".into(),
+            file: String::new(),
+        },
+        Some(path) => ModelInfo {
+            id: path.display().to_string(),
+            name: path
+                .file_stem()
+                .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+            file: path
+                .file_name()
+                .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+        },
+    }
+}
+
+/// The avatar shown, as the API reports it. The stage's controls tell it of every avatar
+/// swapped in, and plugins hear of it as `ModelLoadedEvent`.
+#[derive(Clone)]
+pub struct ApiModel {
+    shown: Arc<Mutex<Option<PathBuf>>>,
+    /// Where `ModelLoadedEvent`s go, once the server runs.
+    events: Arc<OnceLock<ApiEmitter>>,
+}
+
+impl ApiModel {
+    /// The avatar at `path` (`None`: the default head) is shown now.
+    pub fn swapped(&self, path: Option<&Path>) {
+        *self.shown.lock().unwrap_or_else(PoisonError::into_inner) = path.map(Path::to_path_buf);
+        tracing::debug!(model = %model_info(path).id, "plugins hear of the avatar swapped in");
+        if let Some(events) = self.events.get() {
+            events.emit(ApiEvent::ModelLoaded {
+                loaded: true,
+                model: model_info(path),
+            });
+        }
+    }
+
+    /// Sends `ModelLoadedEvent`s to `events` from now on.
+    pub fn attach(&self, events: ApiEmitter) {
+        let _ = self.events.set(events);
+    }
+
+    fn shown(&self) -> Option<PathBuf> {
+        self.shown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The API of a live run: the server (it stops when this is dropped) and the avatar it reports.
+pub struct LiveApi {
+    /// The server.
+    pub handle: ApiHandle,
+    /// The avatar shown; the stage's controls keep it current.
+    pub model: ApiModel,
+}
+
+/// The live run as the API sees it.
+pub struct SessionHost {
+    commands: mpsc::Sender<SessionCommand>,
+    expressions: ExpressionLog,
+    tracking: TrackingLog,
+    model: ApiModel,
+    models_dir: PathBuf,
+    /// The stage, in a window run: it loads avatars and asks the performer about plugins.
+    stage: Option<Notify>,
+}
+
+impl SessionHost {
+    /// A host sending commands to the chain, reading the state it keeps, and with `stage`
+    /// (a window run) switching avatars and asking for approval there.
+    pub fn new(
+        config: &Config,
+        commands: mpsc::Sender<SessionCommand>,
+        expressions: ExpressionLog,
+        tracking: TrackingLog,
+        stage: Option<Notify>,
+    ) -> SessionHost {
+        let shown = Some(config.render.model.clone()).filter(|p| !p.as_os_str().is_empty());
+        SessionHost {
+            commands,
+            expressions,
+            tracking,
+            model: ApiModel {
+                shown: Arc::new(Mutex::new(shown)),
+                events: Arc::new(OnceLock::new()),
+            },
+            models_dir: config.render.models_dir.clone(),
+            stage,
+        }
+    }
+
+    /// The avatar the API reports, for the stage's controls to keep current.
+    pub fn model(&self) -> ApiModel {
+        self.model.clone()
+    }
+
+    fn send(&self, command: SessionCommand) -> Result<(), HostError> {
+        self.commands
+            .send(command)
+            .map_err(|_| HostError::Failed("the run is ending".into()))
+    }
+
+    /// The expression called `name` (any letter case), as the chain spells it.
+    fn expression(&self, name: &str) -> Option<String> {
+        self.expressions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|e| e.name.eq_ignore_ascii_case(name))
+            .map(|e| e.name.clone())
+    }
+
+    /// The avatars by path: the one shown, then those in `render.models_dir`.
+    fn paths(&self) -> Vec<Option<PathBuf>> {
+        let mut paths = vec![None];
+        paths.extend(super::models_in(&self.models_dir).into_iter().map(Some));
+        if let Some(shown) = self.model.shown() {
+            if !paths.iter().flatten().any(|p| *p == shown) {
+                paths.push(Some(shown));
+            }
+        }
+        paths
+    }
+}
+
+impl ApiHost for SessionHost {
+    fn current_model(&self) -> Option<ModelInfo> {
+        Some(model_info(self.model.shown().as_deref()))
+    }
+
+    fn available_models(&self) -> Vec<ModelInfo> {
+        self.paths()
+            .iter()
+            .map(|p| model_info(p.as_deref()))
+            .collect()
+    }
+
+    fn load_model(&self, id: &str) -> Result<(), HostError> {
+        let Some(stage) = &self.stage else {
+            return Err(HostError::Failed(
+                "a headless run keeps the avatar it started with".into(),
+            ));
+        };
+        if id.is_empty() {
+            return Err(HostError::Failed(format!(
+                "facewire always shows an avatar; load the default head ({DEFAULT_HEAD_ID}) instead"
+            )));
+        }
+        let path = self
+            .paths()
+            .into_iter()
+            .find(|p| model_info(p.as_deref()).id == id)
+            .ok_or(HostError::NotFound)?;
+        tracing::info!(model = id, "a plugin switches the avatar");
+        stage(AppEvent::LoadModel(path));
+        Ok(())
+    }
+
+    fn hotkeys(&self) -> Vec<Hotkey> {
+        let log = self
+            .expressions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut hotkeys: Vec<Hotkey> = log
+            .iter()
+            .map(|e| Hotkey {
+                id: crate::expressions::layer_name(&e.name),
+                name: e.name.clone(),
+                action: "ToggleExpression".into(),
+                description: format!("expression {}", e.name),
+                file: e.name.clone(),
+            })
+            .collect();
+        hotkeys.push(Hotkey {
+            id: REMOVE_ALL_ID.into(),
+            name: "Remove all expressions".into(),
+            action: "RemoveAllExpressions".into(),
+            description: "switches every expression off".into(),
+            file: String::new(),
+        });
+        hotkeys
+    }
+
+    fn trigger_hotkey(&self, id: &str) -> Result<(), HostError> {
+        if id == REMOVE_ALL_ID {
+            return self.send(SessionCommand::ReleaseExpressions);
+        }
+        let name = self
+            .hotkeys()
+            .into_iter()
+            .find(|h| h.id == id && h.action == "ToggleExpression")
+            .map(|h| h.name)
+            .ok_or(HostError::NotFound)?;
+        self.send(SessionCommand::Expression {
+            name,
+            trigger: Trigger::Toggle,
+            source: TriggerSource::Api,
+        })
+    }
+
+    fn expressions(&self) -> Vec<ExpressionState> {
+        self.expressions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|e| ExpressionState {
+                file: e.name.clone(),
+                name: e.name.clone(),
+                active: e.on,
+            })
+            .collect()
+    }
+
+    /// Fades as the expression's own `fade` says: the chain has no per-trigger fade.
+    fn set_expression(&self, file: &str, active: bool, _fade: Duration) -> Result<(), HostError> {
+        let name = self.expression(file).ok_or(HostError::NotFound)?;
+        self.send(SessionCommand::Expression {
+            name,
+            trigger: if active { Trigger::On } else { Trigger::Off },
+            source: TriggerSource::Api,
+        })
+    }
+
+    fn tracking(&self) -> bool {
+        matches!(
+            self.tracking
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .state,
+            TrackingState::Tracking | TrackingState::Reacquire
+        )
+    }
+
+    fn approve(&self, plugin: &str, developer: &str) -> Approval {
+        let Some(stage) = &self.stage else {
+            tracing::info!(
+                plugin,
+                developer,
+                "token request denied: a headless run cannot ask (list the plugin in [api] approve)"
+            );
+            return Approval::Deny;
+        };
+        let (reply, answer) = oneshot::channel();
+        stage(AppEvent::ApiApproval {
+            plugin: plugin.to_string(),
+            developer: developer.to_string(),
+            reply,
+        });
+        Approval::Later(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expressions::ExpressionMode;
+    use crate::session::ExpressionStatus;
+
+    fn host(stage: Option<Notify>) -> (SessionHost, mpsc::Receiver<SessionCommand>) {
+        let (commands, rx) = mpsc::channel();
+        let expressions = ExpressionLog::default();
+        expressions.lock().unwrap().push(ExpressionStatus {
+            name: "Smile".into(),
+            key: None,
+            mode: ExpressionMode::Toggle,
+            layer: "face".into(),
+            on: true,
+            weight: 1.0,
+        });
+        let host = SessionHost::new(
+            &Config::default(),
+            commands,
+            expressions,
+            TrackingLog::default(),
+            stage,
+        );
+        (host, rx)
+    }
+
+    #[test]
+    fn expressions_are_hotkeys_and_triggers_become_commands() {
+        let (host, rx) = host(None);
+        let hotkeys = host.hotkeys();
+        assert_eq!(hotkeys.len(), 2);
+        assert_eq!(hotkeys[0].id, crate::expressions::layer_name("Smile"));
+        assert_eq!(hotkeys[0].file, "Smile");
+        assert_eq!(hotkeys[1].action, "RemoveAllExpressions");
+        host.trigger_hotkey(&hotkeys[0].id).unwrap();
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            SessionCommand::Expression { ref name, trigger: Trigger::Toggle, source: TriggerSource::Api } if name == "Smile"
+        ));
+        host.trigger_hotkey(REMOVE_ALL_ID).unwrap();
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            SessionCommand::ReleaseExpressions
+        ));
+        assert_eq!(host.trigger_hotkey("nothing"), Err(HostError::NotFound));
+        host.set_expression("smile", false, Duration::ZERO).unwrap();
+        assert!(matches!(
+            rx.try_recv().unwrap(),
+            SessionCommand::Expression {
+                trigger: Trigger::Off,
+                ..
+            }
+        ));
+        assert!(host.expressions()[0].active);
+        assert!(!host.tracking());
+    }
+
+    #[test]
+    fn a_headless_run_denies_and_keeps_its_avatar() {
+        let (host, _rx) = host(None);
+        assert!(matches!(host.approve("p", "d"), Approval::Deny));
+        assert_eq!(host.current_model().unwrap().id, DEFAULT_HEAD_ID);
+        assert!(matches!(
+            host.load_model(DEFAULT_HEAD_ID),
+            Err(HostError::Failed(_))
+        ));
+    }
+
+    #[test]
+    fn a_window_run_asks_the_stage() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = Mutex::new(tx);
+        let notify: Notify = Arc::new(move |event| {
+            let _ = tx.lock().unwrap().send(event);
+        });
+        let (host, _commands) = host(Some(notify));
+        let Approval::Later(mut answer) = host.approve("Streamer.bot", "Streamer.bot") else {
+            panic!("not asked");
+        };
+        let Ok(AppEvent::ApiApproval { plugin, reply, .. }) = rx.try_recv() else {
+            panic!("the stage was not asked");
+        };
+        assert_eq!(plugin, "Streamer.bot");
+        reply.send(true).unwrap();
+        assert_eq!(answer.try_recv(), Ok(true));
+        host.load_model(DEFAULT_HEAD_ID).unwrap();
+        assert!(matches!(rx.try_recv(), Ok(AppEvent::LoadModel(None))));
+        assert_eq!(host.load_model("elsewhere.vrm"), Err(HostError::NotFound));
+        let model = host.model();
+        let (events, mut heard) = tokio::sync::broadcast::channel(8);
+        model.attach(ApiEmitter::for_tests(events));
+        model.swapped(Some(Path::new("models/Alicia.vrm")));
+        assert!(matches!(
+            heard.try_recv(),
+            Ok(ApiEvent::ModelLoaded { loaded: true, ref model }) if model.file == "Alicia.vrm"
+        ));
+        let current = host.current_model().unwrap();
+        assert_eq!(current.file, "Alicia.vrm");
+        assert!(host.available_models().contains(&current));
+    }
+}

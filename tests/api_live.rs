@@ -1,0 +1,330 @@
+//! The API of a real `facewire run --headless`, driven by an independent WebSocket client:
+//! authentication, hotkeys of the shipped expressions, injected `jawOpen` in the frame drawn,
+//! a flood of connections while the stage keeps drawing, and a port already in use.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use facewire::image::RgbaImage;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use crate::pipeline::{free_udp_port, phones_off};
+use crate::support::{changed_pixels, facewire_bin, repo};
+
+type Client = WebSocketStream<TcpStream>;
+
+/// The plugin the test configuration approves without asking.
+const PLUGIN: (&str, &str) = ("facewire tests", "facewire");
+/// How long one answer may take.
+const WAIT: Duration = Duration::from_secs(10);
+
+fn out_dir(name: &str) -> PathBuf {
+    let dir = repo().join("target/api-live-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A quiet configuration (no phone listeners, no idle life, the shipped expressions) whose API
+/// listens on `api`, with `extra` appended; written into `dir`.
+fn config(dir: &Path, api: SocketAddr, extra: &str) -> PathBuf {
+    let path = dir.join("facewire.toml");
+    let tokens = dir.join("api_tokens.toml");
+    let toml = format!(
+        "[idle]\nenabled = false\n\n[expressions]\nfile = \"config/expressions.toml\"\n\n\
+         [api]\nlisten = \"{api}\"\napprove = [\"{}\"]\ntokens = {:?}\n{extra}",
+        PLUGIN.0,
+        tokens.display().to_string()
+    );
+    std::fs::write(&path, phones_off(&toml)).unwrap();
+    path
+}
+
+/// `facewire --config CONFIG ARGS...` from the repository, its log written to `dir/log.txt`.
+fn facewire(dir: &Path, config: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(facewire_bin());
+    cmd.current_dir(repo())
+        .env("FACEWIRE_LOG", "info")
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(dir.join("log.txt")).unwrap());
+    cmd
+}
+
+/// A headless run for `seconds` at 160x160 drawn into `dir/last.png`, listening for phones on
+/// a port nothing sends to.
+fn headless(dir: &Path, config: &Path, seconds: &str, extra: &[&str]) -> Child {
+    let listen = format!("127.0.0.1:{}", free_udp_port());
+    let out = dir.join("last.png");
+    let mut args = vec![
+        "run",
+        "--headless",
+        "--exit-after",
+        seconds,
+        "--size",
+        "160x160",
+        "--morph",
+        "cpu",
+        "--listen",
+        &listen,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    facewire(dir, config, &args).spawn().unwrap()
+}
+
+/// Waits for `child` and returns its report; panics with its log when it failed.
+fn report(child: Child, dir: &Path) -> Value {
+    let output = child.wait_with_output().unwrap();
+    let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default();
+    assert!(output.status.success(), "facewire failed:\n{log}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("no report ({e}):\n{log}"))
+}
+
+/// Connects to the API as soon as it listens.
+async fn connect(addr: SocketAddr) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(tcp) = TcpStream::connect(addr).await {
+            let (ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}"), tcp)
+                .await
+                .expect("handshake");
+            return ws;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the API never listened on {addr}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn request(kind: &str, data: Value) -> Message {
+    Message::text(
+        json!({"apiName": "VTubeStudioPublicAPI", "apiVersion": "1.0", "requestID": kind,
+               "messageType": kind, "data": data})
+        .to_string(),
+    )
+}
+
+/// Sends a request and returns its answer; `None` once the run has ended.
+async fn try_ask(ws: &mut Client, kind: &str, data: Value) -> Option<Value> {
+    ws.send(request(kind, data)).await.ok()?;
+    loop {
+        match tokio::time::timeout(WAIT, ws.next()).await.ok()?? {
+            Ok(Message::Text(t)) => return serde_json::from_str(t.as_str()).ok(),
+            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            _ => return None,
+        }
+    }
+}
+
+async fn ask(ws: &mut Client, kind: &str, data: Value) -> Value {
+    let answer = try_ask(ws, kind, data)
+        .await
+        .unwrap_or_else(|| panic!("no answer to {kind}"));
+    assert_eq!(answer["requestID"], kind, "{answer}");
+    answer
+}
+
+/// A token for [`PLUGIN`] (approved by the configuration) and the authentication with it.
+async fn authenticate(ws: &mut Client) {
+    let data = json!({"pluginName": PLUGIN.0, "pluginDeveloper": PLUGIN.1});
+    let r = ask(ws, "AuthenticationTokenRequest", data).await;
+    let token = r["data"]["authenticationToken"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no token: {r}"))
+        .to_string();
+    let data = json!({"pluginName": PLUGIN.0, "pluginDeveloper": PLUGIN.1,
+                      "authenticationToken": token});
+    let r = ask(ws, "AuthenticationRequest", data).await;
+    assert_eq!(r["data"]["authenticated"], true, "{r}");
+}
+
+/// A snapshot of `weights` through `config`, as the headless run draws it.
+fn snapshot(dir: &Path, config: &Path, weights: &str, name: &str) -> RgbaImage {
+    let out = dir.join(name);
+    let args = [
+        "snapshot",
+        "--weights",
+        weights,
+        "--morph",
+        "cpu",
+        "--size",
+        "160x160",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let status = facewire(dir, config, &args).status().unwrap();
+    assert!(status.success(), "snapshot {weights} failed");
+    RgbaImage::load_png(&out).unwrap()
+}
+
+#[tokio::test]
+async fn a_plugin_drives_a_headless_run() {
+    let dir = out_dir("drive");
+    let api: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let config = config(&dir, api, "");
+    let mut child = headless(&dir, &config, "6", &[]);
+    let mut ws = connect(api).await;
+
+    // Nothing but the state and authentication before authenticating.
+    let r = ask(&mut ws, "HotkeysInCurrentModelRequest", json!({})).await;
+    assert_eq!(r["messageType"], "APIError", "{r}");
+    assert_eq!(r["data"]["errorID"], 8, "{r}");
+    authenticate(&mut ws).await;
+
+    let r = ask(&mut ws, "HotkeysInCurrentModelRequest", json!({})).await;
+    let hotkeys = r["data"]["availableHotkeys"].as_array().unwrap().clone();
+    let names: Vec<&str> = hotkeys.iter().filter_map(|h| h["name"].as_str()).collect();
+    for name in ["smile", "surprised", "angry", "wink"] {
+        assert!(names.contains(&name), "{name} is not a hotkey: {names:?}");
+    }
+    let r = ask(
+        &mut ws,
+        "HotkeyTriggerRequest",
+        json!({"hotkeyID": "smile"}),
+    )
+    .await;
+    assert_eq!(r["messageType"], "HotkeyTriggerResponse", "{r}");
+    // The chain takes the trigger at its next tick.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let r = ask(&mut ws, "ExpressionStateRequest", json!({})).await;
+        let smiling = r["data"]["expressions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["file"] == "smile" && e["active"] == true);
+        if smiling {
+            break;
+        }
+        assert!(Instant::now() < deadline, "smile never came on: {r}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = ask(
+        &mut ws,
+        "HotkeyTriggerRequest",
+        json!({"hotkeyID": "remove all expressions"}),
+    )
+    .await;
+    assert_eq!(r["messageType"], "HotkeyTriggerResponse", "{r}");
+    let r = ask(&mut ws, "FaceFoundRequest", json!({})).await;
+    assert_eq!(r["data"]["found"], false, "no phone sends: {r}");
+
+    // jawOpen = 1 until the run ends: its last frame shows the mouth open.
+    let inject = json!({"mode": "set", "parameterValues": [{"id": "jawOpen", "value": 1.0}]});
+    let mut injected = 0;
+    while child.try_wait().unwrap().is_none() {
+        match try_ask(&mut ws, "InjectParameterDataRequest", inject.clone()).await {
+            Some(r) if r["messageType"] == "InjectParameterDataResponse" => injected += 1,
+            Some(r) => panic!("injection refused: {r}"),
+            None => break,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(injected > 10, "only {injected} injections");
+    let report = report(child, &dir);
+    assert!(report["frames_drawn"].as_u64().unwrap() > 10, "{report}");
+
+    let got = RgbaImage::load_png(&dir.join("last.png")).unwrap();
+    let open = snapshot(&dir, &config, "jawOpen=1", "open.png");
+    let closed = snapshot(&dir, &config, "jawOpen=0", "closed.png");
+    let moved = changed_pixels(&open, &closed, 8).len();
+    let off_open = changed_pixels(&got, &open, 8).len();
+    let off_closed = changed_pixels(&got, &closed, 8).len();
+    assert!(moved > 100, "jawOpen barely moves the head: {moved} pixels");
+    assert!(
+        off_open * 10 < off_closed,
+        "the last frame is not the open mouth: {off_open} pixels off it, {off_closed} off the \
+         closed one (see {})",
+        dir.display()
+    );
+}
+
+#[tokio::test]
+async fn a_thousand_connections_leave_the_stage_drawing() {
+    let dir = out_dir("flood");
+    let api: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let config = config(&dir, api, "\n[render]\nheadless_fps = 20\n");
+    let child = headless(&dir, &config, "8", &[]);
+    let mut first = connect(api).await;
+
+    // A thousand clients at once: half only open a socket and idle, a quarter send garbage,
+    // a quarter shake hands (at once) and never read.
+    let mut sockets = Vec::new();
+    let mut shaking = Vec::new();
+    for i in 0..1000 {
+        let Ok(tcp) = TcpStream::connect(api).await else {
+            continue;
+        };
+        match i % 4 {
+            0 | 1 => sockets.push(tcp),
+            2 => {
+                if tcp.writable().await.is_ok() {
+                    let _ = tcp.try_write(b"GET / HTTP/1.1\r\n\r\n\0\xff{{{");
+                }
+                sockets.push(tcp);
+            }
+            _ => shaking.push(tokio::time::timeout(
+                WAIT,
+                tokio_tungstenite::client_async(format!("ws://{api}"), tcp),
+            )),
+        }
+    }
+    let connected = sockets.len() + shaking.len();
+    let open: Vec<_> = futures_util::future::join_all(shaking)
+        .await
+        .into_iter()
+        .filter_map(|r| r.ok()?.ok())
+        .collect();
+    assert!(connected > 900, "only {connected} connections opened");
+    // A served plugin still gets answers, and injects while the others hang on.
+    let r = ask(&mut first, "APIStateRequest", json!({})).await;
+    assert_eq!(r["data"]["active"], true, "{r}");
+    let report = report(child, &dir);
+    drop(sockets);
+    drop(open);
+    let drawn = report["frames_drawn"].as_u64().unwrap();
+    // Eight seconds at 20 frames per second: the stage kept its pace through the flood.
+    assert!(drawn >= 120, "{drawn} frames in 8 s at 20 fps: {report}");
+    let log = std::fs::read_to_string(dir.join("log.txt")).unwrap();
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+#[test]
+fn a_port_in_use_leaves_the_run_without_the_api() {
+    let dir = out_dir("port-in-use");
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let config = config(&dir, taken.local_addr().unwrap(), "");
+    let child = headless(&dir, &config, "1", &[]);
+    let report = report(child, &dir);
+    assert!(report["frames_drawn"].as_u64().unwrap() > 0, "{report}");
+    let log = std::fs::read_to_string(dir.join("log.txt")).unwrap();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("API for stream tools is off"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(
+        warnings[0].contains("[api] listen") && warnings[0].contains("enabled = false"),
+        "{log}"
+    );
+}
