@@ -128,7 +128,8 @@ pub fn run_stage(
         config_folder,
         config,
     )
-    .with_lipsync(live.lipsync);
+    .with_lipsync(live.lipsync)
+    .with_expressions(live.expressions);
     let mut app = StageApp::new(
         StageOptions {
             config: config.clone(),
