@@ -302,6 +302,10 @@ impl StageApp {
                 self.post(Topic::General, result);
             }
             PanelAction::ClearMessages => self.panel_state.messages.clear(),
+            PanelAction::ToggleExpression(name) => {
+                controls.trigger_expression(&name, crate::expressions::Trigger::Toggle);
+            }
+            PanelAction::ExpressionsOff => controls.release_expressions(),
             PanelAction::SwitchModel(path) => {
                 let name = path.as_ref().map_or_else(
                     || "the default head".to_string(),
@@ -464,6 +468,11 @@ impl StageApp {
                     waiting: self.connect_waiting,
                 }),
             hotkeys: STAGE_HOTKEYS,
+            expressions: self
+                .controls
+                .as_ref()
+                .map(|c| c.expressions())
+                .unwrap_or_default(),
             now,
         })
     }
