@@ -186,6 +186,47 @@ fn facecap_bundle_of_52_weights_and_a_quaternion_arrives_as_one_frame() {
     handle.shutdown();
 }
 
+/// Passes the keys a sender presses on to a channel.
+struct KeySink(mpsc::Sender<(String, bool)>);
+
+impl facewire::arkit::FrameSink for KeySink {
+    fn frame(&mut self, _frame: FaceFrame) {}
+
+    fn key(&mut self, name: &str, pressed: bool) {
+        let _ = self.0.send((name.to_string(), pressed));
+    }
+}
+
+#[test]
+fn vmc_keys_reach_the_sink_in_facewires_spelling() {
+    let (tx, rx) = mpsc::channel();
+    let handle = spawn(
+        IngestConfig {
+            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            ..IngestConfig::default()
+        },
+        Box::new(KeySink(tx)),
+    )
+    .unwrap();
+    let addr = handle.local_addrs()[0];
+    let key = |active: i32, name: &str| {
+        let args = vec![
+            OscType::Int(active),
+            OscType::String(name.into()),
+            OscType::Int(0),
+        ];
+        encode(&msg("/VMC/Ext/Key", args))
+    };
+    let socket = sender();
+    socket.send_to(&key(1, "F1"), addr).unwrap();
+    socket.send_to(&key(0, "D1"), addr).unwrap();
+    assert_eq!(rx.recv_timeout(WAIT).unwrap(), ("F1".to_string(), true));
+    assert_eq!(rx.recv_timeout(WAIT).unwrap(), ("1".to_string(), false));
+    let stats = handle.stats();
+    assert_eq!((stats.malformed_datagrams, stats.bad_arguments), (0, 0));
+    handle.shutdown();
+}
+
 #[test]
 fn vmc_val_without_apply_commits_nothing_and_a_partial_apply_updates_only_its_names() {
     let (handle, rx, addr) = start();

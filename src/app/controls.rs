@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use crate::calibrate::Decision;
+use crate::expressions::{Key, Trigger};
+use crate::session::ExpressionStatus;
 use crate::telemetry::InputCounters;
 
 /// What the control panel drives: implemented by the program that owns the input (network
@@ -45,4 +47,19 @@ pub trait Controls {
 
     /// The avatar changed: these are the VRM preset expressions it has.
     fn set_presets(&mut self, _presets: Vec<crate::expressions::Expression>) {}
+
+    /// A key went down (`pressed`) or up on the stage (or as a global hotkey): the expression
+    /// bound to it follows (toggle ones flip on press, hold ones are on while it is down).
+    fn expression_key(&mut self, _key: Key, _pressed: bool) {}
+
+    /// Switches the expression `name` as `trigger` says (the panel's buttons).
+    fn trigger_expression(&mut self, _name: &str, _trigger: Trigger) {}
+
+    /// Switches every expression off.
+    fn release_expressions(&mut self) {}
+
+    /// The expressions and their states, as last published (none without a live input).
+    fn expressions(&self) -> Vec<ExpressionStatus> {
+        Vec::new()
+    }
 }

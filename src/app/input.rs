@@ -1,10 +1,11 @@
-//! The stage's camera controls: hotkeys, the mouse wheel and mouse drags, and the list of
-//! hotkeys the README and the panel show.
+//! The stage's keys and mouse: camera hotkeys, expression keys, the mouse wheel and mouse
+//! drags, and the list of hotkeys the README and the panel show.
 
-use winit::event::MouseButton;
-use winit::keyboard::{Key, NamedKey};
+use winit::event::{ElementState, MouseButton};
+use winit::keyboard::{Key, KeyCode, ModifiersState, NamedKey, PhysicalKey};
 
 use crate::config::CameraConfig;
+use crate::expressions;
 use crate::render;
 
 /// Zoom factor of one key press or one wheel notch.
@@ -87,6 +88,83 @@ pub fn camera_key(camera: &mut CameraConfig, key: &Key, shift: bool) -> StageKey
     }
 }
 
+/// The expression key a physical key is with `modifiers` held: `KeyA` is `A`, `Digit1` is
+/// `1`, whatever the keyboard layout prints on it. `None` for keys expressions cannot be bound
+/// to (modifiers themselves, `Escape`, ...).
+pub fn expression_key(key: PhysicalKey, modifiers: ModifiersState) -> Option<expressions::Key> {
+    let PhysicalKey::Code(code) = key else {
+        return None;
+    };
+    // winit's key code names (`KeyA`, `Digit1`, `F1`, `ArrowUp`, `Numpad1`) are among the
+    // spellings `Key::parse` accepts.
+    let name = expressions::Key::parse(&format!("{code:?}")).ok()?.name;
+    Some(expressions::Key {
+        name,
+        ctrl: modifiers.control_key(),
+        shift: modifiers.shift_key(),
+        alt: modifiers.alt_key(),
+    })
+}
+
+/// What a key event on the stage means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRoute {
+    /// The expression bound to this key follows it: down (`true`) or up.
+    Expression(expressions::Key, bool),
+    /// An auto-repeat of a key held for an expression: nothing happens.
+    Swallowed,
+    /// Not an expression's key: the stage's own hotkeys apply.
+    Stage,
+}
+
+/// Routes the stage's key events. The rule: a key (with its modifiers) bound to an expression
+/// belongs to the expression, even where it is also a stage hotkey; other keys are the stage's.
+/// Auto-repeats never retrigger an expression, and a key comes up as the key that went down,
+/// whatever modifiers were let go meanwhile.
+#[derive(Debug, Default)]
+pub struct ExpressionKeys {
+    /// The keys down for an expression, by physical key.
+    held: Vec<(KeyCode, expressions::Key)>,
+}
+
+impl ExpressionKeys {
+    /// Routes one key event; `bound` says whether an expression is bound to a key.
+    pub fn route(
+        &mut self,
+        physical: PhysicalKey,
+        state: ElementState,
+        repeat: bool,
+        modifiers: ModifiersState,
+        bound: impl Fn(&expressions::Key) -> bool,
+    ) -> KeyRoute {
+        let PhysicalKey::Code(code) = physical else {
+            return KeyRoute::Stage;
+        };
+        let held = self.held.iter().position(|(c, _)| *c == code);
+        match (state, held) {
+            (ElementState::Released, Some(i)) => {
+                KeyRoute::Expression(self.held.swap_remove(i).1, false)
+            }
+            (ElementState::Released, None) => KeyRoute::Stage,
+            (ElementState::Pressed, Some(_)) => KeyRoute::Swallowed,
+            (ElementState::Pressed, None) if repeat => KeyRoute::Stage,
+            (ElementState::Pressed, None) => match expression_key(physical, modifiers) {
+                Some(key) if bound(&key) => {
+                    self.held.push((code, key));
+                    KeyRoute::Expression(key, true)
+                }
+                _ => KeyRoute::Stage,
+            },
+        }
+    }
+
+    /// Lets go of every key held for an expression (the stage lost the keyboard focus, so their
+    /// releases will not arrive).
+    pub fn release_all(&mut self) -> Vec<expressions::Key> {
+        self.held.drain(..).map(|(_, key)| key).collect()
+    }
+}
+
 /// Zooms `camera` by `notches` wheel notches (positive zooms in).
 pub fn camera_wheel(camera: &mut CameraConfig, notches: f32) {
     if notches.is_finite() {
@@ -155,6 +233,86 @@ mod tests {
         assert_eq!(c.zoom, CameraConfig::ZOOM_RANGE.0);
         assert_eq!(c.orbit_pitch, -CameraConfig::PITCH_LIMIT);
         assert_eq!(camera_key(&mut c, &ch("-"), false), StageKey::None);
+    }
+
+    #[test]
+    fn physical_keys_spell_expression_keys() {
+        let code = |c| PhysicalKey::Code(c);
+        let none = ModifiersState::empty();
+        let spelled = |c, m| expression_key(code(c), m).map(|k| k.to_string());
+        assert_eq!(spelled(KeyCode::F1, none).as_deref(), Some("F1"));
+        assert_eq!(spelled(KeyCode::KeyQ, none).as_deref(), Some("Q"));
+        assert_eq!(spelled(KeyCode::Digit3, none).as_deref(), Some("3"));
+        assert_eq!(spelled(KeyCode::Numpad7, none).as_deref(), Some("Numpad7"));
+        assert_eq!(spelled(KeyCode::ArrowUp, none).as_deref(), Some("Up"));
+        assert_eq!(
+            spelled(KeyCode::PageDown, none).as_deref(),
+            Some("PageDown")
+        );
+        assert_eq!(
+            spelled(
+                KeyCode::Digit3,
+                ModifiersState::CONTROL | ModifiersState::SHIFT
+            )
+            .as_deref(),
+            Some("Ctrl+Shift+3")
+        );
+        assert_eq!(
+            spelled(KeyCode::F2, ModifiersState::ALT).as_deref(),
+            Some("Alt+F2")
+        );
+        assert_eq!(spelled(KeyCode::ShiftLeft, ModifiersState::SHIFT), None);
+        assert_eq!(spelled(KeyCode::Escape, none), None);
+        // Every key a stage key spells parses back to itself.
+        for c in [KeyCode::KeyA, KeyCode::Digit0, KeyCode::F24, KeyCode::Equal] {
+            let key = expression_key(code(c), ModifiersState::CONTROL).unwrap();
+            assert_eq!(expressions::Key::parse(&key.to_string()), Ok(key));
+        }
+    }
+
+    #[test]
+    fn bound_keys_go_to_expressions_once_and_others_to_the_stage() {
+        use ElementState::{Pressed, Released};
+        let f1 = PhysicalKey::Code(KeyCode::F1);
+        let p = PhysicalKey::Code(KeyCode::KeyP);
+        let none = ModifiersState::empty();
+        let ctrl = ModifiersState::CONTROL;
+        // F1 and Ctrl+P are bound; plain P stays the panel's key.
+        let bound = |k: &expressions::Key| k.to_string() == "F1" || k.to_string() == "Ctrl+P";
+        let mut keys = ExpressionKeys::default();
+        let key = |s: &str| expressions::Key::parse(s).unwrap();
+        assert_eq!(
+            keys.route(f1, Pressed, false, none, bound),
+            KeyRoute::Expression(key("F1"), true)
+        );
+        // Auto-repeats are swallowed, not sent again and not the stage's.
+        assert_eq!(
+            keys.route(f1, Pressed, true, none, bound),
+            KeyRoute::Swallowed
+        );
+        assert_eq!(
+            keys.route(f1, Released, false, none, bound),
+            KeyRoute::Expression(key("F1"), false)
+        );
+        assert_eq!(keys.route(p, Pressed, false, none, bound), KeyRoute::Stage);
+        assert_eq!(keys.route(p, Pressed, true, none, bound), KeyRoute::Stage);
+        assert_eq!(keys.route(p, Released, false, none, bound), KeyRoute::Stage);
+        // Ctrl+P is the expression's; it comes up as Ctrl+P though Ctrl was let go first.
+        assert_eq!(
+            keys.route(p, Pressed, false, ctrl, bound),
+            KeyRoute::Expression(key("Ctrl+P"), true)
+        );
+        assert_eq!(
+            keys.route(p, Released, false, none, bound),
+            KeyRoute::Expression(key("Ctrl+P"), false)
+        );
+        // Losing the focus lets go of the keys held.
+        keys.route(f1, Pressed, false, none, bound);
+        assert_eq!(keys.release_all(), [key("F1")]);
+        assert_eq!(
+            keys.route(f1, Released, false, none, bound),
+            KeyRoute::Stage
+        );
     }
 
     #[test]

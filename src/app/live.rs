@@ -130,7 +130,8 @@ pub fn run_stage(
         config,
     )
     .with_lipsync(live.lipsync)
-    .with_api(live.api.as_ref().map(|api| api.model.clone()));
+    .with_api(live.api.as_ref().map(|api| api.model.clone()))
+    .with_expressions(live.expressions);
     // The API serves until the stage closes.
     let _api = live.api;
     let mut app = StageApp::new(

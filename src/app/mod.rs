@@ -6,7 +6,7 @@
 //! - `stage`: the stage window's winit application.
 //! - `controls`: what the control panel drives, implemented by the program.
 //! - `event`: the control events sent to the stage's event loop.
-//! - `input`: the stage's camera hotkeys, wheel and drags.
+//! - `input`: the stage's camera hotkeys, expression keys, wheel and drags.
 //! - `camera_save`: saving the camera into the configuration file.
 //! - `pacing`: the frame-rate cap and redrawing on change.
 //! - `placement`: where the control panel opens on the screen.
@@ -29,7 +29,10 @@ pub use camera_save::{rewrite_camera_table, save_camera, CameraSaveError};
 pub use controls::Controls;
 pub use event::{AppEvent, LoopError, Notify, StageLoop};
 pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport, TrackingSummary};
-pub use input::{camera_drag, camera_key, camera_wheel, StageKey, STAGE_HOTKEYS};
+pub use input::{
+    camera_drag, camera_key, camera_wheel, expression_key, ExpressionKeys, KeyRoute, StageKey,
+    STAGE_HOTKEYS,
+};
 pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError, LiveRun};
 pub use pacing::{effective_cap, percentile, wants_redraw, FramePacer};
 pub use placement::{panel_position, Area};

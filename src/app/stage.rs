@@ -14,7 +14,8 @@ use winit::window::WindowId;
 use super::input::PIXELS_PER_NOTCH;
 use super::{
     camera_drag, camera_key, camera_wheel, effective_cap, reload_mapping, save_camera,
-    wants_redraw, AppError, AppEvent, Controls, FramePacer, Scene, StageKey, STAGE_HOTKEYS,
+    wants_redraw, AppError, AppEvent, Controls, ExpressionKeys, FramePacer, KeyRoute, Scene,
+    StageKey, STAGE_HOTKEYS,
 };
 use crate::avatar::Avatar;
 use crate::bridge::FrameReceiver;
@@ -90,6 +91,8 @@ pub struct StageApp {
     /// Something other than a new frame changed since the last draw.
     dirty: bool,
     modifiers: ModifiersState,
+    /// Routes keys bound to expressions to them, the others to the stage's hotkeys.
+    expression_keys: ExpressionKeys,
     cursor: Option<(f64, f64)>,
     drag: Option<Drag>,
     exit_at: Option<Instant>,
@@ -136,6 +139,7 @@ impl StageApp {
             error: None,
             dirty: true,
             modifiers: ModifiersState::empty(),
+            expression_keys: ExpressionKeys::default(),
             cursor: None,
             drag: None,
         }
@@ -196,7 +200,25 @@ impl StageApp {
     }
 
     fn on_key(&mut self, event: &winit::event::KeyEvent) {
-        if event.state != ElementState::Pressed {
+        let route = match self.controls.as_mut() {
+            Some(controls) => {
+                let expressions = controls.expressions();
+                let route = self.expression_keys.route(
+                    event.physical_key,
+                    event.state,
+                    event.repeat,
+                    self.modifiers,
+                    |key| expressions.iter().any(|e| e.key.as_ref() == Some(key)),
+                );
+                if let KeyRoute::Expression(key, pressed) = route {
+                    tracing::debug!(%key, pressed, "expression key on the stage");
+                    controls.expression_key(key, pressed);
+                }
+                route
+            }
+            None => KeyRoute::Stage,
+        };
+        if route != KeyRoute::Stage || event.state != ElementState::Pressed {
             return;
         }
         let shift = self.modifiers.shift_key();
@@ -287,6 +309,10 @@ impl StageApp {
                 let result = self.plugins.answer(id, allow);
                 self.post(Topic::Api, result);
             }
+            PanelAction::ToggleExpression(name) => {
+                controls.trigger_expression(&name, crate::expressions::Trigger::Toggle);
+            }
+            PanelAction::ExpressionsOff => controls.release_expressions(),
             PanelAction::SwitchModel(path) => {
                 let name = path.as_ref().map_or_else(
                     || "the default head".to_string(),
@@ -450,6 +476,11 @@ impl StageApp {
                 }),
             hotkeys: STAGE_HOTKEYS,
             plugins: self.plugins.waiting(),
+            expressions: self
+                .controls
+                .as_ref()
+                .map(|c| c.expressions())
+                .unwrap_or_default(),
             now,
         })
     }
@@ -741,6 +772,14 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 self.redraw_stage(false);
             }
             WindowEvent::ModifiersChanged(modifiers) => self.modifiers = modifiers.state(),
+            // The releases of keys held for expressions go to the window with the focus now.
+            WindowEvent::Focused(false) => {
+                for key in self.expression_keys.release_all() {
+                    if let Some(controls) = self.controls.as_mut() {
+                        controls.expression_key(key, false);
+                    }
+                }
+            }
             WindowEvent::KeyboardInput { event, .. } => self.on_key(&event),
             WindowEvent::MouseWheel { delta, .. } => {
                 let notches = match delta {

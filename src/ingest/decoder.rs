@@ -23,6 +23,43 @@ pub const MAX_DATAGRAM: usize = 64 * 1024;
 /// Most senders whose state is kept at once; the least recently used one is evicted.
 pub const MAX_SENDERS: usize = 8;
 
+/// Most `/VMC/Ext/Key` messages one datagram delivers; further ones are counted and dropped.
+pub const MAX_KEYS: usize = 16;
+
+/// A key a VMC sender pressed or released (`/VMC/Ext/Key`), its name copied inline so that
+/// keeping it allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyEvent {
+    /// The name's bytes; the first `len` are valid UTF-8.
+    bytes: [u8; vmc::MAX_KEY_NAME],
+    /// How many bytes of `bytes` the name has.
+    len: u8,
+    /// Whether the key went down.
+    pub pressed: bool,
+}
+
+impl KeyEvent {
+    /// The key `name` (at most [`vmc::MAX_KEY_NAME`] bytes, else `None`) went down or up.
+    fn new(name: &str, pressed: bool) -> Option<KeyEvent> {
+        let mut bytes = [0; vmc::MAX_KEY_NAME];
+        bytes
+            .get_mut(..name.len())?
+            .copy_from_slice(name.as_bytes());
+        Some(KeyEvent {
+            bytes,
+            len: u8::try_from(name.len()).ok()?,
+            pressed,
+        })
+    }
+
+    /// The key's name, in facewire's spelling where the sender's .NET name differs (`D1` is
+    /// `1`), else as sent.
+    pub fn name(&self) -> &str {
+        // Copied whole from a `str`, so always valid.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
 /// How a datagram was classified; every datagram gets exactly one class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DatagramClass {
@@ -125,6 +162,8 @@ pub struct Decoder {
     stats: Stats,
     /// Log rate limiters.
     logs: Logs,
+    /// The keys the latest datagram carried; never more than [`MAX_KEYS`], allocated once.
+    keys: Vec<KeyEvent>,
 }
 
 impl Default for Decoder {
@@ -141,7 +180,13 @@ impl Decoder {
             clock: 0,
             stats: Stats::default(),
             logs: Logs::default(),
+            keys: Vec::with_capacity(MAX_KEYS),
         }
+    }
+
+    /// The keys pressed and released in the latest datagram decoded (`/VMC/Ext/Key`), in order.
+    pub fn keys(&self) -> &[KeyEvent] {
+        &self.keys
     }
 
     /// A snapshot of the counters.
@@ -165,6 +210,7 @@ impl Decoder {
     ) -> Outcome {
         self.stats.datagrams += 1;
         self.stats.bytes += datagram.len() as u64;
+        self.keys.clear();
         trace!(%from, len = datagram.len(), "datagram");
         let mut outcome = Outcome {
             class: DatagramClass::Ok,
@@ -443,6 +489,14 @@ impl Decoder {
                     self.senders[slot].pending.sender_time = Some(f64::from(t));
                 } else {
                     self.bad_value("sender time", BadRotation::NonFinite, walk);
+                }
+            }
+            VmcMessage::Key { pressed, name } => {
+                match KeyEvent::new(name, pressed).filter(|_| self.keys.len() < MAX_KEYS) {
+                    Some(key) => self.keys.push(key),
+                    None => {
+                        trace!(from = %walk.from, name, "dropped a key beyond the datagram's limit")
+                    }
                 }
             }
             VmcMessage::Ignored => {}
@@ -927,6 +981,52 @@ mod tests {
         assert_eq!(stats.non_finite_values, 7);
         assert_eq!(stats.degenerate_rotations, 1);
         assert_eq!(stats.bad_arguments, 0);
+    }
+
+    fn key(active: i32, name: &str) -> OscPacket {
+        msg(
+            "/VMC/Ext/Key",
+            vec![
+                OscType::Int(active),
+                OscType::String(name.to_string()),
+                OscType::Int(0),
+            ],
+        )
+    }
+
+    #[test]
+    fn keys_are_kept_per_datagram_and_bounded() {
+        let mut decoder = Decoder::new();
+        let frames = feed(
+            &mut decoder,
+            &bundle(vec![
+                key(1, "F1"),
+                val("JawOpen", 0.5),
+                apply(),
+                key(0, "D3"),
+            ]),
+        );
+        assert_eq!(frames.len(), 1);
+        let keys: Vec<_> = decoder
+            .keys()
+            .iter()
+            .map(|k| (k.name(), k.pressed))
+            .collect();
+        assert_eq!(keys, [("F1", true), ("3", false)]);
+        assert_eq!(decoder.stats().vmc_messages, 4);
+        assert_eq!(decoder.stats().bad_arguments, 0);
+        // The next datagram starts afresh, and a flood keeps at most MAX_KEYS.
+        let flood = bundle((0..100).map(|_| key(1, "Numpad1")).collect());
+        feed(&mut decoder, &flood);
+        assert_eq!(decoder.keys().len(), MAX_KEYS);
+        assert_eq!(decoder.keys()[0].name(), "Numpad1");
+        feed(&mut decoder, &apply());
+        assert!(decoder.keys().is_empty());
+        // A key with bad arguments is a bad message, not a malformed datagram.
+        feed(&mut decoder, &msg("/VMC/Ext/Key", vec![OscType::Int(1)]));
+        assert_eq!(decoder.stats().bad_arguments, 1);
+        assert_eq!(decoder.stats().malformed_datagrams, 0);
+        assert!(decoder.keys().is_empty());
     }
 
     #[test]

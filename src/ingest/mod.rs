@@ -47,7 +47,7 @@ pub use bind::{BoundListener, IngestError};
 pub use config::{
     default_addr, default_port, IngestConfig, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT,
 };
-pub use decoder::{DatagramClass, Decoder, Outcome, MAX_DATAGRAM, MAX_SENDERS};
+pub use decoder::{DatagramClass, Decoder, KeyEvent, Outcome, MAX_DATAGRAM, MAX_KEYS, MAX_SENDERS};
 pub use guard::{GuardStats, Subnet, SubnetError};
 pub use handshake::PhonePorts;
 pub use holder::{udp_port_holder, usual_holder, PortHolder};

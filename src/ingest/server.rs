@@ -16,7 +16,7 @@ use tracing::{debug, error, info, trace, warn};
 
 use super::bind::{bind_all, Bound, BoundListener, IngestError, Wanted};
 use super::config::IngestConfig;
-use super::decoder::{DatagramClass, Decoder, MAX_DATAGRAM};
+use super::decoder::{DatagramClass, Decoder, KeyEvent, MAX_DATAGRAM, MAX_KEYS};
 use super::guard::{Admit, Guard, GuardStats};
 use super::handshake::{self, Rule, Schedule};
 use super::ifacialmocap::{self, TextSender};
@@ -465,6 +465,8 @@ impl Receiver {
         // Frames one datagram committed; its capacity is reused, and a datagram of at most
         // MAX_DATAGRAM bytes can hold only so many Apply messages.
         let mut committed: Vec<FaceFrame> = Vec::new();
+        // Keys one datagram pressed or released (`/VMC/Ext/Key`); at most MAX_KEYS.
+        let mut keys: Vec<KeyEvent> = Vec::with_capacity(MAX_KEYS);
         let mut next_socket = 0;
         let mut sweep = tokio::time::interval(SWEEP_PERIOD);
         sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -523,14 +525,23 @@ impl Receiver {
                         .get(socket)
                         .copied()
                         .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
-                    let heard =
-                        self.datagram(&mut state, kind, local, &buf[..len], from, &mut committed);
+                    let heard = self.datagram(
+                        &mut state,
+                        kind,
+                        local,
+                        &buf[..len],
+                        from,
+                        (&mut committed, &mut keys),
+                    );
                     self.reports
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .record(socket, heard);
                     for frame in committed.drain(..) {
                         self.sink.frame(frame);
+                    }
+                    for key in keys.drain(..) {
+                        self.sink.key(key.name(), key.pressed);
                     }
                 }
                 Event::RecvError(socket, err) => {
@@ -561,7 +572,7 @@ impl Receiver {
     }
 
     /// Taps, guards and decodes one datagram received on a `kind` socket bound to `local`,
-    /// leaving the frames to deliver in `committed`; returns what became of it for the listener's
+    /// leaving the frames and the keys (`/VMC/Ext/Key`) to deliver in `committed`; returns what became of it for the listener's
     /// report.
     fn datagram(
         &mut self,
@@ -570,7 +581,7 @@ impl Receiver {
         local: SocketAddr,
         data: &[u8],
         from: SocketAddr,
-        committed: &mut Vec<FaceFrame>,
+        (committed, keys): (&mut Vec<FaceFrame>, &mut Vec<KeyEvent>),
     ) -> Heard {
         let now = Instant::now();
         if let Some(tap) = &mut self.tap {
@@ -594,6 +605,7 @@ impl Receiver {
             other => other.family(),
         };
         committed.clear();
+        keys.clear();
         let admit = self.guard.admit(family, from, now);
         if admit != Admit::Decode {
             trace!(%from, protocol = family.family_label(), "datagram ignored by the guard");
@@ -614,10 +626,12 @@ impl Receiver {
                     info!(%from, %protocol, "receiving {protocol} from {from}");
                 }
             }
-            if !self
+            if self
                 .guard
                 .commit(family, from, now, outcome.protocol.is_some())
             {
+                keys.extend_from_slice(state.decoder.keys());
+            } else {
                 committed.clear();
             }
         } else if let Some(decoder) = state.phone(family) {

@@ -65,6 +65,14 @@ pub(crate) enum VmcMessage<'a> {
     },
     /// `/VMC/Ext/T f`: the sender's relative time in seconds.
     Time(f32),
+    /// `/VMC/Ext/Key i s i`: a key went down or up on the sender's side.
+    Key {
+        /// Whether it went down (`active == 1`).
+        pressed: bool,
+        /// Its name in facewire's spelling where the sender's .NET `Keys` name differs
+        /// (`D1` is `1`), else as sent; at most [`MAX_KEY_NAME`] bytes.
+        name: &'a str,
+    },
     /// Any other `/VMC/...` address: part of the protocol, not used by facewire.
     Ignored,
 }
@@ -81,6 +89,7 @@ pub(crate) fn parse(msg: &OscMessage) -> Parsed<VmcMessage<'_>> {
         "Ext/Bone/Pos" => bone_pos(args).into(),
         "Ext/OK" => ok(args).into(),
         "Ext/T" => float(args, 0).map(VmcMessage::Time).into(),
+        "Ext/Key" => key(args).into(),
         _ => Parsed::Message(VmcMessage::Ignored),
     }
 }
@@ -121,6 +130,47 @@ fn ok(args: &[OscType]) -> Result<VmcMessage<'static>, &'static str> {
         None
     };
     Ok(VmcMessage::Ok { tracking })
+}
+
+/// Longest key name accepted from `/VMC/Ext/Key`, in bytes; .NET's `Keys` names are shorter.
+pub(crate) const MAX_KEY_NAME: usize = 32;
+
+/// `/VMC/Ext/Key` arguments: `i` active, `s` name, `i` keycode (checked, not used).
+fn key(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
+    let active = int(args, 0)?;
+    let name = string(args, 1)?;
+    int(args, 2)?;
+    if name.is_empty() || name.len() > MAX_KEY_NAME {
+        return Err("key name empty or too long");
+    }
+    Ok(VmcMessage::Key {
+        pressed: active == 1,
+        name: dotnet_key(name),
+    })
+}
+
+/// The key name facewire spells for a .NET `Keys` name (what VMC senders send) where the two
+/// differ: `D0` to `D9` are the digits, `Next`/`Prior` the page keys, `Back` Backspace and the
+/// `Oem` punctuation its symbol. Other names pass unchanged (`F1`, `A`, `NumPad1`, `Return`
+/// already parse in any letter case).
+pub(crate) fn dotnet_key(name: &str) -> &str {
+    if let [b'D' | b'd', b'0'..=b'9'] = name.as_bytes() {
+        // Two ASCII bytes, so the slice is on a character boundary.
+        return &name[1..];
+    }
+    const ALIASES: [(&str, &str); 7] = [
+        ("Next", "PageDown"),
+        ("Prior", "PageUp"),
+        ("Back", "Backspace"),
+        ("Oemplus", "Equal"),
+        ("OemMinus", "Minus"),
+        ("Oemcomma", "Comma"),
+        ("OemPeriod", "Period"),
+    ];
+    ALIASES
+        .iter()
+        .find(|(dotnet, _)| dotnet.eq_ignore_ascii_case(name))
+        .map_or(name, |(_, ours)| ours)
 }
 
 #[cfg(test)]
@@ -228,5 +278,34 @@ mod tests {
         );
         assert_eq!(parse(&msg("/vmc/Ext/T", vec![])), Parsed::Unknown);
         assert_eq!(parse(&msg("/W", vec![])), Parsed::Unknown);
+    }
+
+    #[test]
+    fn key_messages_map_dotnet_names() {
+        let i = OscType::Int;
+        // Some((pressed, name)) for a key, None for bad arguments.
+        let key = |args| match parse(&msg("/VMC/Ext/Key", args)) {
+            Parsed::Message(VmcMessage::Key { pressed, name }) => Some((pressed, name.to_string())),
+            Parsed::BadArguments(_) => None,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(key(vec![i(1), s("F1"), i(112)]), Some((true, "F1".into())));
+        assert_eq!(key(vec![i(0), s("D1"), i(49)]), Some((false, "1".into())));
+        assert_eq!(dotnet_key("NumPad3"), "NumPad3");
+        assert_eq!(dotnet_key("Next"), "PageDown");
+        assert_eq!(dotnet_key("oemminus"), "Minus");
+        assert_eq!(dotnet_key("D"), "D");
+        assert_eq!(dotnet_key("D12"), "D12");
+        // Hostile or short argument lists are bad arguments, never a panic.
+        assert_eq!(key(vec![i(1), s("F1")]), None);
+        assert_eq!(key(vec![s("F1"), i(1), i(0)]), None);
+        assert_eq!(key(vec![i(1), s(""), i(0)]), None);
+        let long = "X".repeat(MAX_KEY_NAME + 1);
+        assert_eq!(key(vec![i(1), s(&long), i(0)]), None);
+        // Multi-byte names are passed on whole.
+        assert_eq!(
+            key(vec![i(1), s("D\u{e9}"), i(0)]),
+            Some((true, "D\u{e9}".into()))
+        );
     }
 }

@@ -19,6 +19,7 @@ use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
 mod api;
 mod connect;
+mod expressions;
 mod lipsync;
 mod rows;
 
@@ -56,6 +57,10 @@ pub enum PanelAction {
         /// Allow it (`false`: deny).
         allow: bool,
     },
+    /// Switch this expression on or off (hold ones too: the panel's buttons toggle).
+    ToggleExpression(String),
+    /// Switch every expression off.
+    ExpressionsOff,
 }
 
 /// What a message is about.
@@ -229,6 +234,8 @@ pub struct PanelModel {
     pub hotkeys: &'static [(&'static str, &'static str)],
     /// Stream tools waiting for the performer to allow or deny them.
     pub plugins: Vec<PluginRequest>,
+    /// The expressions and their states (empty without a live input).
+    pub expressions: Vec<crate::session::ExpressionStatus>,
     /// When this model was made (ages are shown relative to it).
     pub now: Instant,
 }
@@ -334,6 +341,7 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
             &mut actions,
         );
         api::section(ui, &model.plugins, &mut actions);
+        expressions::section(ui, &model.expressions, &mut actions);
         ui.separator();
         controls(ui, model, state, &mut actions);
         routine(ui, model, state, &mut actions);
@@ -962,6 +970,7 @@ mod tests {
             connect: None,
             hotkeys: &[("N", "capture the neutral")],
             plugins: Vec::new(),
+            expressions: Vec::new(),
             now,
         }
     }
@@ -1256,6 +1265,47 @@ mod tests {
                 "`{expected}` is not on the panel: {all:?}"
             );
         }
+    }
+
+    #[test]
+    fn expression_buttons_toggle_and_switch_all_off() {
+        use crate::expressions::{ExpressionMode, Key};
+        let ctx = egui::Context::default();
+        let mut state = PanelState::default();
+        let mut m = model(true, RoutineView::Idle);
+        let status = |name: &str, key: &str, mode, on: bool| crate::session::ExpressionStatus {
+            name: name.into(),
+            key: Some(Key::parse(key).unwrap()),
+            mode,
+            layer: "face".into(),
+            on,
+            weight: if on { 0.8 } else { 0.0 },
+        };
+        m.expressions = vec![
+            status("smile", "F1", ExpressionMode::Toggle, true),
+            status("wink", "F4", ExpressionMode::Hold, false),
+        ];
+        assert_eq!(
+            click(&ctx, &m, &mut state, "wink"),
+            vec![PanelAction::ToggleExpression("wink".into())]
+        );
+        assert_eq!(
+            click(&ctx, &m, &mut state, "All off"),
+            vec![PanelAction::ExpressionsOff]
+        );
+        let (texts, _) = pass(&ctx, &m, &mut state, Vec::new());
+        let all: Vec<&str> = texts.iter().map(|(t, _)| t.as_str()).collect();
+        for shown in ["Expressions: 1 of 2 on", "F1", "F4", "hold", "toggle"] {
+            assert!(
+                all.contains(&shown),
+                "`{shown}` is not on the panel: {all:?}"
+            );
+        }
+        // Nothing on: "All off" asks for nothing.
+        m.expressions.truncate(1);
+        m.expressions[0].on = false;
+        m.expressions[0].weight = 0.0;
+        assert!(click(&ctx, &m, &mut state, "All off").is_empty());
     }
 
     #[test]

@@ -4,13 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use super::chain::SessionCommand;
+use super::chain::{ExpressionLog, ExpressionStatus, SessionCommand, TriggerSource};
 use super::input::Input;
 use super::Notify;
 use crate::app::{AppEvent, Controls};
 use crate::arkit::FaceFrame;
 use crate::calibrate::{self, Decision, Profile};
 use crate::config::Config;
+use crate::expressions::{Key, Trigger};
 use crate::panel::{PanelRoutineUi, RoutineView, Topic};
 use crate::telemetry::InputCounters;
 
@@ -44,6 +45,8 @@ pub struct LiveControls {
     lipsync: Option<super::LipSource>,
     /// The avatar the API reports, while it runs.
     api: Option<super::ApiModel>,
+    /// The expressions and their states, as the chain publishes them.
+    expressions: ExpressionLog,
 }
 
 /// Watches `path` and sends each saved version to the stage; `None` (logged) when it cannot.
@@ -83,6 +86,7 @@ impl LiveControls {
             config_folder,
             lipsync: None,
             api: None,
+            expressions: ExpressionLog::default(),
         }
     }
 
@@ -91,6 +95,19 @@ impl LiveControls {
     pub fn with_lipsync(mut self, lipsync: Option<super::LipSource>) -> LiveControls {
         self.lipsync = lipsync;
         self
+    }
+
+    /// Reads the expressions' states from `log` (the chain's), for the panel.
+    pub fn with_expressions(mut self, log: ExpressionLog) -> LiveControls {
+        self.expressions = log;
+        self
+    }
+
+    /// Sends `command` to the chain; a chain that ended (the input stopped) is logged.
+    fn send(&self, command: SessionCommand) {
+        if self.commands.send(command).is_err() {
+            tracing::debug!("the input has stopped; the expression command is dropped");
+        }
     }
 }
 
@@ -117,6 +134,33 @@ impl Drop for LiveControls {
 }
 
 impl Controls for LiveControls {
+    fn expression_key(&mut self, key: Key, pressed: bool) {
+        self.send(SessionCommand::Key {
+            key,
+            pressed,
+            source: TriggerSource::Key,
+        });
+    }
+
+    fn trigger_expression(&mut self, name: &str, trigger: Trigger) {
+        self.send(SessionCommand::Expression {
+            name: name.to_string(),
+            trigger,
+            source: TriggerSource::Panel,
+        });
+    }
+
+    fn release_expressions(&mut self) {
+        self.send(SessionCommand::ReleaseExpressions);
+    }
+
+    fn expressions(&self) -> Vec<ExpressionStatus> {
+        self.expressions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Called as each avatar is swapped in: the chain gets its presets, plugins hear of it.
     fn set_presets(&mut self, presets: Vec<crate::expressions::Expression>) {
         let _ = self.commands.send(SessionCommand::Presets(presets));
