@@ -1626,3 +1626,78 @@ fn a_saved_avatar_swaps_in_and_a_broken_one_keeps_the_last_good() {
         "the red square is not drawn: {centre:?}"
     );
 }
+
+/// Presses and lets go of the key that types `keysym` on `display`, through the X server
+/// (XTEST), as a keyboard would.
+#[cfg(target_os = "linux")]
+fn press_key(display: &str, keysym: u32) {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ConnectionExt as _, KEY_PRESS_EVENT, KEY_RELEASE_EVENT};
+    use x11rb::protocol::xtest::ConnectionExt as _;
+    let (conn, screen) = x11rb::connect(Some(display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let (min, max) = (conn.setup().min_keycode, conn.setup().max_keycode);
+    let map = conn
+        .get_keyboard_mapping(min, max - min + 1)
+        .unwrap()
+        .reply()
+        .unwrap();
+    let per = usize::from(map.keysyms_per_keycode);
+    let index = map
+        .keysyms
+        .iter()
+        .position(|&s| s == keysym)
+        .expect("the display's keymap has the key");
+    let keycode = min + (index / per) as u8;
+    for kind in [KEY_PRESS_EVENT, KEY_RELEASE_EVENT] {
+        conn.xtest_fake_input(kind, keycode, 0, root, 0, 0, 0)
+            .unwrap()
+            .check()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    conn.flush().unwrap();
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_expression_key_works_while_another_window_has_the_focus() {
+    let Some((_xvfb, display)) = start_xvfb() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("log.txt");
+    let mut child = Command::new(facewire_bin())
+        .current_dir(repo())
+        .env("DISPLAY", &display)
+        .env("FACEWIRE_LOG", "facewire=debug")
+        .args(["run", "--no-panel", "--exit-after", "8"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let start = Instant::now();
+    while !log().contains("registered for the whole desktop") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30) && child.try_wait().unwrap().is_none(),
+            "the shipped expressions' keys are never registered:\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // F3 (angry in the shipped expressions), pressed through the X server with no window of
+    // facewire's focused: the desktop hands it to facewire, which switches angry on.
+    const XK_F3: u32 = 0xffc0;
+    press_key(&display, XK_F3);
+    assert!(child.wait().unwrap().success(), "{}", log());
+    let text = log();
+    assert!(
+        text.contains("global expression key") && text.contains("key=F3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("expression triggered expression=angry"),
+        "{text}"
+    );
+}

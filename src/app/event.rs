@@ -56,6 +56,14 @@ pub enum AppEvent {
         /// Where the answer goes.
         reply: tokio::sync::oneshot::Sender<bool>,
     },
+    /// A global hotkey went down (`pressed`) or up: the desktop's id of an expression key
+    /// registered by [`crate::app::GlobalKeys`].
+    GlobalKey {
+        /// The hotkey's id.
+        id: u32,
+        /// Down or up.
+        pressed: bool,
+    },
     /// Stop the program.
     Shutdown,
 }

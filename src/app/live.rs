@@ -120,6 +120,11 @@ pub fn run_stage(
         .and_then(Path::parent)
         .filter(|p| !p.as_os_str().is_empty())
         .map_or_else(|| PathBuf::from("config"), Path::to_path_buf);
+    let global_keys = if config.window.global_hotkeys {
+        super::GlobalKeys::start(Arc::clone(&notify))
+    } else {
+        None
+    };
     let controls = LiveControls::new(
         live.input,
         live.commands,
@@ -146,7 +151,8 @@ pub fn run_stage(
         mapping,
         receiver,
     )
-    .with_panel(telemetry, Box::new(controls));
+    .with_panel(telemetry, Box::new(controls))
+    .with_global_keys(global_keys);
     stage.run(&mut app)?;
     let stats = app.draw_stats();
     if let Some([p50, p99]) = stats.draw_time.percentiles([50.0, 99.0]) {

@@ -18,6 +18,7 @@ mod camera_save;
 mod controls;
 mod event;
 mod headless;
+mod hotkeys;
 mod input;
 mod live;
 mod pacing;
@@ -29,6 +30,7 @@ pub use camera_save::{rewrite_camera_table, save_camera, CameraSaveError};
 pub use controls::Controls;
 pub use event::{AppEvent, LoopError, Notify, StageLoop};
 pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport, TrackingSummary};
+pub use hotkeys::{hotkey_of, GlobalKeys};
 pub use input::{
     camera_drag, camera_key, camera_wheel, expression_key, ExpressionKeys, KeyRoute, StageKey,
     STAGE_HOTKEYS,

@@ -98,6 +98,8 @@ pub struct StageApp {
     exit_at: Option<Instant>,
     /// The mixer's stack as configured, for resolving its layers' targets on each avatar.
     stack: crate::session::StackConfig,
+    /// The expressions' keys registered with the desktop, where it allows.
+    global_keys: Option<super::GlobalKeys>,
 }
 
 impl StageApp {
@@ -110,6 +112,7 @@ impl StageApp {
     ) -> StageApp {
         StageApp {
             stack: crate::session::StackConfig::of(&options.config),
+            global_keys: None,
             exit_at: options.exit_after.map(|d| Instant::now() + d),
             pacer: FramePacer::new(options.config.window.fps_cap),
             telemetry: Telemetry::new(Instant::now()),
@@ -152,6 +155,13 @@ impl StageApp {
         self.panel_wanted = self.options.config.window.panel;
         self.telemetry = telemetry;
         self.controls = Some(controls);
+        self
+    }
+
+    /// Adds the expressions' keys registered with the desktop (`[window] global_hotkeys`): the
+    /// stage keeps them in step with the expressions and hands their presses to the controls.
+    pub fn with_global_keys(mut self, keys: Option<super::GlobalKeys>) -> Self {
+        self.global_keys = keys;
         self
     }
 
@@ -735,6 +745,13 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 self.panel_wanted = self.panel.is_none() && self.controls.is_some();
                 self.panel_due = Instant::now();
             }
+            AppEvent::GlobalKey { id, pressed } => {
+                let key = self.global_keys.as_ref().and_then(|g| g.key(id));
+                if let (Some(key), Some(controls)) = (key, self.controls.as_mut()) {
+                    tracing::debug!(%key, pressed, "global expression key");
+                    controls.expression_key(key, pressed);
+                }
+            }
             AppEvent::Shutdown => event_loop.exit(),
         }
     }
@@ -825,6 +842,17 @@ impl ApplicationHandler<AppEvent> for StageApp {
 
     fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
         let now = Instant::now();
+        if let (Some(global), Some(controls)) = (self.global_keys.as_mut(), self.controls.as_ref())
+        {
+            // The expressions (and so their keys) change with a reload or another avatar.
+            global.set_keys(
+                controls
+                    .expressions()
+                    .iter()
+                    .filter_map(|e| e.key)
+                    .collect(),
+            );
+        }
         if self.exit_at.is_some_and(|t| now >= t) {
             self.take_screenshots();
             event_loop.exit();

@@ -160,6 +160,9 @@ pub struct WindowConfig {
     pub panel: bool,
     /// How head, eyes and weights move between the phone's frames at the display rate.
     pub motion: MotionMode,
+    /// Register the expressions' keys with the desktop, so they work while another window has
+    /// the focus (where the desktop allows it); off, they work on the stage only.
+    pub global_hotkeys: bool,
 }
 
 impl Default for WindowConfig {
@@ -175,6 +178,7 @@ impl Default for WindowConfig {
             render_on_change: false,
             panel: true,
             motion: MotionMode::Interpolate,
+            global_hotkeys: true,
         }
     }
 }
