@@ -35,7 +35,7 @@ pub(super) fn section(
     }
     egui::CollapsingHeader::new(RichText::new(title(expressions)).strong())
         .id_salt("expressions")
-        .default_open(true)
+        .default_open(false)
         .show(ui, |ui| {
             egui::Grid::new("expressions_grid")
                 .num_columns(5)

@@ -1285,6 +1285,10 @@ mod tests {
             status("smile", "F1", ExpressionMode::Toggle, true),
             status("wink", "F4", ExpressionMode::Hold, false),
         ];
+        // The section starts closed (the channel table keeps its room); its title opens it.
+        let (texts, _) = pass(&ctx, &m, &mut state, Vec::new());
+        assert!(!texts.iter().any(|(t, _)| t == "All off"));
+        assert!(click(&ctx, &m, &mut state, "Expressions: 1 of 2 on").is_empty());
         assert_eq!(
             click(&ctx, &m, &mut state, "wink"),
             vec![PanelAction::ToggleExpression("wink".into())]

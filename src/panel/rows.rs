@@ -54,7 +54,7 @@ impl ChannelRow {
 
 /// The layers of `report` that get a column of their own beside the channels: every layer but
 /// the rest pose and the tracking layer (whose values are the calibrated column), bottom to top;
-/// expressions and the API's injected values only while they show (weight above 0).
+/// expressions and the API's injected values only while they show.
 pub fn layer_columns(report: &MixerReport) -> impl Iterator<Item = &LayerReport> {
     report
         .layers
@@ -62,12 +62,17 @@ pub fn layer_columns(report: &MixerReport) -> impl Iterator<Item = &LayerReport>
         .filter(|l| l.name != LAYER_REST && l.name != LAYER_TRACKING && shown(l))
 }
 
-/// Whether a layer is worth showing: an expression or the API's layer only while it has weight
-/// (there may be many, mostly off), any other layer always.
+/// Whether a layer is worth showing: an expression only while it has weight (there may be
+/// many, mostly off), the API's layer only while a plugin injects values, any other layer
+/// always.
 fn shown(layer: &LayerReport) -> bool {
-    let on_demand = layer.name.starts_with(crate::expressions::LAYER_PREFIX)
-        || layer.name == crate::api::LAYER_API;
-    !on_demand || layer.contribution.weight > 0.0
+    if layer.name.starts_with(crate::expressions::LAYER_PREFIX) {
+        layer.contribution.weight > 0.0
+    } else if layer.name == crate::api::LAYER_API {
+        !layer.contribution.present.is_empty()
+    } else {
+        true
+    }
 }
 
 /// The regions whose channels `present` touches, in [`Region::ALL`] order.
