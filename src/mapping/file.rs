@@ -748,6 +748,33 @@ mod tests {
     }
 
     #[test]
+    fn parse_all_reads_past_each_bad_entry_and_keeps_the_rest() {
+        let text = "version = 1\n\
+                    [map]\n\
+                    A = { sources = \"jawOpen\", curve = \"stepp\" }\n\
+                    B.sources = \"jawOpen\"\n\
+                    B.gain = \"high\"\n\
+                    C = [\n  \"jawOpen\",\n  \"mouthFunel\",\n]\n\
+                    D = \"mouthFunnel\"\n\
+                    [groups.g]\n\
+                    targets = [\"D\"]\n\
+                    mode = \"exclusve\"\n\
+                    [groups.h]\n\
+                    targets = [\"D\"]\n";
+        let (file, errors) = MappingFile::parse_all(text, "m.toml");
+        let at: Vec<(usize, usize)> = errors.iter().map(MappingError::position).collect();
+        assert_eq!(at, [(3, 36), (5, 10), (6, 5), (13, 8)], "{errors:#?}");
+        let file = file.expect("the rest reads");
+        assert_eq!(file.map.0.len(), 1);
+        assert_eq!(file.map.0[0].0.get_ref(), "D");
+        assert_eq!(file.groups.0.len(), 1);
+        assert_eq!(file.groups.0[0].0.get_ref(), "h");
+        assert_eq!(file.map.0[0].0.span().start, text.find("D =").unwrap());
+        let first = MappingFile::parse(text, "m.toml").unwrap_err();
+        assert_eq!(first.position(), (3, 36));
+    }
+
+    #[test]
     fn non_finite_numbers_are_rejected() {
         let err = MappingFile::parse(
             "version = 1\n[map.A]\nsources = \"jawOpen\"\ngain = inf\n",
