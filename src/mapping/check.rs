@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::file::GroupMode;
-use super::{CompiledMapping, MappingFile};
+use super::{CompiledMapping, MappingError, MappingFile};
 use crate::arkit::{Channel, Viseme};
 use crate::avatar::Avatar;
 
@@ -143,15 +143,28 @@ impl fmt::Display for CheckReport {
 
 /// Checks a parsed mapping file against `avatar`.
 pub fn check(file: &MappingFile, avatar: &Avatar) -> CheckReport {
+    check_with(file, avatar, Vec::new())
+}
+
+/// Only errors, in file order: the mapping cannot be used, and what it would drive is moot.
+fn errors_only(mut errors: Vec<MappingError>) -> CheckReport {
+    errors.sort_by_key(MappingError::position);
+    CheckReport {
+        findings: errors
+            .iter()
+            .map(|e| Finding::Error(e.one_line()))
+            .collect(),
+    }
+}
+
+/// Checks `file` against `avatar`, `errors` (from parsing it) reported with its own.
+fn check_with(file: &MappingFile, avatar: &Avatar, mut errors: Vec<MappingError>) -> CheckReport {
     let compiled = match CompiledMapping::build(file, avatar) {
-        Ok(m) => m,
-        Err(errors) => {
-            return CheckReport {
-                findings: errors
-                    .iter()
-                    .map(|e| Finding::Error(e.one_line()))
-                    .collect(),
-            }
+        Ok(m) if errors.is_empty() => m,
+        Ok(_) => return errors_only(errors),
+        Err(more) => {
+            errors.extend(more);
+            return errors_only(errors);
         }
     };
     let mut findings = Vec::new();
@@ -253,13 +266,13 @@ fn max_weight(m: &CompiledMapping, avatar: &Avatar, (mesh, target): (usize, usiz
     }
 }
 
-/// Parses `text` and checks it against `avatar`; a parse error is the report's only finding.
+/// Parses `text` and checks it against `avatar`. Every error of the file is reported at once,
+/// in file order: the entries with a bad value are left out and the rest is still compiled
+/// against the avatar (TOML syntax errors come one at a time, the parser stopping at the first).
 pub fn check_text(text: &str, path: &str, avatar: &Avatar) -> CheckReport {
-    match MappingFile::parse(text, path) {
-        Ok(file) => check(&file, avatar),
-        Err(e) => CheckReport {
-            findings: vec![Finding::Error(e.one_line())],
-        },
+    match MappingFile::parse_all(text, path) {
+        (Some(file), errors) => check_with(&file, avatar, errors),
+        (None, errors) => errors_only(errors),
     }
 }
 
@@ -301,6 +314,66 @@ mod tests {
             found[0].starts_with("error: m.toml:3:9: unknown viseme `eh`"),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn every_error_of_the_file_is_listed_with_its_position_in_file_order() {
+        let a = avatar();
+        let text = "version = 1\n\
+                    [map]\n\
+                    Smile = \"jawOpn\"\n\
+                    Smiel = \"jawOpen\"\n\
+                    [map.eyeBlink_L]\n\
+                    sources = \"eyeBlinkLeft\"\n\
+                    curve = \"smoothstp\"\n\
+                    [eyes]\n\
+                    up_degrees = 400\n\
+                    [head]\n\
+                    nod = \"head\"\n";
+        let found = findings(text, &a);
+        let at: Vec<&str> = found
+            .iter()
+            .map(|f| f.split(": ").nth(1).unwrap_or(""))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                "m.toml:3:9",
+                "m.toml:4:1",
+                "m.toml:7:9",
+                "m.toml:9:1",
+                "m.toml:11:1"
+            ],
+            "{found:#?}"
+        );
+        assert!(found.iter().all(|f| f.starts_with("error: ")), "{found:#?}");
+        assert!(found[0].contains("did you mean `jawOpen`?"), "{found:#?}");
+        assert!(found[1].contains("did you mean `Smile`?"), "{found:#?}");
+        assert!(
+            found[2].contains("did you mean `smoothstep`?"),
+            "{found:#?}"
+        );
+        assert!(found[3].contains("eyes.up_degrees = 400"), "{found:#?}");
+        assert!(found[4].contains("did you mean `node`?"), "{found:#?}");
+        // Run and hot reload keep the first error.
+        let first = MappingFile::parse(text, "m.toml").unwrap_err().one_line();
+        assert_eq!(format!("error: {first}"), found[0]);
+    }
+
+    #[test]
+    fn a_syntax_error_or_a_bad_version_stays_one_error() {
+        let a = avatar();
+        let found = findings(
+            "version = 1\n[map]\nSmile = \"jawOpn\nX = \"jawOpen\"\n",
+            &a,
+        );
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(found[0].starts_with("error: m.toml:3:"), "{found:#?}");
+        // A version of the wrong type reads as the current one, so the rest is still checked.
+        let found = findings("version = \"one\"\n[map]\nSmile = \"jawOpn\"\n", &a);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].starts_with("error: m.toml:1:11:"), "{found:#?}");
+        assert!(found[1].starts_with("error: m.toml:3:9:"), "{found:#?}");
     }
 
     #[test]

@@ -47,6 +47,14 @@ impl MappingError {
             MappingError::Invalid(located) => located.one_line(),
         }
     }
+
+    /// Its line and column, for sorting errors into file order (a read error comes first).
+    pub fn position(&self) -> (usize, usize) {
+        match self {
+            MappingError::Read { .. } => (0, 0),
+            MappingError::Invalid(located) => (located.line, located.column),
+        }
+    }
 }
 
 /// A finite number of magnitude at most [`MAX_MAGNITUDE`].
@@ -578,24 +586,50 @@ impl Default for MappingFile {
 }
 
 impl MappingFile {
-    /// Parses mapping TOML; `path` labels errors.
+    /// Parses mapping TOML; `path` labels errors. The error is the first problem in file
+    /// order; [`MappingFile::parse_all`] finds them all.
     pub fn parse(text: &str, path: &str) -> Result<MappingFile, MappingError> {
-        let mut file: MappingFile = toml::from_str(text)
-            .map_err(|e| MappingError::Invalid(Located::from_toml(path, text, &e)))?;
-        file.path = path.into();
-        file.text = text.into();
-        let version = *file.version.get_ref();
+        match MappingFile::parse_all(text, path) {
+            (Some(file), errors) if errors.is_empty() => Ok(file),
+            (_, mut errors) => Err(errors.swap_remove(0)),
+        }
+    }
+
+    /// Parses mapping TOML, reading on past every error: the file without the entries that
+    /// have one (none when what is left does not read either, such as a file that is not TOML)
+    /// and every error, in file order. A file without errors comes back whole with none; a
+    /// file with errors always comes back with at least one.
+    pub fn parse_all(text: &str, path: &str) -> (Option<MappingFile>, Vec<MappingError>) {
+        let (file, errors) = super::recover::deserialize(text, path);
+        let mut errors: Vec<MappingError> = errors.into_iter().map(MappingError::Invalid).collect();
+        let file = file.map(|mut file| {
+            file.path = path.into();
+            file.text = text.into();
+            errors.extend(file.validate());
+            file
+        });
+        errors.sort_by_key(MappingError::position);
+        (file, errors)
+    }
+
+    /// The checks a deserialised file still needs: its version and ranges serde cannot say.
+    fn validate(&self) -> Vec<MappingError> {
+        let text = self.text.as_str();
+        let mut errors = Vec::new();
+        let version = *self.version.get_ref();
         if !(1..=VERSION).contains(&version) {
-            return Err(file.error_at(
-                file.version.span(),
+            errors.push(self.error_at(
+                self.version.span(),
                 format!("mapping version {version} is not supported"),
                 Some(format!("this facewire reads `version = {VERSION}`")),
             ));
         }
-        if let Some(pose) = &file.pose {
-            pose.validate(text, path).map_err(MappingError::Invalid)?;
+        if let Some(pose) = &self.pose {
+            if let Err(e) = pose.validate(text, &self.path) {
+                errors.push(MappingError::Invalid(e));
+            }
         }
-        let eyes = &file.eyes;
+        let eyes = &self.eyes;
         for (value, what) in [
             (eyes.horizontal_degrees, "horizontal_degrees"),
             (eyes.up_degrees, "up_degrees"),
@@ -603,21 +637,21 @@ impl MappingFile {
         ] {
             if !(0.0..=90.0).contains(&value) {
                 let at = key_offset(text, what).unwrap_or(0);
-                return Err(file.error_at(
+                errors.push(self.error_at(
                     at..at,
                     format!("eyes.{what} = {value} is out of range"),
                     Some("use degrees between 0 and 90; 20 to 30 suits most avatars".into()),
                 ));
             }
         }
-        for (bone, section) in [("head", &file.head), ("neck", &file.neck)] {
+        for (bone, section) in [("head", &self.head), ("neck", &self.neck)] {
             if section
                 .limit_degrees
                 .iter()
                 .any(|l| !(0.0..=180.0).contains(&l.0))
             {
                 let at = section_key_offset(text, bone, "limit_degrees");
-                return Err(file.error_at(
+                errors.push(self.error_at(
                     at..at,
                     format!("{bone}.limit_degrees must lie between 0 and 180"),
                     Some("for example limit_degrees = [40, 70, 30] (pitch, yaw, roll)".into()),
@@ -629,24 +663,24 @@ impl MappingFile {
             }
             if seen.contains(&false) {
                 let at = section_key_offset(text, bone, "axes");
-                return Err(file.error_at(
+                errors.push(self.error_at(
                     at..at,
                     format!("{bone}.axes must name each of x, y and z once"),
                     Some("for example axes = [\"-x\", \"y\", \"z\"] (pitch, yaw, roll)".into()),
                 ));
             }
         }
-        for (name, group) in &file.groups.0 {
+        for (name, group) in &self.groups.0 {
             if group.sharpness.0 <= 0.0 {
                 let at = name.span().start;
-                return Err(file.error_at(
+                errors.push(self.error_at(
                     at..at,
                     format!("group `{}`: sharpness must be above 0", name.get_ref()),
                     Some("4 is a good start; larger is closer to `exclusive`".into()),
                 ));
             }
         }
-        Ok(file)
+        errors
     }
 
     /// Reads and parses a mapping file.
@@ -711,6 +745,33 @@ mod tests {
         );
         assert_eq!(full.curve, CurveSpec::Smoothstep);
         assert_eq!(full.clamp, Clamp(0.0, 1.0));
+    }
+
+    #[test]
+    fn parse_all_reads_past_each_bad_entry_and_keeps_the_rest() {
+        let text = "version = 1\n\
+                    [map]\n\
+                    A = { sources = \"jawOpen\", curve = \"stepp\" }\n\
+                    B.sources = \"jawOpen\"\n\
+                    B.gain = \"high\"\n\
+                    C = [\n  \"jawOpen\",\n  \"mouthFunel\",\n]\n\
+                    D = \"mouthFunnel\"\n\
+                    [groups.g]\n\
+                    targets = [\"D\"]\n\
+                    mode = \"exclusve\"\n\
+                    [groups.h]\n\
+                    targets = [\"D\"]\n";
+        let (file, errors) = MappingFile::parse_all(text, "m.toml");
+        let at: Vec<(usize, usize)> = errors.iter().map(MappingError::position).collect();
+        assert_eq!(at, [(3, 36), (5, 10), (6, 5), (13, 8)], "{errors:#?}");
+        let file = file.expect("the rest reads");
+        assert_eq!(file.map.0.len(), 1);
+        assert_eq!(file.map.0[0].0.get_ref(), "D");
+        assert_eq!(file.groups.0.len(), 1);
+        assert_eq!(file.groups.0[0].0.get_ref(), "h");
+        assert_eq!(file.map.0[0].0.span().start, text.find("D =").unwrap());
+        let first = MappingFile::parse(text, "m.toml").unwrap_err();
+        assert_eq!(first.position(), (3, 36));
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod driver;
 mod eval;
 mod layers;
 mod materials;
+mod recover;
 mod source;
 
 pub use auto::{channel_for_target, fallback};
