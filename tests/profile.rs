@@ -8,9 +8,10 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, FaceFrame, Protocol, COUNT};
+use facewire::calibrate::offline::calibrate_offline;
 use facewire::calibrate::profile::{ChannelProfile, Profile, ProfileError};
-use facewire::calibrate::routine::{calibrate_frames, Flag, Phase, Prompt, Routine, StepKind};
-use facewire::calibrate::session::{calibrate_offline, drive, Decision, RoutineUi};
+use facewire::calibrate::routine::{Flag, Phase, Prompt, Routine, StepKind};
+use facewire::calibrate::session::{drive, Decision, RoutineUi};
 use facewire::calibrate::{Calibrator, ChannelRange, SmoothingConfig, Step, Summary, STEPS};
 
 fn from() -> SocketAddr {
@@ -361,7 +362,7 @@ fn a_recording_of_the_routine_calibrates_offline_alike() {
     let mut routine = Routine::new();
     let mut performer = Performer::new();
     let (_, frames) = perform(&mut routine, &mut performer, Instant::now());
-    let offline = calibrate_frames(frames, "dana", None);
+    let offline = calibrate_offline(frames, None, "dana", None).unwrap();
     let jaw = offline.profile.channel(Channel::JawOpen);
     assert!((jaw.min - 0.12).abs() < 0.01, "{jaw:?}");
     assert!((jaw.max - 0.7).abs() < 0.01, "{jaw:?}");
@@ -392,7 +393,7 @@ fn offline_calibration_from_a_live_link_face_csv() {
             hi[c.index()] = hi[c.index()].max(f.weights[c.index()]);
         }
     }
-    let result = calibrate_offline(frames.iter().copied(), None, "jason");
+    let result = calibrate_offline(frames.iter().copied(), None, "jason", None).unwrap();
     assert!(!result.summary.rows.is_empty());
     let mut calibrated = 0;
     for row in &result.summary.rows {
