@@ -3,7 +3,7 @@
 //! that rest standing in for the neutral step.
 //!
 //! A recording has no step markers, so the neutral is found. The take is cut into windows of
-//! [`WINDOW`] seconds, one starting every [`WINDOW_STEP`], and each is scored by
+//! [`WINDOW`] seconds, one starting at every frame, and each is scored by
 //!
 //! - its activation: over every channel, the window's mean above the channel's low value for
 //!   the take (its 5th percentile), in units of the channel's spread over the take (5th to 99th
@@ -37,9 +37,6 @@ use crate::arkit::{Channel, ChannelMask, FaceFrame, TrackingFlag, COUNT};
 
 /// The length of a window scored as a possible rest, and of a named rest, in seconds.
 pub const WINDOW: f64 = 0.5;
-
-/// Seconds between the starts of scored windows.
-pub const WINDOW_STEP: f64 = WINDOW / 4.0;
 
 /// A window scoring at most this much (relatively) above the calmest one is as good a rest; the
 /// earliest such window is taken.
@@ -232,12 +229,7 @@ impl Take {
         }
         let mut scored: Vec<(f32, Range<usize>)> = Vec::new();
         let mut end = 0;
-        let mut next_start = f64::NEG_INFINITY;
         for (i, first) in m.iter().enumerate() {
-            if first.t < next_start {
-                continue;
-            }
-            next_start = first.t + WINDOW_STEP;
             end = end.max(i);
             while end < m.len() && m[end].t < first.t + WINDOW {
                 end += 1;
