@@ -338,3 +338,95 @@ pub fn calibrate_offline(
     };
     Ok(take.calibrate(&rest, performer, old))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::arkit::Protocol;
+
+    /// 60 Hz frames of the jaw: `jaw(i)` for frame `i`, every other channel at 0.02.
+    fn frames(n: usize, jaw: impl Fn(usize) -> f32) -> Vec<FaceFrame> {
+        let t0 = Instant::now();
+        (0..n)
+            .map(|i| {
+                let t = t0 + Duration::from_secs_f64(i as f64 / 60.0);
+                let mut f = FaceFrame::empty(Protocol::Vmc, "127.0.0.1:9".parse().unwrap(), t);
+                for c in Channel::ALL {
+                    f.set(c, 0.02);
+                }
+                f.set(Channel::JawOpen, jaw(i));
+                f
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_still_extreme_is_not_a_rest_and_a_still_rest_is() {
+        // A second of wide-open jaw held still, a second of moving, a second at rest.
+        let take = Take::collect(frames(180, |i| match i {
+            0..60 => 0.8,
+            60..120 => 0.45 + 0.3 * (i as f32 * 0.5).sin(),
+            _ => 0.1,
+        }));
+        let rest = take.find_rest().unwrap();
+        assert!(rest.start >= 2.0 - 1e-6, "{rest}");
+        assert_eq!(rest.source, RestSource::Found);
+        let cal = take.calibrate(&rest, "a", None);
+        let jaw = cal.profile.channel(Channel::JawOpen);
+        assert!((jaw.neutral - 0.1).abs() < 1e-6 && (jaw.max - 0.8).abs() < 1e-6);
+        assert!(cal.summary.to_string().contains("neutral face: 2.00-"));
+    }
+
+    #[test]
+    fn the_earliest_of_equal_rests_wins_and_a_named_one_is_used() {
+        let take = Take::collect(frames(240, |i| match i {
+            60..120 => 0.45 + 0.3 * (i as f32 * 0.5).sin(),
+            _ => 0.1,
+        }));
+        assert_eq!(take.find_rest().unwrap().start, 0.0);
+        let named = take.rest_at(3.0).unwrap();
+        assert_eq!(named.source, RestSource::Named);
+        assert!(named.start >= 3.0 && named.end <= 3.5, "{named}");
+        let err = take.rest_at(4.5).unwrap_err();
+        assert!(err.to_string().contains("lasts 3.98 s"), "{err}");
+        assert!(take.rest_at(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn an_empty_take_is_refused_and_a_tiny_one_is_its_own_rest() {
+        let err = calibrate_offline(Vec::new(), None, "a", None).unwrap_err();
+        assert!(matches!(err, OfflineError::Empty));
+        let take = Take::collect(frames(2, |_| 0.1));
+        assert_eq!(take.find_rest().unwrap().frames, 2);
+    }
+
+    #[test]
+    fn the_review_shows_the_highest_neutrals_and_the_jaw() {
+        let row = |channel, neutral| SummaryRow {
+            channel,
+            step: None,
+            old: None,
+            new: super::super::ChannelRange::default(),
+            neutral: Some(neutral),
+            flag: None,
+        };
+        let rows: Vec<SummaryRow> = [
+            (Channel::JawOpen, 0.05),
+            (Channel::BrowDownLeft, 0.3),
+            (Channel::BrowDownRight, 0.29),
+            (Channel::MouthClose, 0.1),
+            (Channel::NoseSneerLeft, 0.2),
+            (Channel::CheekPuff, 0.01),
+        ]
+        .into_iter()
+        .map(|(c, n)| row(c, n))
+        .collect();
+        assert_eq!(
+            rest_values(&rows),
+            "browDownLeft 0.300, browDownRight 0.290, noseSneerLeft 0.200, mouthClose 0.100, \
+             jawOpen 0.050"
+        );
+    }
+}
