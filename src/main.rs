@@ -207,9 +207,8 @@ struct CalibrateArgs {
     /// The performer's name; the profile is saved as <profiles>/<NAME>.toml.
     #[arg(long)]
     performer: String,
-    /// Calibrate from a recording (.fwrec or a Live Link Face CSV) instead of live.
-    #[arg(long, value_name = "FILE")]
-    from: Option<PathBuf>,
+    #[command(flatten)]
+    take: session::TakeArgs,
     /// The profiles folder.
     #[arg(long, value_name = "DIR", default_value = calibrate::profile::DEFAULT_DIR)]
     profiles: PathBuf,
@@ -497,9 +496,10 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
             args.performer, old.created
         );
     }
-    let calibration = match &args.from {
+    let calibration = match &args.take.from {
         Some(file) => {
-            let calibration = session::calibrate_from(file, old.as_ref(), &args.performer)?;
+            let calibration =
+                session::calibrate_from(file, &args.take, old.as_ref(), &args.performer)?;
             println!("{}", calibration.summary);
             if !args.yes && !session::confirm("Save this profile? [Y/n] ")? {
                 println!("not saved");
@@ -533,7 +533,7 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
         path.display(),
         args.performer
     );
-    let quiet = args.yes || args.from.is_some();
+    let quiet = args.yes || args.take.from.is_some();
     session::offer_vowels(config, &args.profiles, &args.performer, quiet)?;
     Ok(())
 }

@@ -845,6 +845,24 @@ fn calibrate_from_a_recording_then_run_with_the_profile() {
     );
     let profile = std::fs::read_to_string(dir.path().join("jason.toml")).unwrap();
     assert!(profile.contains("[channels.jawOpen]"), "{profile}");
+    assert!(
+        stdout.contains("neutral face: 0.") && stdout.contains("at rest: browDown"),
+        "the review shows the rest found in the take:\n{stdout}"
+    );
+    let output = facewire()
+        .args(["calibrate", "--performer", "jason", "--yes", "--profiles"])
+        .arg(dir.path())
+        .arg("--from")
+        .arg(&csv)
+        .args(["--neutral-at", "60"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no face frames between 60.00 s"),
+        "{stderr}"
+    );
 
     let output = check(
         facewire()

@@ -8,9 +8,10 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, FaceFrame, Protocol, COUNT};
+use facewire::calibrate::offline::{calibrate_offline, OfflineError, RestSource};
 use facewire::calibrate::profile::{ChannelProfile, Profile, ProfileError};
-use facewire::calibrate::routine::{calibrate_frames, Flag, Phase, Prompt, Routine, StepKind};
-use facewire::calibrate::session::{calibrate_offline, drive, Decision, RoutineUi};
+use facewire::calibrate::routine::{Flag, Phase, Prompt, Routine, StepKind};
+use facewire::calibrate::session::{drive, Decision, RoutineUi};
 use facewire::calibrate::{Calibrator, ChannelRange, SmoothingConfig, Step, Summary, STEPS};
 
 fn from() -> SocketAddr {
@@ -361,7 +362,7 @@ fn a_recording_of_the_routine_calibrates_offline_alike() {
     let mut routine = Routine::new();
     let mut performer = Performer::new();
     let (_, frames) = perform(&mut routine, &mut performer, Instant::now());
-    let offline = calibrate_frames(frames, "dana", None);
+    let offline = calibrate_offline(frames, None, "dana", None).unwrap();
     let jaw = offline.profile.channel(Channel::JawOpen);
     assert!((jaw.min - 0.12).abs() < 0.01, "{jaw:?}");
     assert!((jaw.max - 0.7).abs() < 0.01, "{jaw:?}");
@@ -392,7 +393,7 @@ fn offline_calibration_from_a_live_link_face_csv() {
             hi[c.index()] = hi[c.index()].max(f.weights[c.index()]);
         }
     }
-    let result = calibrate_offline(frames.iter().copied(), None, "jason");
+    let result = calibrate_offline(frames.iter().copied(), None, "jason", None).unwrap();
     assert!(!result.summary.rows.is_empty());
     let mut calibrated = 0;
     for row in &result.summary.rows {
@@ -526,4 +527,181 @@ fn a_closed_frame_source_ends_the_routine_with_an_error() {
     };
     let routine = Routine::with_steps(&SHORT, Duration::from_millis(50));
     assert!(drive(routine, &rx, &mut ui, None, "erin").is_err());
+}
+
+/// The channels a resting face must leave at rest: mouth, jaw, cheeks and eyelids.
+fn rests(c: Channel) -> bool {
+    let name = c.name();
+    ["mouth", "jaw", "cheek", "eyeBlink"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+#[test]
+fn a_live_link_face_take_rests_at_its_neutral_hold() {
+    let Some(dir) = crate::support::fixtures("the rest of a live link face csv") else {
+        return;
+    };
+    let path = dir.join("protocols/livelinkface_csv_MySlate_3_Jason_Millers_iPhone.csv");
+    let recording = facewire::record::Recording::load(&path).unwrap();
+    let frames: Vec<FaceFrame> = facewire::record::frames(&recording).collect();
+    let result = calibrate_offline(frames.iter().copied(), None, "jason", None).unwrap();
+    let rest = result.summary.rest.clone().unwrap();
+    // The take opens with about 1.6 s of neutral face before the performer moves.
+    assert_eq!(rest.source, RestSource::Found);
+    assert!(rest.start >= 0.0 && rest.end < 1.6, "{rest}");
+    assert!(rest.end - rest.start >= 0.4 && rest.frames >= 25, "{rest}");
+    let t0 = frames[0].received;
+    let resting: Vec<&FaceFrame> = frames
+        .iter()
+        .filter(|f| {
+            let t = f.received.duration_since(t0).as_secs_f64();
+            t >= rest.start && t <= rest.end
+        })
+        .collect();
+    assert_eq!(resting.len(), rest.frames);
+    // Every channel reads its rest there: under 0.05 on average and in nine frames of ten
+    // (tracker jitter moves a narrow channel such as mouthLeft by a few hundredths).
+    let mut checked = 0;
+    for c in Channel::ALL.into_iter().filter(|c| rests(*c)) {
+        let range = result.profile.channel(c).range();
+        let reads: Vec<f32> = resting
+            .iter()
+            .map(|f| range.apply(f.weights[c.index()]))
+            .collect();
+        let mean = reads.iter().sum::<f32>() / reads.len() as f32;
+        let high = reads.iter().filter(|w| **w >= 0.05).count();
+        assert!(mean < 0.05, "{c} reads {mean} at rest\n{}", result.summary);
+        assert!(
+            high * 10 <= reads.len(),
+            "{c}: {reads:?}\n{}",
+            result.summary
+        );
+        // So does the whole opening hold, half of its frames at least.
+        let mut hold: Vec<f32> = frames
+            .iter()
+            .filter(|f| f.received.duration_since(t0).as_secs_f64() < 1.5)
+            .map(|f| range.apply(f.weights[c.index()]))
+            .collect();
+        hold.sort_by(f32::total_cmp);
+        let median = hold[hold.len() / 2];
+        assert!(median < 0.05, "{c} reads {median} in the opening hold");
+        checked += 1;
+    }
+    assert!(checked >= 30, "{checked}");
+    // The brows rest lowered on this performer: the rest is theirs, not a frown.
+    let brow = result.profile.channel(Channel::BrowDownLeft);
+    assert!(brow.neutral > 0.25, "{brow:?}");
+    assert!(
+        brow.range()
+            .apply(resting[0].weights[Channel::BrowDownLeft.index()])
+            < 0.05
+    );
+    // The widest jaw still reaches the top.
+    let widest = frames
+        .iter()
+        .map(|f| f.weights[Channel::JawOpen.index()])
+        .fold(f32::NEG_INFINITY, f32::max);
+    let jaw = result.profile.channel(Channel::JawOpen).range();
+    assert!(jaw.apply(widest) >= 0.95, "{jaw:?} vs {widest}");
+    // The review shows where the neutral face is and what it reads.
+    let review = result.summary.to_string();
+    assert!(review.contains("neutral face: 0."), "{review}");
+    assert!(review.contains("at rest: browDown"), "{review}");
+    assert!(review.contains("jawOpen 0.0"), "{review}");
+
+    // A named neutral is used as named; one outside the take is refused.
+    let named = calibrate_offline(frames.iter().copied(), None, "jason", Some(3.0)).unwrap();
+    let rest = named.summary.rest.unwrap();
+    assert_eq!(rest.source, RestSource::Named);
+    assert!(rest.start >= 3.0 && rest.end < 3.5, "{rest}");
+    let err = calibrate_offline(frames.iter().copied(), None, "jason", Some(60.0)).unwrap_err();
+    assert!(matches!(err, OfflineError::NothingAt { .. }), "{err}");
+    assert!(err.to_string().contains("which lasts 5."), "{err}");
+}
+
+/// A synthetic take at 60 Hz on four channels (every other one still at 0.02): `(seconds,
+/// pose)` segments, each a linear move from the previous pose to its own (0 s: a jump), or a
+/// hold when equal. Holds and the ends of moves are exact.
+fn take(segments: &[(f64, [f32; 4])], channels: [Channel; 4]) -> Vec<FaceFrame> {
+    let t0 = Instant::now();
+    let mut frames = Vec::new();
+    let mut from_pose = segments[0].1;
+    let mut t = 0.0;
+    for (seconds, pose) in segments {
+        let n = (seconds * 60.0).round() as usize;
+        for i in 0..n {
+            let k = (i + 1) as f32 / n as f32;
+            let mut f = FaceFrame::empty(Protocol::Vmc, from(), t0 + Duration::from_secs_f64(t));
+            for c in Channel::ALL {
+                f.set(c, 0.02);
+            }
+            for (j, c) in channels.iter().enumerate() {
+                let v = if k >= 1.0 {
+                    pose[j]
+                } else {
+                    from_pose[j] + (pose[j] - from_pose[j]) * k
+                };
+                f.set(*c, v);
+            }
+            frames.push(f);
+            t += 1.0 / 60.0;
+        }
+        from_pose = *pose;
+    }
+    frames
+}
+
+#[test]
+fn a_synthetic_take_calibrates_exactly_from_its_rest() {
+    use Channel::*;
+    let channels = [JawOpen, EyeBlinkLeft, BrowDownLeft, MouthSmileLeft];
+    let rest = [0.1, 0.05, 0.3, 0.08];
+    let top = [0.85, 0.9, 0.8, 0.7];
+    let only = |j: usize| {
+        let mut p = rest;
+        p[j] = top[j];
+        p
+    };
+    let fidget = [0.3, 0.4, 0.5, 0.3];
+    let mut segments = vec![
+        // Settling in, then a 1.4 s neutral hold.
+        (0.0, fidget),
+        (0.3, [0.2, 0.1, 0.4, 0.2]),
+        (0.3, rest),
+        (1.4, rest),
+    ];
+    for j in 0..4 {
+        segments.extend([(0.3, only(j)), (0.6, only(j)), (0.3, rest), (0.2, fidget)]);
+    }
+    // A long, perfectly still wide-open jaw: as still as the rest, but not a rest.
+    segments.extend([(0.3, only(0)), (2.0, only(0)), (0.3, fidget)]);
+    let frames = take(&segments, channels);
+    let result = calibrate_offline(frames.iter().copied(), None, "synthetic", None).unwrap();
+    let found = result.summary.rest.clone().unwrap();
+    // The hold runs from the end of the settling move (frame 35, 0.583 s) to 2 s.
+    assert!(found.start >= 0.58 && found.end <= 2.0, "{found}");
+    for (j, c) in channels.iter().enumerate() {
+        let p = result.profile.channel(*c);
+        assert_eq!(p.neutral, rest[j], "{c}");
+        assert_eq!(p.range().apply(rest[j]), 0.0, "{c}: {p:?}");
+        assert_eq!(p.range().apply(top[j]), 1.0, "{c}: {p:?}");
+        assert_eq!(result.summary.row(*c).unwrap().flag, None, "{c}");
+    }
+    // What never moved is flagged and left alone.
+    assert_eq!(
+        result.summary.row(TongueOut).unwrap().flag,
+        Some(Flag::BarelyMoved)
+    );
+    // Naming a moment of the hold gives the same profile; naming the held jaw makes the jaw's
+    // rest its extreme, so it barely moves.
+    let named = calibrate_offline(frames.iter().copied(), None, "synthetic", Some(1.2)).unwrap();
+    assert_eq!(named.profile.channels, result.profile.channels);
+    let held = calibrate_offline(frames.iter().copied(), None, "synthetic", Some(8.5)).unwrap();
+    assert_eq!(
+        held.summary.row(JawOpen).unwrap().flag,
+        Some(Flag::BarelyMoved),
+        "{}",
+        held.summary
+    );
 }

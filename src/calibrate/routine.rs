@@ -1,13 +1,13 @@
 //! The guided calibration routine: the step list, the [`Routine`] state machine that records raw
-//! frames per step, and the robust statistics that turn samples into a [`Profile`] (guided, or
-//! offline from a whole recording with [`calibrate_frames`]), with a reviewable [`Summary`].
+//! frames per step, and the robust statistics that turn samples into a [`Profile`], with a
+//! reviewable [`Summary`]. Offline calibration from a recording ([`super::offline`]) applies
+//! the same rule with the rest it finds in the take as the neutral step.
 //!
-//! Statistics, guided: a channel's neutral is the median of the neutral step; its `min` is that
+//! Statistics: a channel's neutral is the median of the neutral step; its `min` is that
 //! neutral (a resting face maps to 0), except for the eyelid blink channels, whose `min` is the
 //! raw low value of the whole routine, its 1st percentile over every step (neutral is not
-//! subtracted, so a real blink still reaches 1); its `max` is the 95th percentile of the steps that target it, so a single tracker spike
-//! never sets a range. Offline (no step markers): neutral and `min` are the 5th percentile of
-//! the whole take and `max` its 99th percentile (see [`calibrate_frames`] for why).
+//! subtracted, so a real blink still reaches 1); its `max` is the 95th percentile of the steps
+//! that target it, so a single tracker spike never sets a range.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, info, trace};
 
+use super::offline::{rest_values, Rest};
 use super::profile::{ChannelProfile, Profile};
 use super::ChannelRange;
 use crate::arkit::{Channel, FaceFrame, TrackingFlag, COUNT};
@@ -60,19 +61,9 @@ pub const HIGH_PERCENTILE: f32 = 0.95;
 /// enough to reach the eyes-wide step, which fills a few percent of the routine.
 pub const LOW_PERCENTILE: f32 = 0.01;
 
-/// The percentile of a whole take that becomes a channel's neutral and `min` (offline).
-pub const OFFLINE_LOW_PERCENTILE: f32 = 0.05;
-
-/// The percentile of a whole take that becomes a channel's `max` (offline).
-pub const OFFLINE_HIGH_PERCENTILE: f32 = 0.99;
-
 /// A channel whose `max - min` is below this (raw units) barely moved: it is flagged and not
 /// recalibrated, because a range that narrow would turn tracker noise into full motion.
 pub const BARELY_MOVED: f32 = 0.1;
-
-/// The most samples per channel offline calibration keeps (ten minutes at 60 Hz); longer takes
-/// are subsampled evenly.
-pub const OFFLINE_CAP: usize = 36_000;
 
 const NEUTRAL_SECS: Duration = Duration::from_secs(4);
 const EXTREME_SECS: Duration = Duration::from_secs(3);
@@ -293,12 +284,13 @@ pub struct Prompt {
     pub remaining: Duration,
 }
 
-/// Samples of one channel, bounded: when full, every other sample is dropped and from then on
-/// only every other offered sample is kept, so the buffer always covers the whole time span.
+/// Values of one channel (or whole moments of a take), bounded: when full, every other value is
+/// dropped and from then on only every other offered value is kept, so the buffer always covers
+/// the whole time span, evenly.
 #[derive(Debug, Clone, Default)]
-pub struct Samples {
+pub struct Samples<T = f32> {
     /// The kept values.
-    values: Vec<f32>,
+    values: Vec<T>,
     /// The most values kept.
     cap: usize,
     /// Keep one offered value in `stride`.
@@ -310,6 +302,20 @@ pub struct Samples {
 impl Samples {
     /// An empty buffer holding at most `cap` values (at least 2).
     pub fn new(cap: usize) -> Samples {
+        Samples::bounded(cap)
+    }
+
+    /// Offers a value; non-finite values are ignored.
+    pub fn push(&mut self, v: f32) {
+        if v.is_finite() {
+            self.offer(v);
+        }
+    }
+}
+
+impl<T> Samples<T> {
+    /// An empty buffer holding at most `cap` values (at least 2).
+    pub fn bounded(cap: usize) -> Samples<T> {
         Samples {
             values: Vec::new(),
             cap: cap.max(2),
@@ -318,11 +324,8 @@ impl Samples {
         }
     }
 
-    /// Offers a value; non-finite values are ignored.
-    pub fn push(&mut self, v: f32) {
-        if !v.is_finite() {
-            return;
-        }
+    /// Offers a value, kept or not by the thinning described on the type.
+    pub fn offer(&mut self, v: T) {
         let keep = self.offered.is_multiple_of(self.stride);
         self.offered += 1;
         if !keep {
@@ -340,7 +343,7 @@ impl Samples {
     }
 
     /// The kept values.
-    pub fn values(&self) -> &[f32] {
+    pub fn values(&self) -> &[T] {
         &self.values
     }
 
@@ -404,6 +407,8 @@ pub struct SummaryRow {
 pub struct Summary {
     /// One row per calibrated channel, canonical order.
     pub rows: Vec<SummaryRow>,
+    /// Offline: the stretch of the take whose medians are the neutral values.
+    pub rest: Option<Rest>,
 }
 
 impl Summary {
@@ -426,8 +431,13 @@ fn range_text(r: Option<ChannelRange>) -> String {
 }
 
 impl fmt::Display for Summary {
-    /// An aligned table: channel, step, old range, new range, neutral and a note.
+    /// Offline, where the neutral face was found and a few of its values; then an aligned
+    /// table: channel, step, old range, new range, neutral and a note.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(rest) = &self.rest {
+            writeln!(f, "{rest}")?;
+            writeln!(f, "  at rest: {}\n", rest_values(&self.rows))?;
+        }
         writeln!(
             f,
             "{:<20} {:>4}  {:<13}  {:<13}  {:>7}  note",
@@ -743,25 +753,12 @@ impl Routine {
             }
             let (neutrals, _) = self.gather(channel, Some(StepKind::Neutral));
             let (everything, _) = self.gather(channel, None);
-            let neutral = percentile(&neutrals, 0.5);
-            let high = percentile(&extremes, HIGH_PERCENTILE);
-            let low = percentile(&everything, LOW_PERCENTILE);
-            let measured = match (high, low) {
-                (Some(high), Some(low)) => {
-                    let neutral = neutral.unwrap_or(low);
-                    let min = if EYELIDS.contains(&channel) {
-                        low.min(neutral)
-                    } else {
-                        neutral
-                    };
-                    Some(ChannelProfile {
-                        neutral,
-                        min,
-                        max: high,
-                    })
-                }
-                _ => None,
-            };
+            let measured = measure(
+                channel,
+                &neutrals,
+                percentile(&extremes, HIGH_PERCENTILE),
+                &everything,
+            );
             summary
                 .rows
                 .push(settle(&mut profile, old, channel, step, measured));
@@ -770,8 +767,32 @@ impl Routine {
     }
 }
 
+/// A channel's calibration from the samples of a resting face (`neutrals`, their median is the
+/// neutral), the high value `high` and every sample (`everything`, for the eyelids' low value):
+/// the rule of the module's documentation. `None` without a high value or any sample.
+pub(super) fn measure(
+    channel: Channel,
+    neutrals: &[f32],
+    high: Option<f32>,
+    everything: &[f32],
+) -> Option<ChannelProfile> {
+    let high = high?;
+    let low = percentile(everything, LOW_PERCENTILE)?;
+    let neutral = percentile(neutrals, 0.5).unwrap_or(low);
+    let min = if EYELIDS.contains(&channel) {
+        low.min(neutral)
+    } else {
+        neutral
+    };
+    Some(ChannelProfile {
+        neutral,
+        min,
+        max: high,
+    })
+}
+
 /// A new profile for `performer` carrying over `old`'s channels and smoothing.
-fn base_profile(performer: &str, old: Option<&Profile>) -> Profile {
+pub(super) fn base_profile(performer: &str, old: Option<&Profile>) -> Profile {
     let mut profile = Profile::new(performer);
     if let Some(old) = old {
         profile.channels = old.channels;
@@ -783,7 +804,7 @@ fn base_profile(performer: &str, old: Option<&Profile>) -> Profile {
 
 /// Decides `channel`'s new calibration from `measured` (None: no data), writes it into
 /// `profile` and returns its summary row.
-fn settle(
+pub(super) fn settle(
     profile: &mut Profile,
     old: Option<&Profile>,
     channel: Channel,
@@ -812,57 +833,6 @@ fn settle(
         }
     }
     row
-}
-
-/// Calibrates from an arbitrary stream of raw frames (a recording), which has no step markers.
-///
-/// Each channel's neutral and `min` are its 5th percentile over the whole take, and its `max`
-/// the 99th percentile. A low percentile was chosen over "the stillest stretch" because a held
-/// extreme (jaw wide open for three seconds, as in a recording of the guided routine) is as
-/// still as a resting face, while the low percentile of a take is the resting value of every
-/// channel that rests at its low end, which ARKit channels do. The high percentile is the 99th
-/// rather than the 95th because extremes are rare in a free take: in a recording of the guided
-/// routine each pose fills about 3% of the time. For the eyelids this already leaves neutral
-/// unsubtracted (their low end is "eyes open"). Frames the sender marks as lost are skipped.
-/// Channels absent from the take keep `old`'s calibration and get no row; channels that
-/// barely moved are flagged and keep `old`'s calibration.
-pub fn calibrate_frames(
-    frames: impl IntoIterator<Item = FaceFrame>,
-    performer: &str,
-    old: Option<&Profile>,
-) -> Calibration {
-    let mut samples: Vec<Samples> = vec![Samples::new(OFFLINE_CAP); COUNT];
-    for frame in frames {
-        if frame.tracking == TrackingFlag::Lost {
-            continue;
-        }
-        for c in frame.present.iter() {
-            samples[c.index()].push(frame.weights[c.index()]);
-        }
-    }
-    let mut profile = base_profile(performer, old);
-    let mut summary = Summary::default();
-    for channel in Channel::ALL {
-        let values = samples[channel.index()].values();
-        if values.is_empty() {
-            continue;
-        }
-        let measured = match (
-            percentile(values, OFFLINE_LOW_PERCENTILE),
-            percentile(values, OFFLINE_HIGH_PERCENTILE),
-        ) {
-            (Some(low), Some(high)) => Some(ChannelProfile {
-                neutral: low,
-                min: low,
-                max: high,
-            }),
-            _ => None,
-        };
-        summary
-            .rows
-            .push(settle(&mut profile, old, channel, None, measured));
-    }
-    Calibration { profile, summary }
 }
 
 #[cfg(test)]

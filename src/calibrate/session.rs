@@ -1,7 +1,6 @@
 //! The interactive calibration driver: runs a [`Routine`] in real time on frames from any
 //! source, shows its prompts through a [`RoutineUi`] (the terminal's [`TerminalUi`], or a
-//! window), asks for review, and hands back the calibration to save. Plus offline calibration
-//! from a recording's frames.
+//! window), asks for review, and hands back the calibration to save.
 
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -10,7 +9,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info};
 
 use super::profile::Profile;
-use super::routine::{calibrate_frames, Calibration, Phase, Prompt, Routine, Summary};
+use super::routine::{Calibration, Phase, Prompt, Routine, Summary};
 use crate::arkit::FaceFrame;
 
 /// How often the routine advances when no frame arrives.
@@ -241,16 +240,6 @@ pub fn drive(
             }
         }
     }
-}
-
-/// Calibrates offline from a recording's frames (see [`calibrate_frames`] for the statistics):
-/// for `facewire calibrate --performer NAME --from FILE`.
-pub fn calibrate_offline(
-    frames: impl Iterator<Item = FaceFrame>,
-    old: Option<&Profile>,
-    performer: &str,
-) -> Calibration {
-    calibrate_frames(frames, performer, old)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! Values typed on the command line: image sizes, head angles and channel weights.
+//! Values typed on the command line: image sizes, head angles, channel weights and the
+//! recording to calibrate from.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Instant;
 
@@ -8,6 +10,18 @@ use glam::Quat;
 
 use crate::arkit::{Channel, FaceFrame, Protocol};
 use crate::diagnostic::nearest;
+
+/// `calibrate --from FILE [--neutral-at SECONDS]`: calibrating from a recording.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TakeArgs {
+    /// Calibrate from a recording (.fwrec or a Live Link Face CSV) instead of live.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// With --from: the performer's neutral face is the half second starting this many seconds
+    /// into the recording (default: the calmest stretch of the take, found in it).
+    #[arg(long, value_name = "SECONDS", requires = "from")]
+    pub neutral_at: Option<f64>,
+}
 
 /// A head rotation typed as `YAW,PITCH,ROLL` in degrees.
 #[derive(Debug, Clone, Copy, PartialEq)]

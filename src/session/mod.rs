@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
-pub use args::{confirm, parse_weights, HeadAngles, Size, WeightsError};
+pub use args::{confirm, parse_weights, HeadAngles, Size, TakeArgs, WeightsError};
 pub use avatar::{
     avatar_presets, background, check_mapping, load_avatar, load_model, mapping_path,
     mapping_source, DEFAULT_HEAD_MAPPING_PATH,
@@ -85,6 +85,15 @@ pub enum StartError {
         /// Why.
         #[source]
         source: crate::record::RecordError,
+    },
+    /// A recording could not calibrate a performer.
+    #[error("cannot calibrate from {}", path.display())]
+    Offline {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::calibrate::OfflineError,
     },
     /// The network listeners could not start.
     #[error(transparent)]
@@ -290,9 +299,10 @@ fn start_api(
 }
 
 /// Calibrates `performer` offline from a recording (`.fwrec` or a Live Link Face CSV), starting
-/// from their `old` profile.
+/// from their `old` profile, with the neutral face `take` names or the rest found in the take.
 pub fn calibrate_from(
     file: &Path,
+    take: &TakeArgs,
     old: Option<&Profile>,
     performer: &str,
 ) -> Result<crate::calibrate::Calibration, StartError> {
@@ -301,11 +311,13 @@ pub fn calibrate_from(
             path: file.to_path_buf(),
             source,
         })?;
-    Ok(crate::calibrate::calibrate_offline(
-        crate::record::frames(&recording),
-        old,
-        performer,
-    ))
+    let frames = crate::record::frames(&recording);
+    crate::calibrate::calibrate_offline(frames, old, performer, take.neutral_at).map_err(|source| {
+        StartError::Offline {
+            path: file.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// Loads `--performer NAME`'s profile from `dir`.
