@@ -12,12 +12,11 @@
 //!   facewire switches. The lock is released once its source has sent nothing for
 //!   `ingest.lock_release` seconds, and the next source to send takes it.
 //! - Within the followed host, the port of its latest decoded datagram is *established* once it
-//!   has sent a second datagram. While an established port keeps sending (a datagram within
-//!   [`PORT_HANDOVER`]), datagrams from the same host's other ports are ignored like another
-//!   source's: a flood from a second program on the phone or the PC cannot push its garbage
-//!   through the decoders. A one-shot port (`oscsend`) never becomes established, and a sender
-//!   that restarts on a new port is followed again once its old port has been quiet for
-//!   [`PORT_HANDOVER`].
+//!   has sent a second datagram. From then on the followed sender is that host and port:
+//!   datagrams from the same host's other ports are ignored like another source's, so a flood
+//!   from a second program on the phone or the PC cannot push its garbage through the decoders.
+//!   A one-shot port (`oscsend`) never becomes established, so such senders are followed from
+//!   port to port; a sender that restarts on a new port is followed once the lock is released.
 //! - [`Guard::screen`] makes that decision from the address alone, right after the receive,
 //!   before anything looks at the datagram's bytes.
 
@@ -29,10 +28,6 @@ use tracing::{info, warn};
 use super::stats::RateLimiter;
 use crate::arkit::Protocol;
 pub use crate::config::{Subnet, SubnetError};
-
-/// How long an established port of the followed host keeps the host's other ports out after its
-/// latest datagram.
-pub const PORT_HANDOVER: Duration = Duration::from_millis(500);
 
 /// Whether `ip` passes `allow` (an empty list allows everything).
 pub fn is_allowed(allow: &[Subnet], ip: IpAddr) -> bool {
@@ -54,8 +49,6 @@ struct Locked {
     port: u16,
     /// Datagrams received from that port (saturating); two or more make it established.
     port_datagrams: u32,
-    /// When that port last sent anything.
-    port_seen: Instant,
 }
 
 impl Locked {
@@ -68,22 +61,15 @@ impl Locked {
             last_seen: now,
             port: from.port(),
             port_datagrams: 1,
-            port_seen: now,
         }
     }
 
-    /// Whether a datagram of `family` from `from` is the followed sender's, given that its host
-    /// and family match: its port is the followed one, or that port is not an established,
-    /// still-sending one.
-    fn port_admits(&self, from: SocketAddr, now: Instant) -> bool {
-        from.port() == self.port
-            || self.port_datagrams < 2
-            || now.saturating_duration_since(self.port_seen) >= PORT_HANDOVER
-    }
-
-    /// Whether a datagram of `family` from `from` belongs to the followed sender.
-    fn follows(&self, family: Protocol, from: SocketAddr, now: Instant) -> bool {
-        self.family == family && self.ip == from.ip() && self.port_admits(from, now)
+    /// Whether a datagram of `family` from `from` belongs to the followed sender: the same
+    /// family and host, and the followed port unless that port is not established yet.
+    fn follows(&self, family: Protocol, from: SocketAddr) -> bool {
+        self.family == family
+            && self.ip == from.ip()
+            && (from.port() == self.port || self.port_datagrams < 2)
     }
 }
 
@@ -197,7 +183,7 @@ impl Guard {
         let locked = self.locked?;
         let family = listener.family();
         let text = matches!(family, Protocol::IFacialMocap | Protocol::Facemotion3d);
-        let passes = |f: Protocol| locked.follows(f, from, now) || self.takes_over(f, &locked);
+        let passes = |f: Protocol| locked.follows(f, from) || self.takes_over(f, &locked);
         if passes(family)
             || (text && (passes(Protocol::IFacialMocap) || passes(Protocol::Facemotion3d)))
         {
@@ -218,12 +204,11 @@ impl Guard {
         let Some(locked) = &mut self.locked else {
             return Admit::Decode;
         };
-        if locked.follows(family, from, now) {
+        if locked.follows(family, from) {
             locked.last_seen = now;
             locked.from = from;
             if from.port() == locked.port {
                 locked.port_datagrams = locked.port_datagrams.saturating_add(1);
-                locked.port_seen = now;
             }
             return Admit::Decode;
         }
@@ -301,11 +286,10 @@ impl Guard {
         if let Some(locked) = &mut self.locked {
             if locked.family == family && locked.ip == from.ip() {
                 // A new port of the followed host is followed once it sends something that
-                // decodes (`admit` let it through only if the old port is not keeping it out).
+                // decodes (`admit` let it through only if the old port was not established).
                 if recognised && from.port() != locked.port {
                     locked.port = from.port();
                     locked.port_datagrams = 1;
-                    locked.port_seen = now;
                 }
                 return true;
             }
@@ -387,14 +371,17 @@ mod tests {
     }
 
     #[test]
-    fn an_established_port_keeps_the_hosts_other_ports_out_until_it_goes_quiet() {
+    fn an_established_port_keeps_the_hosts_other_ports_out_until_the_lock_is_released() {
         let t0 = Instant::now();
         let mut guard = Guard::new(Vec::new(), None, Duration::from_secs(3));
         let sender = sock("10.0.0.1:5000");
         let flood = sock("10.0.0.1:7000");
         assert!(guard.commit(Protocol::Vmc, sender, t0, true));
-        // Before the port's second datagram, another port of the host is let through (oscsend).
+        // Before the port's second datagram, another port of the host is let through (oscsend),
+        // but garbage from it does not move the followed port.
         assert_eq!(guard.screen(Protocol::Vmc, flood, t0), None);
+        assert_eq!(guard.admit(Protocol::Vmc, flood, t0), Admit::Decode);
+        assert!(guard.commit(Protocol::Vmc, flood, t0, false));
         assert_eq!(guard.admit(Protocol::Vmc, sender, t0), Admit::Decode);
         assert!(guard.commit(Protocol::Vmc, sender, t0, true));
         // Established: the other port is turned away on its address alone, and counted once.
@@ -406,19 +393,11 @@ mod tests {
         let stats = guard.stats();
         assert_eq!((stats.other_source, stats.other_port), (2, 2));
         assert_eq!(guard.screen(Protocol::Vmc, sender, t0), None);
-        // Garbage let through after the handover time does not move the followed port.
-        let quiet = t0 + PORT_HANDOVER;
-        assert_eq!(guard.screen(Protocol::Vmc, flood, quiet), None);
-        assert_eq!(guard.admit(Protocol::Vmc, flood, quiet), Admit::Decode);
-        assert!(guard.commit(Protocol::Vmc, flood, quiet, false));
-        assert_eq!(guard.admit(Protocol::Vmc, sender, quiet), Admit::Decode);
-        assert_eq!(
-            guard.screen(Protocol::Vmc, flood, quiet),
-            Some(Admit::OtherSource)
-        );
-        // A sender restarted on a new port is followed once it decodes.
-        let later = quiet + PORT_HANDOVER;
+        // Rejected datagrams do not keep the lock: once the sender is silent it is released, and
+        // a sender restarted on a new port takes it.
+        let later = t0 + Duration::from_secs(3);
         let restarted = sock("10.0.0.1:5001");
+        assert_eq!(guard.screen(Protocol::Vmc, restarted, later), None);
         assert_eq!(guard.admit(Protocol::Vmc, restarted, later), Admit::Decode);
         assert!(guard.commit(Protocol::Vmc, restarted, later, true));
         assert_eq!(guard.admit(Protocol::Vmc, restarted, later), Admit::Decode);
@@ -426,7 +405,21 @@ mod tests {
             guard.screen(Protocol::Vmc, sender, later),
             Some(Admit::OtherSource)
         );
-        assert_eq!(guard.stats().locks, 1);
+        let stats = guard.stats();
+        assert_eq!((stats.locks, stats.releases), (2, 1));
+    }
+
+    #[test]
+    fn one_shot_ports_are_followed_from_port_to_port() {
+        let t0 = Instant::now();
+        let mut guard = Guard::new(Vec::new(), None, Duration::from_secs(3));
+        for port in 40000..40010 {
+            let from = SocketAddr::new([10, 0, 0, 1].into(), port);
+            assert_eq!(guard.screen(Protocol::Vmc, from, t0), None);
+            assert_eq!(guard.admit(Protocol::Vmc, from, t0), Admit::Decode);
+            assert!(guard.commit(Protocol::Vmc, from, t0, true));
+        }
+        assert_eq!((guard.stats().locks, guard.stats().other_source), (1, 0));
     }
 
     #[test]
