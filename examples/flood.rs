@@ -15,7 +15,7 @@
 //! - `--size`: bytes per garbage datagram (default 64, at most 1,400).
 //!
 //! Everything stays on 127.0.0.1, and the run ends when the followed sender is done (at most ten
-//! minutes at the lowest rate the limits allow).
+//! minutes at the lowest rate the limits allow). Figures are in BENCHMARKS.md.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
