@@ -1081,6 +1081,65 @@ fn the_lock_is_released_after_silence_and_the_preferred_protocol_takes_over() {
 }
 
 #[test]
+fn a_flood_from_another_port_is_rejected_undecoded_and_the_followed_sender_loses_nothing() {
+    const FRAMES: usize = 60;
+    const FLOOD: u64 = 200_000;
+    let (handle, rx, addr) = start();
+    let followed = sender();
+    let frame = |i: usize| support::vmc_frame(&[("jawOpen", i as f32 / FRAMES as f32)]);
+    // Two datagrams from one port make it the followed sender's established port (one-shot
+    // ports, as oscsend's, do not keep the host's other ports out).
+    for _ in 0..2 {
+        followed.send_to(&frame(0), addr).unwrap();
+        assert_eq!(next_frame(&rx).from, followed.local_addr().unwrap());
+    }
+
+    // Garbage as fast as one thread sends it, from the same host on another port.
+    let flooder = std::thread::spawn(move || {
+        let flood = sender();
+        let garbage = [0xA5u8; 64];
+        for _ in 0..FLOOD {
+            // A full loopback queue refuses a send now and then; the flood goes on.
+            let _ = flood.send_to(&garbage, addr);
+        }
+    });
+    let start = Instant::now();
+    for i in 1..=FRAMES {
+        let due = start + Duration::from_secs_f64(i as f64 / 60.0);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        followed.send_to(&frame(i), addr).unwrap();
+    }
+    flooder.join().unwrap();
+
+    for i in 1..=FRAMES {
+        let got = next_frame(&rx);
+        let want = i as f32 / FRAMES as f32;
+        assert_eq!(
+            got.get(Channel::JawOpen),
+            Some(want),
+            "frame {i} of {FRAMES}"
+        );
+    }
+    let stats = wait_for_stats(&handle, |s| s.frames == FRAMES as u64 + 2);
+    let net = handle.net_stats();
+    assert_eq!(stats.malformed_datagrams, 0, "the flood is not parsed");
+    assert_eq!(stats.datagrams, FRAMES as u64 + 2);
+    assert_eq!(net.guard.other_source, net.guard.other_port);
+    assert!(
+        net.rejected() > 0 && net.rejected() <= FLOOD,
+        "rejected {}",
+        net.rejected()
+    );
+    assert_eq!(net.datagrams, stats.datagrams + net.rejected());
+    assert!(net.accounts_for(&stats));
+    eprintln!(
+        "flood: {} of {FLOOD} datagrams reached the socket and were rejected",
+        net.rejected()
+    );
+    handle.shutdown();
+}
+
+#[test]
 fn senders_outside_the_allow_list_are_dropped_and_counted() {
     let Some(allowed) = other_host() else {
         return;

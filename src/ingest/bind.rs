@@ -5,7 +5,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use tokio::net::UdpSocket;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::config::default_addr;
 use super::holder::{self, PortHolder};
@@ -277,8 +277,33 @@ fn bind(
     let socket_error = |source| IngestError::Socket { addr, source };
     std_socket.set_nonblocking(true).map_err(socket_error)?;
     let local = std_socket.local_addr().map_err(socket_error)?;
+    enlarge_receive_buffer(&std_socket, local);
     let socket = UdpSocket::from_std(std_socket).map_err(socket_error)?;
     Ok((socket, local))
+}
+
+/// The receive buffer asked for on every listener: room for a few seconds of the fastest
+/// protocol, and for the followed sender's datagrams to wait while a flood is turned away.
+pub const RECV_BUFFER: usize = 4 << 20;
+
+/// Asks for a [`RECV_BUFFER`] receive buffer on `socket`; the system may grant less (Linux caps
+/// it at `net.core.rmem_max` and reports twice what it grants). What was granted is logged at
+/// debug level; a refusal only costs headroom, so it is a debug line too.
+fn enlarge_receive_buffer(socket: &std::net::UdpSocket, local: SocketAddr) {
+    let socket = socket2::SockRef::from(socket);
+    let before = socket.recv_buffer_size().ok();
+    match socket.set_recv_buffer_size(RECV_BUFFER) {
+        Ok(()) => debug!(
+            %local,
+            requested = RECV_BUFFER,
+            before,
+            granted = socket.recv_buffer_size().ok(),
+            "UDP receive buffer"
+        ),
+        Err(err) => {
+            debug!(%local, requested = RECV_BUFFER, before, cause = %err, "cannot enlarge the UDP receive buffer")
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,14 @@
 //!   names the newcomer's protocol and the locked source speaks another one, in which case
 //!   facewire switches. The lock is released once its source has sent nothing for
 //!   `ingest.lock_release` seconds, and the next source to send takes it.
+//! - Within the followed host, the port of its latest decoded datagram is *established* once it
+//!   has sent a second datagram. From then on the followed sender is that host and port:
+//!   datagrams from the same host's other ports are ignored like another source's, so a flood
+//!   from a second program on the phone or the PC cannot push its garbage through the decoders.
+//!   A one-shot port (`oscsend`) never becomes established, so such senders are followed from
+//!   port to port; a sender that restarts on a new port is followed once the lock is released.
+//! - [`Guard::screen`] makes that decision from the address alone, right after the receive,
+//!   before anything looks at the datagram's bytes.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -37,6 +45,32 @@ struct Locked {
     from: SocketAddr,
     /// When it last sent anything.
     last_seen: Instant,
+    /// The port of its latest decoded datagram.
+    port: u16,
+    /// Datagrams received from that port (saturating); two or more make it established.
+    port_datagrams: u32,
+}
+
+impl Locked {
+    /// A lock on `from` for `family`, taken at `now`.
+    fn new(family: Protocol, from: SocketAddr, now: Instant) -> Locked {
+        Locked {
+            family,
+            ip: from.ip(),
+            from,
+            last_seen: now,
+            port: from.port(),
+            port_datagrams: 1,
+        }
+    }
+
+    /// Whether a datagram of `family` from `from` belongs to the followed sender: the same
+    /// family and host, and the followed port unless that port is not established yet.
+    fn follows(&self, family: Protocol, from: SocketAddr) -> bool {
+        self.family == family
+            && self.ip == from.ip()
+            && (from.port() == self.port || self.port_datagrams < 2)
+    }
 }
 
 /// Counters of the guard.
@@ -44,8 +78,11 @@ struct Locked {
 pub struct GuardStats {
     /// Datagrams dropped because their sender is not in `ingest.allow`.
     pub not_allowed: u64,
-    /// Datagrams ignored because another source holds the lock.
+    /// Datagrams ignored because another source holds the lock (another host, another protocol,
+    /// or another port of the followed host while its established port keeps sending).
     pub other_source: u64,
+    /// How many of `other_source` came from another port of the followed host and protocol.
+    pub other_port: u64,
     /// How many times a source took the lock (the first one, after a release, or a switch).
     pub locks: u64,
     /// How many of those were switches to the preferred protocol while another source held it.
@@ -128,49 +165,112 @@ impl Guard {
         }
     }
 
+    /// Turns a datagram received on a `listener` socket away from the sender's address alone,
+    /// before its bytes are looked at: `Some` when it cannot be decoded whichever protocol the
+    /// socket takes it as (an iFacialMocap socket takes both text dialects). Counts and logs
+    /// (rate-limited) what it turns away; `None` leaves the decision to [`Guard::admit`].
+    pub(crate) fn screen(
+        &mut self,
+        listener: Protocol,
+        from: SocketAddr,
+        now: Instant,
+    ) -> Option<Admit> {
+        if !is_allowed(&self.allow, from.ip()) {
+            self.refuse_not_allowed(listener.family(), from, now);
+            return Some(Admit::NotAllowed);
+        }
+        self.expire(now);
+        let locked = self.locked?;
+        let family = listener.family();
+        let text = matches!(family, Protocol::IFacialMocap | Protocol::Facemotion3d);
+        let passes = |f: Protocol| locked.follows(f, from) || self.takes_over(f, &locked);
+        if passes(family)
+            || (text && (passes(Protocol::IFacialMocap) || passes(Protocol::Facemotion3d)))
+        {
+            return None;
+        }
+        self.refuse_other(family, from, &locked, now);
+        Some(Admit::OtherSource)
+    }
+
     /// Decides whether a datagram of `protocol`'s family from `from` is decoded at all.
     pub(crate) fn admit(&mut self, protocol: Protocol, from: SocketAddr, now: Instant) -> Admit {
         let family = protocol.family();
         if !is_allowed(&self.allow, from.ip()) {
-            self.stats.not_allowed += 1;
-            if let Some(suppressed) = self.not_allowed_log.allow(now) {
-                warn!(
-                    %from,
-                    protocol = family.family_label(),
-                    suppressed,
-                    "ignoring {} from {from}: not in ingest.allow",
-                    family.family_label()
-                );
-            }
+            self.refuse_not_allowed(family, from, now);
             return Admit::NotAllowed;
         }
         self.expire(now);
         let Some(locked) = &mut self.locked else {
             return Admit::Decode;
         };
-        if locked.family == family && locked.ip == from.ip() {
+        if locked.follows(family, from) {
             locked.last_seen = now;
             locked.from = from;
+            if from.port() == locked.port {
+                locked.port_datagrams = locked.port_datagrams.saturating_add(1);
+            }
             return Admit::Decode;
         }
-        if self.prefer == Some(family) && locked.family != family {
+        let locked = *locked;
+        if self.takes_over(family, &locked) {
             return Admit::Decode;
         }
-        self.stats.other_source += 1;
-        if let Some(suppressed) = self.other_log.allow(now) {
+        self.refuse_other(family, from, &locked, now);
+        Admit::OtherSource
+    }
+
+    /// Whether a `family` datagram switches away from `locked` (`ingest.prefer`).
+    fn takes_over(&self, family: Protocol, locked: &Locked) -> bool {
+        self.prefer == Some(family) && locked.family != family
+    }
+
+    /// Counts and logs (rate-limited) a datagram from outside `ingest.allow`.
+    fn refuse_not_allowed(&mut self, family: Protocol, from: SocketAddr, now: Instant) {
+        self.stats.not_allowed += 1;
+        if let Some(suppressed) = self.not_allowed_log.allow(now) {
             warn!(
                 %from,
                 protocol = family.family_label(),
-                following = %locked.from,
-                following_protocol = locked.family.family_label(),
                 suppressed,
-                "ignoring {} from {from}: following {} from {} (set ingest.prefer to choose)",
-                family.family_label(),
-                locked.family.family_label(),
-                locked.from
+                "ignoring {} from {from}: not in ingest.allow",
+                family.family_label()
             );
         }
-        Admit::OtherSource
+    }
+
+    /// Counts and logs (rate-limited) a datagram from a source other than `locked`.
+    fn refuse_other(&mut self, family: Protocol, from: SocketAddr, locked: &Locked, now: Instant) {
+        self.stats.other_source += 1;
+        let same_host = locked.family == family && locked.ip == from.ip();
+        if same_host {
+            self.stats.other_port += 1;
+        }
+        if let Some(suppressed) = self.other_log.allow(now) {
+            if same_host {
+                warn!(
+                    %from,
+                    protocol = family.family_label(),
+                    following = %locked.from,
+                    suppressed,
+                    "ignoring {} from {from}: following the same host's port {}",
+                    family.family_label(),
+                    locked.port
+                );
+            } else {
+                warn!(
+                    %from,
+                    protocol = family.family_label(),
+                    following = %locked.from,
+                    following_protocol = locked.family.family_label(),
+                    suppressed,
+                    "ignoring {} from {from}: following {} from {} (set ingest.prefer to choose)",
+                    family.family_label(),
+                    locked.family.family_label(),
+                    locked.from
+                );
+            }
+        }
     }
 
     /// After an admitted datagram of `protocol`'s family was decoded: `recognised` says whether it carried data of its
@@ -183,8 +283,14 @@ impl Guard {
         recognised: bool,
     ) -> bool {
         let family = protocol.family();
-        if let Some(locked) = self.locked {
+        if let Some(locked) = &mut self.locked {
             if locked.family == family && locked.ip == from.ip() {
+                // A new port of the followed host is followed once it sends something that
+                // decodes (`admit` let it through only if the old port was not established).
+                if recognised && from.port() != locked.port {
+                    locked.port = from.port();
+                    locked.port_datagrams = 1;
+                }
                 return true;
             }
         }
@@ -212,12 +318,7 @@ impl Guard {
             );
         }
         self.stats.locks += 1;
-        self.locked = Some(Locked {
-            family,
-            ip: from.ip(),
-            from,
-            last_seen: now,
-        });
+        self.locked = Some(Locked::new(family, from, now));
         true
     }
 }
@@ -267,6 +368,76 @@ mod tests {
         assert_eq!(guard.locked_ip(Protocol::Vmc), Some(b.ip()));
         let stats = guard.stats();
         assert_eq!((stats.locks, stats.releases, stats.switches), (2, 1, 0));
+    }
+
+    #[test]
+    fn an_established_port_keeps_the_hosts_other_ports_out_until_the_lock_is_released() {
+        let t0 = Instant::now();
+        let mut guard = Guard::new(Vec::new(), None, Duration::from_secs(3));
+        let sender = sock("10.0.0.1:5000");
+        let flood = sock("10.0.0.1:7000");
+        assert!(guard.commit(Protocol::Vmc, sender, t0, true));
+        // Before the port's second datagram, another port of the host is let through (oscsend),
+        // but garbage from it does not move the followed port.
+        assert_eq!(guard.screen(Protocol::Vmc, flood, t0), None);
+        assert_eq!(guard.admit(Protocol::Vmc, flood, t0), Admit::Decode);
+        assert!(guard.commit(Protocol::Vmc, flood, t0, false));
+        assert_eq!(guard.admit(Protocol::Vmc, sender, t0), Admit::Decode);
+        assert!(guard.commit(Protocol::Vmc, sender, t0, true));
+        // Established: the other port is turned away on its address alone, and counted once.
+        assert_eq!(
+            guard.screen(Protocol::Vmc, flood, t0),
+            Some(Admit::OtherSource)
+        );
+        assert_eq!(guard.admit(Protocol::Vmc, flood, t0), Admit::OtherSource);
+        let stats = guard.stats();
+        assert_eq!((stats.other_source, stats.other_port), (2, 2));
+        assert_eq!(guard.screen(Protocol::Vmc, sender, t0), None);
+        // Rejected datagrams do not keep the lock: once the sender is silent it is released, and
+        // a sender restarted on a new port takes it.
+        let later = t0 + Duration::from_secs(3);
+        let restarted = sock("10.0.0.1:5001");
+        assert_eq!(guard.screen(Protocol::Vmc, restarted, later), None);
+        assert_eq!(guard.admit(Protocol::Vmc, restarted, later), Admit::Decode);
+        assert!(guard.commit(Protocol::Vmc, restarted, later, true));
+        assert_eq!(guard.admit(Protocol::Vmc, restarted, later), Admit::Decode);
+        assert_eq!(
+            guard.screen(Protocol::Vmc, sender, later),
+            Some(Admit::OtherSource)
+        );
+        let stats = guard.stats();
+        assert_eq!((stats.locks, stats.releases), (2, 1));
+    }
+
+    #[test]
+    fn one_shot_ports_are_followed_from_port_to_port() {
+        let t0 = Instant::now();
+        let mut guard = Guard::new(Vec::new(), None, Duration::from_secs(3));
+        for port in 40000..40010 {
+            let from = SocketAddr::new([10, 0, 0, 1].into(), port);
+            assert_eq!(guard.screen(Protocol::Vmc, from, t0), None);
+            assert_eq!(guard.admit(Protocol::Vmc, from, t0), Admit::Decode);
+            assert!(guard.commit(Protocol::Vmc, from, t0, true));
+        }
+        assert_eq!((guard.stats().locks, guard.stats().other_source), (1, 0));
+    }
+
+    #[test]
+    fn screening_a_text_socket_passes_either_dialect_of_the_followed_sender() {
+        let t0 = Instant::now();
+        let mut guard = Guard::new(Vec::new(), None, Duration::from_secs(3));
+        let phone = sock("10.0.0.1:49983");
+        assert!(guard.commit(Protocol::Facemotion3d, phone, t0, true));
+        assert_eq!(guard.screen(Protocol::IFacialMocap, phone, t0), None);
+        assert_eq!(
+            guard.screen(Protocol::LiveLinkFace, phone, t0),
+            Some(Admit::OtherSource)
+        );
+        assert_eq!(
+            guard.screen(Protocol::IFacialMocap, sock("10.0.0.2:49983"), t0),
+            Some(Admit::OtherSource)
+        );
+        assert_eq!(guard.stats().other_port, 0);
     }
 
     #[test]

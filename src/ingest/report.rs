@@ -20,6 +20,9 @@ pub struct ListenerReport {
     pub undecoded: u64,
     /// The app the last undecoded datagram looks like, when one was recognised.
     pub looks_like: Option<Protocol>,
+    /// Datagrams the guard turned away before decoding them: a sender outside `ingest.allow`
+    /// (also counted in `not_allowed`) or another source than the followed one.
+    pub rejected: u64,
     /// Datagrams the guard turned away: a sender outside `ingest.allow`.
     pub not_allowed: u64,
     /// The sender of the last datagram turned away by `ingest.allow`.
@@ -36,6 +39,7 @@ impl ListenerReport {
             frames: 0,
             undecoded: 0,
             looks_like: None,
+            rejected: 0,
             not_allowed: 0,
             last_not_allowed: None,
         }
@@ -58,6 +62,9 @@ pub(super) struct Heard {
     pub undecoded: Option<Option<Protocol>>,
     /// The guard turned its sender away (not in `ingest.allow`).
     pub not_allowed: Option<SocketAddr>,
+    /// The guard turned it away undecoded (`not_allowed`, or another source than the followed
+    /// one).
+    pub rejected: bool,
 }
 
 /// Every listener's report and the frame total: shared by the ingest thread, which updates it
@@ -94,6 +101,7 @@ impl Reports {
             report.undecoded += 1;
             report.looks_like = looks_like.filter(|&p| !receives(report.kind, p));
         }
+        report.rejected += u64::from(heard.rejected);
         if let Some(from) = heard.not_allowed {
             report.not_allowed += 1;
             report.last_not_allowed = Some(from);
@@ -184,6 +192,7 @@ mod tests {
                 undecoded: Some(Some(Protocol::LiveLinkFace)),
                 not_allowed: None,
                 frames: 0,
+                rejected: false,
             },
         );
         assert_eq!(shared.listeners[1].looks_like, Some(Protocol::LiveLinkFace));
@@ -200,6 +209,7 @@ mod tests {
             1,
             Heard {
                 not_allowed: Some(addr(9)),
+                rejected: true,
                 ..Heard::default()
             },
         );
@@ -210,5 +220,6 @@ mod tests {
             (text.not_allowed, text.last_not_allowed),
             (1, Some(addr(9)))
         );
+        assert_eq!(text.rejected, 1);
     }
 }

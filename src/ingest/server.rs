@@ -44,9 +44,20 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 /// The longest pause after repeated receive errors.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
+/// The most datagrams taken from one socket per wake-up of the receive loop: a socket is drained
+/// without going back to the scheduler, but not for so long that stop, the ticks or the other
+/// sockets wait behind a flood.
+const DRAIN_BATCH: usize = 256;
+
 /// Counters of the phone listeners, the guard and the handshakes.
+///
+/// Every datagram received is accounted for: [`NetStats::accounts_for`] checks that
+/// `datagrams` is the OSC decoder's datagrams, plus the phone decoders' datagrams, plus those the
+/// guard turned away (`not_allowed`, `other_source`) before any decoder saw them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetStats {
+    /// Datagrams received on every listener, whatever became of them.
+    pub datagrams: u64,
     /// iFacialMocap frames and rejects.
     pub ifacialmocap: PhoneStats,
     /// Facemotion3d frames and rejects.
@@ -74,6 +85,30 @@ impl NetStats {
             Protocol::LiveLinkFace => Some(&self.livelinkface),
             Protocol::VTubeStudio => Some(&self.vtubestudio),
         }
+    }
+
+    /// Datagrams the phone decoders were handed, over every phone protocol.
+    pub fn phone_datagrams(&self) -> u64 {
+        [
+            &self.ifacialmocap,
+            &self.facemotion3d,
+            &self.livelinkface,
+            &self.vtubestudio,
+        ]
+        .iter()
+        .map(|p| p.datagrams)
+        .sum()
+    }
+
+    /// Datagrams the guard turned away before decoding (allow-list and source lock).
+    pub fn rejected(&self) -> u64 {
+        self.guard.not_allowed + self.guard.other_source
+    }
+
+    /// Whether every datagram received is counted once: decoded as OSC (`osc`, the snapshot
+    /// taken with this one), decoded by a phone decoder, or rejected by the guard.
+    pub fn accounts_for(&self, osc: &Stats) -> bool {
+        self.datagrams == osc.datagrams + self.phone_datagrams() + self.rejected()
     }
 }
 
@@ -403,6 +438,8 @@ struct Loop {
     handshake_errors: u64,
     /// Limits the handshake error lines.
     handshake_log: RateLimiter,
+    /// Datagrams received on every socket.
+    datagrams: u64,
 }
 
 impl Loop {
@@ -423,6 +460,7 @@ impl Loop {
     /// The counters besides the OSC ones.
     fn net_stats(&self, guard: &Guard) -> NetStats {
         NetStats {
+            datagrams: self.datagrams,
             ifacialmocap: self.phone_stats(Protocol::IFacialMocap),
             facemotion3d: self.phone_stats(Protocol::Facemotion3d),
             livelinkface: self.phone_stats(Protocol::LiveLinkFace),
@@ -460,6 +498,7 @@ impl Receiver {
             handshakes_sent: 0,
             handshake_errors: 0,
             handshake_log: RateLimiter::new(Duration::from_secs(5)),
+            datagrams: 0,
         };
         let mut buf = vec![0u8; MAX_DATAGRAM];
         // Frames one datagram committed; its capacity is reused, and a datagram of at most
@@ -519,29 +558,29 @@ impl Receiver {
                 }
                 Event::Datagram(socket, len, from) => {
                     consecutive_errors = 0;
-                    let kind = self.kinds.get(socket).copied().unwrap_or(Protocol::Vmc);
-                    let local = self
-                        .locals
-                        .get(socket)
-                        .copied()
-                        .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
-                    let heard = self.datagram(
-                        &mut state,
-                        kind,
-                        local,
-                        &buf[..len],
-                        from,
-                        (&mut committed, &mut keys),
-                    );
-                    self.reports
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .record(socket, heard);
-                    for frame in committed.drain(..) {
-                        self.sink.frame(frame);
+                    let mut batch = Batch {
+                        socket,
+                        buf: &mut buf,
+                        committed: &mut committed,
+                        keys: &mut keys,
+                        unpublished: false,
+                    };
+                    self.received(&mut state, &mut batch, len, from);
+                    // Drain what else is queued on this socket before going back to the
+                    // scheduler: under a flood this saves a wake-up per datagram.
+                    for _ in 1..DRAIN_BATCH {
+                        let Some(sock) = self.sockets.get(socket) else {
+                            break;
+                        };
+                        match sock.try_recv_from(batch.buf) {
+                            Ok((len, from)) => self.received(&mut state, &mut batch, len, from),
+                            Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                            // Errors are for the next poll to report (and back off from).
+                            Err(_) => break,
+                        }
                     }
-                    for key in keys.drain(..) {
-                        self.sink.key(key.name(), key.pressed);
+                    if batch.unpublished {
+                        self.publish(&state);
                     }
                 }
                 Event::RecvError(socket, err) => {
@@ -571,6 +610,45 @@ impl Receiver {
         }
     }
 
+    /// Handles one datagram received on `batch.socket`: decodes it, records it in the listener's
+    /// report and hands its frames and keys to the sink.
+    fn received(&mut self, state: &mut Loop, batch: &mut Batch<'_>, len: usize, from: SocketAddr) {
+        let socket = batch.socket;
+        let kind = self.kinds.get(socket).copied().unwrap_or(Protocol::Vmc);
+        let local = self
+            .locals
+            .get(socket)
+            .copied()
+            .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+        let data = batch.buf.get(..len).unwrap_or_default();
+        let heard = self.datagram(
+            state,
+            kind,
+            local,
+            data,
+            from,
+            (batch.committed, batch.keys),
+        );
+        self.reports
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(socket, heard);
+        // Publish the counters before the frames are handed on, so whoever sees a frame also
+        // sees the counters that include it; other datagrams are published once per batch.
+        if batch.committed.is_empty() && batch.keys.is_empty() {
+            batch.unpublished = true;
+            return;
+        }
+        self.publish(state);
+        batch.unpublished = false;
+        for frame in batch.committed.drain(..) {
+            self.sink.frame(frame);
+        }
+        for key in batch.keys.drain(..) {
+            self.sink.key(key.name(), key.pressed);
+        }
+    }
+
     /// Taps, guards and decodes one datagram received on a `kind` socket bound to `local`,
     /// leaving the frames and the keys (`/VMC/Ext/Key`) to deliver in `committed`; returns what became of it for the listener's
     /// report.
@@ -584,6 +662,9 @@ impl Receiver {
         (committed, keys): (&mut Vec<FaceFrame>, &mut Vec<KeyEvent>),
     ) -> Heard {
         let now = Instant::now();
+        state.datagrams += 1;
+        committed.clear();
+        keys.clear();
         if let Some(tap) = &mut self.tap {
             tap.call(RawDatagram {
                 data,
@@ -592,6 +673,11 @@ impl Receiver {
                 listener: kind,
                 received: now,
             });
+        }
+        // Once a sender is followed, the others are turned away on their address alone.
+        if let Some(admit) = self.guard.screen(kind, from, now) {
+            trace!(%from, listener = kind.family_label(), "datagram turned away by the guard");
+            return refused(admit, from);
         }
         // An iFacialMocap or Facemotion3d socket takes both text dialects.
         let family = match kind {
@@ -604,16 +690,10 @@ impl Receiver {
             }
             other => other.family(),
         };
-        committed.clear();
-        keys.clear();
         let admit = self.guard.admit(family, from, now);
         if admit != Admit::Decode {
             trace!(%from, protocol = family.family_label(), "datagram ignored by the guard");
-            self.publish(state);
-            return Heard {
-                not_allowed: (admit == Admit::NotAllowed).then_some(from),
-                ..Heard::default()
-            };
+            return refused(admit, from);
         }
         let decoded;
         if family.is_osc() {
@@ -648,18 +728,17 @@ impl Receiver {
                 }
             }
         } else {
+            // Not reached: every phone family has a decoder (`PhoneDecoder::new`).
             decoded = false;
         }
         if !committed.is_empty() {
             state.last_frame[slot(family)] = Some(now);
         }
-        // Publish the counters before the frames are handed on, so whoever sees a frame also
-        // sees the counters that include it.
-        self.publish(state);
         Heard {
             frames: committed.len() as u64,
             undecoded: (!decoded).then(|| sniff::looks_like(data)),
             not_allowed: None,
+            rejected: false,
         }
     }
 
@@ -701,6 +780,29 @@ impl Receiver {
             self.publish(state);
         }
     }
+}
+
+/// What a datagram the guard turned away (`admit`) tells its listener's report.
+fn refused(admit: Admit, from: SocketAddr) -> Heard {
+    Heard {
+        not_allowed: (admit == Admit::NotAllowed).then_some(from),
+        rejected: true,
+        ..Heard::default()
+    }
+}
+
+/// The datagrams drained from one socket in one wake-up of the receive loop.
+struct Batch<'a> {
+    /// The socket's index.
+    socket: usize,
+    /// The receive buffer.
+    buf: &'a mut [u8],
+    /// The frames of the datagram being handled.
+    committed: &'a mut Vec<FaceFrame>,
+    /// The keys of the datagram being handled.
+    keys: &'a mut Vec<KeyEvent>,
+    /// Counters changed since they were last published.
+    unpublished: bool,
 }
 
 /// Polls every socket once, starting after the one that delivered last (so one busy socket cannot
@@ -896,6 +998,10 @@ mod tests {
             Some(sender.local_addr().unwrap())
         );
         assert_eq!((reports[0].datagrams, reports[0].undecoded), (1, 0));
+        assert_eq!(reports[0].rejected, 1);
+        let net = handle.net_stats();
+        assert_eq!((net.datagrams, net.rejected()), (1, 1));
+        assert!(net.accounts_for(&handle.stats()));
     }
 
     #[test]

@@ -101,7 +101,8 @@ impl Input {
                 ]
                 .map(|p| n.phone(p).copied().unwrap_or_default());
                 InputCounters {
-                    datagrams: s.datagrams + phones.iter().map(|p| p.datagrams).sum::<u64>(),
+                    // Every datagram received, the rejected ones included.
+                    datagrams: n.datagrams,
                     frames: s.frames + phones.iter().map(|p| p.frames).sum::<u64>(),
                     malformed: s.malformed_datagrams
                         + s.oversized_datagrams
@@ -109,7 +110,7 @@ impl Input {
                             .iter()
                             .map(|p| p.malformed + p.truncated + p.oversized + p.unsupported)
                             .sum::<u64>(),
-                    rejected: n.guard.not_allowed + n.guard.other_source,
+                    rejected: n.rejected(),
                     dropped: 0,
                 }
             }
