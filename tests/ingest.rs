@@ -1095,6 +1095,7 @@ fn a_flood_from_another_port_is_rejected_undecoded_and_the_followed_sender_loses
     }
 
     // Garbage as fast as one thread sends it, from the same host on another port.
+    let kernel_drops_before = udp_receive_buffer_errors();
     let flooder = std::thread::spawn(move || {
         let flood = sender();
         let garbage = [0xA5u8; 64];
@@ -1111,19 +1112,38 @@ fn a_flood_from_another_port_is_rejected_undecoded_and_the_followed_sender_loses
     }
     flooder.join().unwrap();
 
-    for i in 1..=FRAMES {
-        let got = next_frame(&rx);
-        let want = i as f32 / FRAMES as f32;
-        assert_eq!(
-            got.get(Channel::JawOpen),
-            Some(want),
-            "frame {i} of {FRAMES}"
+    // Every frame of the followed sender, in order: facewire loses none of them. Only the
+    // kernel may, when a busy machine lets the socket's receive queue fill before facewire
+    // drains it (the queue is 4 MiB where the system allows; `net.core.rmem_max` may cap it).
+    let mut got = Vec::new();
+    while let Ok(f) = rx.recv_timeout(Duration::from_secs(2)) {
+        got.push(f.get(Channel::JawOpen).unwrap());
+        if got.len() == FRAMES {
+            break;
+        }
+    }
+    let want: Vec<f32> = (1..=FRAMES).map(|i| i as f32 / FRAMES as f32).collect();
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]) && got.iter().all(|v| want.contains(v)),
+        "the followed sender's frames, in order: {got:?}"
+    );
+    if got.len() < FRAMES {
+        let drops = udp_receive_buffer_errors().saturating_sub(kernel_drops_before);
+        assert!(
+            drops > 0,
+            "{} of {FRAMES} frames arrived and the kernel dropped nothing",
+            got.len()
+        );
+        eprintln!(
+            "note: the kernel dropped {drops} datagrams on full receive queues (a busy machine, \
+             a small net.core.rmem_max); {} of {FRAMES} frames arrived",
+            got.len()
         );
     }
-    let stats = wait_for_stats(&handle, |s| s.frames == FRAMES as u64 + 2);
+    let stats = wait_for_stats(&handle, |s| s.frames == got.len() as u64 + 2);
     let net = handle.net_stats();
     assert_eq!(stats.malformed_datagrams, 0, "the flood is not parsed");
-    assert_eq!(stats.datagrams, FRAMES as u64 + 2);
+    assert_eq!(stats.datagrams, got.len() as u64 + 2);
     assert_eq!(net.guard.other_source, net.guard.other_port);
     assert!(
         net.rejected() > 0 && net.rejected() <= FLOOD,
@@ -1137,6 +1157,24 @@ fn a_flood_from_another_port_is_rejected_undecoded_and_the_followed_sender_loses
         net.rejected()
     );
     handle.shutdown();
+}
+
+/// UDP datagrams the kernel dropped on full receive queues since boot (`RcvbufErrors` in
+/// `/proc/net/snmp`; 0 where there is no such file).
+fn udp_receive_buffer_errors() -> u64 {
+    let Ok(snmp) = std::fs::read_to_string("/proc/net/snmp") else {
+        return 0;
+    };
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+    let (Some(names), Some(values)) = (udp.next(), udp.next()) else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
 }
 
 #[test]
