@@ -27,6 +27,8 @@ use crate::panel::{PanelAction, PanelModel, PanelState, RoutineView, Timings, To
 use crate::render;
 use crate::telemetry::{DrawStats, InputCounters, RateMeter, Telemetry};
 
+mod actions;
+
 /// Options of the stage window.
 #[derive(Debug, Clone)]
 pub struct StageOptions {
@@ -245,123 +247,6 @@ impl StageApp {
             }
             StageKey::Save | StageKey::Neutral | StageKey::Panel | StageKey::None => {}
         }
-    }
-
-    /// Posts a message to the panel (and the log).
-    fn post(&mut self, topic: Topic, result: Result<String, String>) {
-        match result {
-            Ok(text) => {
-                tracing::info!(topic = ?topic, %text, "panel");
-                self.panel_state
-                    .messages
-                    .post(topic, false, text, Instant::now());
-            }
-            Err(text) => {
-                tracing::warn!(topic = ?topic, %text, "panel");
-                self.panel_state
-                    .messages
-                    .post(topic, true, text, Instant::now());
-            }
-        }
-        self.panel_due = Instant::now();
-    }
-
-    /// Carries out what the panel (or a stage hotkey) asked for.
-    fn act(&mut self, action: PanelAction) {
-        let Some(controls) = self.controls.as_mut() else {
-            tracing::info!(?action, "no live input to act on");
-            return;
-        };
-        match action {
-            PanelAction::CaptureNeutral => controls.capture_neutral(),
-            PanelAction::StartCalibration => {
-                if let Err(e) = controls.start_calibration() {
-                    self.post(Topic::Calibration, Err(e));
-                }
-            }
-            PanelAction::Review(decision) => controls.review(decision),
-            PanelAction::RecordVowels => {
-                if let Err(e) = controls.record_vowels() {
-                    self.post(Topic::Calibration, Err(e));
-                }
-            }
-            PanelAction::ChooseProfile(name) => {
-                let result = controls.choose_profile(name.as_deref());
-                self.post(Topic::Profile, result);
-            }
-            PanelAction::ReloadMapping => {
-                let Some(scene) = self.scene.as_mut() else {
-                    return;
-                };
-                let result = match &self.options.mapping_path {
-                    Some(path) => reload_mapping(
-                        scene,
-                        crate::mapping::MappingFile::load(path).map_err(|e| e.to_string()),
-                    ),
-                    None => Ok(
-                        "no mapping file is in use: the built-in mapping is compiled \
-                                from the avatar's target names (set render.mapping to edit one)"
-                            .to_string(),
-                    ),
-                };
-                self.dirty = true;
-                self.post(Topic::Mapping, result);
-            }
-            PanelAction::OpenConfigFolder => {
-                let folder = controls.config_folder();
-                let result = crate::fsutil::open_in_file_manager(&folder)
-                    .map(|()| format!("opened {}", folder.display()))
-                    .map_err(|e| format!("cannot open {}: {e}", folder.display()));
-                self.post(Topic::General, result);
-            }
-            PanelAction::ClearMessages => self.panel_state.messages.clear(),
-            PanelAction::AnswerPlugin { id, allow } => {
-                let result = self.plugins.answer(id, allow);
-                self.post(Topic::Api, result);
-            }
-            PanelAction::ToggleExpression(name) => {
-                controls.trigger_expression(&name, crate::expressions::Trigger::Toggle);
-            }
-            PanelAction::ExpressionsOff => controls.release_expressions(),
-            PanelAction::SwitchModel(path) => {
-                let name = path.as_ref().map_or_else(
-                    || "the default head".to_string(),
-                    |p| p.display().to_string(),
-                );
-                controls.switch_model(path);
-                self.post(Topic::Avatar, Ok(format!("loading {name}")));
-            }
-        }
-    }
-
-    /// Shows `loaded` instead of the current avatar, with the stage's camera and layers; the
-    /// current one stays when it cannot be drawn.
-    fn swap_model(&mut self, loaded: crate::session::LoadedModel) -> Result<String, String> {
-        let Some(window) = self.window.as_ref() else {
-            return Err("the stage is not open yet".into());
-        };
-        window.make_current().map_err(|e| with_causes(&e))?;
-        let name = loaded.path.as_ref().map_or_else(
-            || "the default head".to_string(),
-            |p| p.display().to_string(),
-        );
-        let mut scene = Scene::new(window.gl(), loaded.avatar, self.options.config.render.morph)
-            .map_err(|e| format!("cannot draw {name}: {}", with_causes(&e)))?;
-        scene.set_mapping(loaded.mapping);
-        scene.set_camera(self.options.config.camera);
-        if let Err(e) = scene.set_stack(&self.stack) {
-            tracing::warn!(error = %e, "layer targets left out for the new avatar");
-        }
-        if let Some(controls) = self.controls.as_mut() {
-            controls.set_presets(crate::session::avatar_presets(scene.avatar()));
-        }
-        self.options.mapping_path =
-            crate::session::mapping_for(&self.options.config, loaded.path.as_deref());
-        // The old scene's GL objects go while the stage's context is current.
-        self.scene = Some(scene);
-        self.dirty = true;
-        tracing::info!(model = %name, "avatar swapped in");
-        Ok(format!("{name} in use"))
     }
 
     fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
