@@ -250,6 +250,30 @@ impl ExpressionSet {
             .find(|e| e.name == name)
     }
 
+    /// Sets the fade times of the expression called `name` (exactly, or else in another letter
+    /// case) for its next change: `Some` for this change alone (VTube Studio's `fadeTime`),
+    /// `None` for its own times again. Returns its name and the times now in use, for the
+    /// mixer's layer to follow; `None` when there is no such expression.
+    pub fn set_fade(
+        &mut self,
+        name: &str,
+        fade: Option<std::time::Duration>,
+    ) -> Option<(String, std::time::Duration, std::time::Duration)> {
+        let entry = match self.entries.iter().position(|e| e.expression.name == name) {
+            Some(i) => &mut self.entries[i],
+            None => self
+                .entries
+                .iter_mut()
+                .find(|e| e.expression.name.eq_ignore_ascii_case(name))?,
+        };
+        let (fade_in, fade_out) = match fade {
+            Some(f) => (f, f),
+            None => (entry.expression.fade_in, entry.expression.fade_out),
+        };
+        entry.fade.set_times(fade_in, fade_out);
+        Some((entry.expression.name.clone(), fade_in, fade_out))
+    }
+
     /// Whether the expression named `name` is switched on (it may still be fading in).
     pub fn is_on(&self, name: &str) -> bool {
         self.entries

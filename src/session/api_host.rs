@@ -229,6 +229,7 @@ impl ApiHost for SessionHost {
             name,
             trigger: Trigger::Toggle,
             source: TriggerSource::Api,
+            fade: None,
         })
     }
 
@@ -246,12 +247,13 @@ impl ApiHost for SessionHost {
     }
 
     /// Fades as the expression's own `fade` says: the chain has no per-trigger fade.
-    fn set_expression(&self, file: &str, active: bool, _fade: Duration) -> Result<(), HostError> {
+    fn set_expression(&self, file: &str, active: bool, fade: Duration) -> Result<(), HostError> {
         let name = self.expression(file).ok_or(HostError::NotFound)?;
         self.send(SessionCommand::Expression {
             name,
             trigger: if active { Trigger::On } else { Trigger::Off },
             source: TriggerSource::Api,
+            fade: Some(fade),
         })
     }
 
@@ -322,7 +324,7 @@ mod tests {
         host.trigger_hotkey(&hotkeys[0].id).unwrap();
         assert!(matches!(
             rx.try_recv().unwrap(),
-            SessionCommand::Expression { ref name, trigger: Trigger::Toggle, source: TriggerSource::Api } if name == "Smile"
+            SessionCommand::Expression { ref name, trigger: Trigger::Toggle, source: TriggerSource::Api, fade: None } if name == "Smile"
         ));
         host.trigger_hotkey(REMOVE_ALL_ID).unwrap();
         assert!(matches!(

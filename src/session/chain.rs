@@ -111,6 +111,8 @@ pub enum SessionCommand {
         trigger: Trigger,
         /// Who asked.
         source: TriggerSource,
+        /// A fade time for this change alone (the API's `fadeTime`); `None`: the expression's.
+        fade: Option<Duration>,
     },
     /// A key went down (`pressed`) or up: the expression bound to it follows.
     Key {
@@ -444,7 +446,9 @@ impl LiveSink {
                 name,
                 trigger,
                 source,
+                fade,
             } => {
+                self.fade_next(&name, fade);
                 let result = self.expressions.trigger(&name, trigger, now);
                 self.triggered(result.map(|c| (c, name)), source, now);
             }
@@ -462,6 +466,7 @@ impl LiveSink {
                 } else {
                     Trigger::Release
                 };
+                self.fade_next(&name, None);
                 let result = self.expressions.trigger(&name, trigger, now);
                 self.triggered(result.map(|c| (c, name)), source, now);
             }
@@ -501,6 +506,17 @@ impl LiveSink {
                 .set_active(&crate::expressions::layer_name(&name), on, now);
         }
         self.publish_expressions(now);
+    }
+
+    /// Sets the fade times of the expression `name`'s next change, in the set and its mixer
+    /// layer: `fade` for this change alone, or its own times.
+    fn fade_next(&mut self, name: &str, fade: Option<Duration>) {
+        if let Some((name, fade_in, fade_out)) = self.expressions.set_fade(name, fade) {
+            let layer = crate::expressions::layer_name(&name);
+            if let Some(layer) = self.mixer.layer_mut(&layer) {
+                layer.fade.set_times(fade_in, fade_out);
+            }
+        }
     }
 
     /// Carries out a trigger's outcome: the mixer's fades follow, the panel and the API hear
@@ -1226,6 +1242,7 @@ fade_out = 0.1
             name: name.into(),
             trigger,
             source: TriggerSource::Panel,
+            fade: None,
         };
         commands.send(expression("Smile", Trigger::Toggle)).unwrap();
         let smiling = stream(&mut sink, &mut rx, t0, 0.2, 0.5);
@@ -1368,5 +1385,34 @@ fade_out = 0.1
         inject(&store, "MouthOpen", 1.0, at(t0, 1.9));
         let open = stream(&mut sink, &mut rx, t0, 1.9, 0.2);
         assert!(open.get(Channel::JawOpen).unwrap() > 0.9, "{open:?}");
+    }
+
+    #[test]
+    fn an_api_fade_time_lasts_one_change_and_keys_fade_by_the_expression_s_own() {
+        let config = with_expressions(ANGRY_AND_SMILE);
+        let t0 = Instant::now();
+        let (mut sink, mut rx, commands) = chain(&config);
+        stream(&mut sink, &mut rx, t0, 0.0, 0.1);
+        commands
+            .send(SessionCommand::Expression {
+                name: "smile".into(),
+                trigger: Trigger::On,
+                source: TriggerSource::Api,
+                fade: Some(Duration::from_secs(1)),
+            })
+            .unwrap();
+        // Smile's own fade is 0.2 s; the plugin asked for a second: half way at 0.5 s.
+        let half = stream(&mut sink, &mut rx, t0, 0.1, 0.5);
+        let w = sink.mixer.weight("expression:smile").unwrap();
+        assert!(
+            w > 0.3 && w < 0.7,
+            "half way through a second: {w} ({half:?})"
+        );
+        stream(&mut sink, &mut rx, t0, 0.6, 0.7);
+        assert_eq!(sink.mixer.weight("expression:smile"), Some(1.0));
+        // Its key switches it off with its own 0.2 s.
+        commands.send(key("F1", true)).unwrap();
+        stream(&mut sink, &mut rx, t0, 1.3, 0.25);
+        assert_eq!(sink.mixer.weight("expression:smile"), Some(0.0));
     }
 }

@@ -147,6 +147,7 @@ impl Controls for LiveControls {
             name: name.to_string(),
             trigger,
             source: TriggerSource::Panel,
+            fade: None,
         });
     }
 
