@@ -211,19 +211,22 @@ pub fn build_layers(section: &LayersSection) -> Vec<Layer> {
 }
 
 /// The whole stack: `[layers]` bottom to top, with the lip-sync layer (unless `[lipsync]` is
-/// off) and then the idle layer (unless `[idle]` is off), each where `layers.order` lists it,
-/// else on top; then one layer per expression (off), then the API's layer of injected values
+/// off) and then the idle layer (off while `[idle]` is off), each where `layers.order` lists
+/// it, else on top; then one layer per expression (off), then the API's layer of injected values
 /// (when `[api]` is on). Every layer of `layers.order` keeps its place (its index in
 /// [`FaceFrame::layer_weights`]).
 pub fn build_stack(stack: &StackConfig) -> Vec<Layer> {
     let mut layers = build_layers(&stack.layers);
     let lip = face::layer(stack.lipsync.mode, stack.lipsync.strength);
     place(&mut layers, LAYER_LIPSYNC, lip);
-    let idle = stack
-        .idle
-        .enabled
-        .then(|| idle::layer(stack.idle.under_tracking));
-    place(&mut layers, LAYER_IDLE, idle);
+    // Idle life switched off keeps its place, off: a reload that turns it off fades it out,
+    // and the layers above keep their places.
+    let mut idle = idle::layer(stack.idle.under_tracking);
+    if !stack.idle.enabled {
+        let (fade_in, fade_out) = idle.fade.times();
+        idle.fade = Fade::new(false, fade_in, fade_out);
+    }
+    place(&mut layers, LAYER_IDLE, Some(idle));
     layers.extend(stack.expressions.iter().map(Expression::layer));
     if stack.api {
         layers.push(Layer::new(
@@ -428,7 +431,8 @@ impl LiveSink {
                 self.lip_mode = stack.lipsync.mode;
                 let settings = stack.idle.settings();
                 self.idle = match (stack.idle.enabled, self.idle.take()) {
-                    (false, _) => None,
+                    // Switched off: it animates on while its layer fades out.
+                    (false, idle) => idle,
                     (true, Some(mut idle)) => {
                         idle.set_settings(settings);
                         Some(idle)
@@ -613,6 +617,11 @@ impl LiveSink {
             return;
         };
         let showing = layer.fade.moving() || self.mixer.weight(LAYER_IDLE).unwrap_or(0.0) > 0.0;
+        if !showing && !self.stack.idle.enabled {
+            // Switched off and faded out.
+            self.idle = None;
+            return;
+        }
         let empty = layer.values.present.is_empty();
         if showing {
             if let Some(layer) = self.mixer.layer_mut(LAYER_IDLE) {
@@ -1120,7 +1129,8 @@ mod tests {
         assert_eq!(layers[0].name, LAYER_IDLE, "the listed place stays");
         assert_eq!(layers[0].weight(), 0.0, "but drives nothing");
         stack.layers.order = vec![LAYER_TRACKING.into()];
-        assert_eq!(names(&stack), [LAYER_TRACKING, LAYER_LIPSYNC]);
+        assert_eq!(names(&stack), [LAYER_TRACKING, LAYER_LIPSYNC, LAYER_IDLE]);
+        assert_eq!(build_stack(&stack)[2].weight(), 0.0, "off, in its place");
     }
 
     /// A configuration with `toml`'s expressions, smoothing and idle life off.
@@ -1297,6 +1307,7 @@ fade_out = 0.1
             [
                 LAYER_TRACKING,
                 LAYER_LIPSYNC,
+                LAYER_IDLE,
                 "expression:angry",
                 "expression:smile",
                 "expression:wink",
@@ -1414,5 +1425,32 @@ fade_out = 0.1
         commands.send(key("F1", true)).unwrap();
         stream(&mut sink, &mut rx, t0, 1.3, 0.25);
         assert_eq!(sink.mixer.weight("expression:smile"), Some(0.0));
+    }
+
+    #[test]
+    fn idle_life_switched_off_by_a_reload_fades_out() {
+        let t0 = Instant::now();
+        let config = Config::default();
+        let (mut sink, mut rx, commands) = chain(&config);
+        for i in 0..300 {
+            sink.tick(at(t0, f64::from(i) * 0.01));
+        }
+        assert_eq!(sink.mixer.weight(LAYER_IDLE), Some(1.0));
+        let mut off = StackConfig::of(&config);
+        off.idle.enabled = false;
+        commands
+            .send(SessionCommand::Layers(Box::new(off)))
+            .unwrap();
+        let mut weights = Vec::new();
+        for i in 0..300 {
+            sink.tick(at(t0, 3.0 + f64::from(i) * 0.01));
+            weights.push(sink.mixer.weight(LAYER_IDLE).unwrap());
+        }
+        drain(&mut rx);
+        // It fades (no jump from 1 to 0), then it is gone and idle life stops.
+        assert!(weights.windows(2).all(|w| w[0] - w[1] < 0.2), "{weights:?}");
+        assert!(weights.iter().any(|w| *w > 0.1 && *w < 0.9));
+        assert_eq!(weights.last(), Some(&0.0));
+        assert!(sink.idle.is_none());
     }
 }
