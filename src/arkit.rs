@@ -676,6 +676,18 @@ mod tests {
             assert_eq!(Channel::parse(&c.name().to_uppercase()), Some(c), "{c}");
             assert_eq!(Channel::parse(&c.name().to_lowercase()), Some(c), "{c}");
         }
+        // The hash table holds every name once and nothing else.
+        assert_eq!(NAME_TABLE.iter().filter(|&&i| i != NO_NAME).count(), COUNT);
+        for name in [
+            "",
+            "jaw",
+            "jawopenx",
+            "eyeblink",
+            "tongue_out_L",
+            "mouthRollUpperx",
+        ] {
+            assert_eq!(Channel::parse(name), None, "{name}");
+        }
         assert_eq!(Channel::parse("eyeBlink_L"), Some(Channel::EyeBlinkLeft));
         assert_eq!(Channel::parse("browDown_R"), Some(Channel::BrowDownRight));
         assert_eq!(

@@ -149,8 +149,9 @@ impl<'a> Args<'a> {
             }),
             Args::Plain { tags, mut data } => {
                 let tag = *tags.get(index)?;
+                // The arguments before it were checked when the message was read.
                 for &before in &tags[..index] {
-                    data = read_arg(before, data)?.1;
+                    data = skip_arg(before, data)?;
                 }
                 read_arg(tag, data).map(|(arg, _)| arg)
             }
@@ -235,11 +236,13 @@ fn plain_message(bytes: &[u8]) -> Option<(Message<'_>, &[u8])> {
     if !addr.starts_with('/') {
         return None;
     }
-    let (tags, data) = read_string(rest)?;
-    let tags = match tags.as_bytes() {
-        // rosc reads no arguments from an empty type tag string or a lone comma.
-        [] | [_] => &[][..],
-        [b',', tags @ ..] => tags,
+    let (tags, data) = skip_string(rest)?;
+    let tags = match tags {
+        // rosc reads no arguments from an empty type tag string or a lone character (valid
+        // UTF-8 when ASCII).
+        [] => tags,
+        [only] if only.is_ascii() => &[][..],
+        [b',', tags @ ..] if tags.iter().all(|t| matches!(t, b'f' | b'i' | b's')) => tags,
         _ => return None,
     };
     let mut rest = data;
@@ -272,13 +275,26 @@ fn read_arg(tag: u8, bytes: &[u8]) -> Option<(Arg<'_>, &[u8])> {
     }
 }
 
+/// Skips one argument already checked by [`read_arg`].
+fn skip_arg(tag: u8, bytes: &[u8]) -> Option<&[u8]> {
+    match tag {
+        b's' => skip_string(bytes).map(|(_, rest)| rest),
+        _ => bytes.get(4..),
+    }
+}
+
 /// Reads an OSC string from the start of `bytes` (on a 4-byte boundary): UTF-8 up to a NUL, then
 /// padding to the next boundary, whose bytes rosc does not check either.
 fn read_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let (text, rest) = skip_string(bytes)?;
+    Some((std::str::from_utf8(text).ok()?, rest))
+}
+
+/// The bytes of an OSC string at the start of `bytes`, unchecked, and the bytes after its
+/// padding.
+fn skip_string(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     let len = bytes.iter().position(|&b| b == 0)?;
-    let text = std::str::from_utf8(&bytes[..len]).ok()?;
-    let rest = bytes.get((len + 4) & !3..)?;
-    Some((text, rest))
+    Some((&bytes[..len], bytes.get((len + 4) & !3..)?))
 }
 
 /// What a protocol parser made of one message.
