@@ -172,6 +172,35 @@ fn bench_decode(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // The two halves alone: decoding the bundle into its frame, and conditioning that frame.
+    let mut decoder = Decoder::new();
+    let received = Instant::now();
+    c.bench_function("decode_vmc_52", |b| {
+        b.iter(|| {
+            let mut present = 0;
+            decoder.decode(black_box(&datagram), from, received, |f| {
+                present = f.present.len();
+            });
+            present
+        })
+    });
+    let mut frame = None;
+    Decoder::new().decode(&datagram, from, received, |f| frame = Some(*f));
+    let mut frame = frame.expect("the bundle commits a frame");
+    let mut calibrator = Calibrator::new(SmoothingConfig::default());
+    c.bench_function("calibrate_52", |b| {
+        b.iter_batched(
+            || {
+                t += Duration::from_micros(16_667);
+                t
+            },
+            |now| {
+                frame.received = now;
+                calibrator.apply(black_box(&frame))
+            },
+            BatchSize::SmallInput,
+        )
+    });
 }
 
 /// The ingest chain per frame, from a VMC datagram to the frame handed to the render thread:

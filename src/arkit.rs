@@ -214,11 +214,17 @@ impl Channel {
         let mut buf = [0u8; KEY_CAP];
         let len = normalise(name, &mut buf)?;
         let key = &buf[..len];
-        let table = lookup_table();
-        table
-            .binary_search_by(|(k, _)| k.as_bytes().cmp(key))
-            .ok()
-            .map(|i| table[i].1)
+        let mut slot = name_hash(key);
+        // The table has empty slots, so the probe ends at one; the bound is only a guard.
+        for _ in 0..NAME_SLOTS {
+            // An empty slot holds an index past the channels: not a name of ours.
+            let channel = *Channel::ALL.get(usize::from(NAME_TABLE[slot]))?;
+            if channel.name().as_bytes().eq_ignore_ascii_case(key) {
+                return Some(channel);
+            }
+            slot = (slot + 1) & (NAME_SLOTS - 1);
+        }
+        None
     }
 
     /// Whether this channel has a mirror partner (`eyeBlinkLeft` ↔ `eyeBlinkRight`). Directional
@@ -236,15 +242,41 @@ impl Channel {
     }
 }
 
-/// Lowercase canonical names, sorted for binary search.
-fn lookup_table() -> &'static [(String, Channel); COUNT] {
-    static TABLE: std::sync::OnceLock<[(String, Channel); COUNT]> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut table = Channel::ALL.map(|c| (c.name().to_ascii_lowercase(), c));
-        table.sort_by(|a, b| a.0.cmp(&b.0));
-        table
-    })
+/// Slots of [`NAME_TABLE`]: a power of two well above [`COUNT`], so a probe rarely goes past its
+/// first slot.
+const NAME_SLOTS: usize = 256;
+
+/// Marks an empty slot of [`NAME_TABLE`].
+const NO_NAME: u8 = u8::MAX;
+
+/// FNV-1a of `key`'s ASCII-lowercased bytes, folded to a slot of [`NAME_TABLE`].
+const fn name_hash(key: &[u8]) -> usize {
+    let mut hash: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < key.len() {
+        hash ^= key[i].to_ascii_lowercase() as u32;
+        hash = hash.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    (hash ^ (hash >> 16)) as usize & (NAME_SLOTS - 1)
 }
+
+/// The channels' canonical names in an open-addressing hash table (linear probing), built at
+/// compile time: the canonical index of the channel whose lowercased name hashes there, or
+/// [`NO_NAME`].
+const NAME_TABLE: [u8; NAME_SLOTS] = {
+    let mut table = [NO_NAME; NAME_SLOTS];
+    let mut i = 0;
+    while i < COUNT {
+        let mut slot = name_hash(Channel::ALL[i].name().as_bytes());
+        while table[slot] != NO_NAME {
+            slot = (slot + 1) & (NAME_SLOTS - 1);
+        }
+        table[slot] = i as u8;
+        i += 1;
+    }
+    table
+};
 
 impl fmt::Display for Channel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -643,6 +675,18 @@ mod tests {
             assert_eq!(Channel::parse(&c.pascal_name()), Some(c), "{c}");
             assert_eq!(Channel::parse(&c.name().to_uppercase()), Some(c), "{c}");
             assert_eq!(Channel::parse(&c.name().to_lowercase()), Some(c), "{c}");
+        }
+        // The hash table holds every name once and nothing else.
+        assert_eq!(NAME_TABLE.iter().filter(|&&i| i != NO_NAME).count(), COUNT);
+        for name in [
+            "",
+            "jaw",
+            "jawopenx",
+            "eyeblink",
+            "tongue_out_L",
+            "mouthRollUpperx",
+        ] {
+            assert_eq!(Channel::parse(name), None, "{name}");
         }
         assert_eq!(Channel::parse("eyeBlink_L"), Some(Channel::EyeBlinkLeft));
         assert_eq!(Channel::parse("browDown_R"), Some(Channel::BrowDownRight));

@@ -1,17 +1,19 @@
 //! The pure OSC decoder: datagrams in, committed `FaceFrame`s out, with bounded per-sender state.
 //!
 //! One [`Decoder`] understands VMC and Face Cap on the same socket. It never touches a socket, so
-//! tests feed it bytes directly. Per-datagram work allocates only what rosc allocates to decode.
+//! tests feed it bytes directly. Plain datagrams (bundles of `f`/`i`/`s` messages, what phones
+//! send) are read in place and decoding them allocates nothing; any other datagram is decoded
+//! by rosc, which allocates.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use rosc::{OscMessage, OscPacket};
+use rosc::OscPacket;
 use tracing::{debug, trace, warn};
 
 use super::axes::{self, BadRotation};
 use super::facecap::{self, FaceCapMessage};
-use super::osc::{self, Parsed};
+use super::osc::{self, Message, Parsed};
 use super::stats::{RateLimiter, Stats};
 use super::vmc::{self, Bone, VmcMessage};
 use crate::arkit::{Channel, ChannelMask, FaceFrame, Protocol, TrackingFlag};
@@ -226,26 +228,6 @@ impl Decoder {
             outcome.class = DatagramClass::Oversized;
             return outcome;
         }
-        let packet = match osc::decode_strict(datagram) {
-            Ok(packet) => packet,
-            Err(reason) => {
-                self.stats.malformed_datagrams += 1;
-                trace!(%from, %reason, "malformed datagram");
-                if let Some(suppressed) = self.logs.malformed.allow(received) {
-                    warn!(
-                        %from,
-                        len = datagram.len(),
-                        %reason,
-                        suppressed,
-                        "dropped a datagram that is not valid OSC"
-                    );
-                }
-                outcome.class = DatagramClass::Malformed;
-                return outcome;
-            }
-        };
-        self.stats.ok_datagrams += 1;
-
         let mut walk = Walk {
             from,
             received,
@@ -255,7 +237,28 @@ impl Decoder {
             frames: 0,
             on_frame: &mut on_frame,
         };
-        self.walk(&packet, &mut walk);
+        // Plain datagrams are read in place; the rest, and malformed ones, go through rosc.
+        if osc::read_plain(datagram, |msg| self.message(&msg, &mut walk)).is_err() {
+            match osc::decode_strict(datagram) {
+                Ok(packet) => self.walk(&packet, &mut walk),
+                Err(reason) => {
+                    self.stats.malformed_datagrams += 1;
+                    trace!(%from, %reason, "malformed datagram");
+                    if let Some(suppressed) = self.logs.malformed.allow(received) {
+                        warn!(
+                            %from,
+                            len = datagram.len(),
+                            %reason,
+                            suppressed,
+                            "dropped a datagram that is not valid OSC"
+                        );
+                    }
+                    outcome.class = DatagramClass::Malformed;
+                    return outcome;
+                }
+            }
+        }
+        self.stats.ok_datagrams += 1;
         if let Some(frame) = walk.facecap.take() {
             (walk.on_frame)(&frame);
             self.stats.frames += 1;
@@ -301,7 +304,7 @@ impl Decoder {
     /// Walks a packet tree (its depth is bounded by [`osc::decode_strict`]).
     fn walk(&mut self, packet: &OscPacket, walk: &mut Walk<'_>) {
         match packet {
-            OscPacket::Message(msg) => self.message(msg, walk),
+            OscPacket::Message(msg) => self.message(&Message::from(msg), walk),
             OscPacket::Bundle(bundle) => {
                 for inner in &bundle.content {
                     self.walk(inner, walk);
@@ -311,7 +314,7 @@ impl Decoder {
     }
 
     /// Classifies one message and applies it.
-    fn message(&mut self, msg: &OscMessage, walk: &mut Walk<'_>) {
+    fn message(&mut self, msg: &Message<'_>, walk: &mut Walk<'_>) {
         self.stats.messages += 1;
         match vmc::parse(msg) {
             Parsed::Message(message) => {
@@ -352,7 +355,7 @@ impl Decoder {
     }
 
     /// Counts and logs a message with a known address and bad arguments.
-    fn bad_arguments(&mut self, msg: &OscMessage, reason: &'static str, walk: &Walk<'_>) {
+    fn bad_arguments(&mut self, msg: &Message<'_>, reason: &'static str, walk: &Walk<'_>) {
         self.stats.bad_arguments += 1;
         trace!(from = %walk.from, address = %msg.addr, reason, "bad OSC arguments");
         if let Some(suppressed) = self.logs.bad_arguments.allow(walk.received) {
@@ -555,7 +558,7 @@ fn frame_of<'a>(walk: &'a mut Walk<'_>) -> &'a mut FaceFrame {
 mod tests {
     use super::*;
     use glam::{Quat, Vec3};
-    use rosc::{OscBundle, OscTime, OscType};
+    use rosc::{OscBundle, OscMessage, OscTime, OscType};
 
     fn msg(addr: &str, args: Vec<OscType>) -> OscPacket {
         OscPacket::Message(OscMessage {

@@ -5,9 +5,7 @@
 //! ([`FACECAP_ORDER`]) and has no explicit frame boundary; the decoder commits one frame per
 //! datagram.
 
-use rosc::{OscMessage, OscType};
-
-use super::osc::{float, floats, int, Parsed};
+use super::osc::{float, floats, int, Args, Message, Parsed};
 use crate::arkit::{Channel, FACECAP_ORDER};
 
 /// One Face Cap message.
@@ -33,9 +31,9 @@ pub(crate) enum FaceCapMessage {
 }
 
 /// Parses `msg` if its address is one of Face Cap's.
-pub(crate) fn parse(msg: &OscMessage) -> Parsed<FaceCapMessage> {
-    let args = msg.args.as_slice();
-    match msg.addr.as_str() {
+pub(crate) fn parse(msg: &Message<'_>) -> Parsed<FaceCapMessage> {
+    let args = &msg.args;
+    match msg.addr {
         "/W" => weight(args).into(),
         "/HR" => floats::<3>(args, 0).map(FaceCapMessage::HeadEuler).into(),
         "/HRQ" => floats::<4>(args, 0).map(FaceCapMessage::HeadQuat).into(),
@@ -49,7 +47,7 @@ pub(crate) fn parse(msg: &OscMessage) -> Parsed<FaceCapMessage> {
 }
 
 /// `/W` arguments: `i` index, `f` value.
-fn weight(args: &[OscType]) -> Result<FaceCapMessage, &'static str> {
+fn weight(args: &Args<'_>) -> Result<FaceCapMessage, &'static str> {
     Ok(FaceCapMessage::Weight {
         index: int(args, 0)?,
         value: float(args, 1)?,
@@ -66,6 +64,12 @@ pub(crate) fn channel(index: i32) -> Option<Channel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rosc::{OscMessage, OscType};
+
+    /// [`super::parse`] of a message as rosc decodes it.
+    fn parse(msg: &OscMessage) -> Parsed<FaceCapMessage> {
+        super::parse(&Message::from(msg))
+    }
 
     fn msg(addr: &str, args: Vec<OscType>) -> OscMessage {
         OscMessage {

@@ -1,6 +1,9 @@
 //! OSC plumbing shared by the protocol parsers: strict datagram decoding and typed arguments.
+//!
+//! Datagrams of bundles and `f`/`i`/`s` messages (what phone senders send) are read in place by
+//! [`read_plain`], without allocating; anything else goes through rosc ([`decode_strict`]).
 
-use rosc::{OscError, OscPacket, OscType};
+use rosc::{OscError, OscMessage, OscPacket, OscType};
 
 /// Deepest bundle nesting accepted. Real senders nest at most once; the limit keeps both our walk
 /// and rosc's recursive parser far from the stack limit on hostile input.
@@ -92,6 +95,208 @@ fn count_packets(packet: &OscPacket) -> usize {
     }
 }
 
+/// Why the plain reader handed a datagram to rosc: it holds something only rosc reads (another
+/// argument type, a type tag string without its comma) or it is not valid OSC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a plain OSC datagram")]
+pub(crate) struct NotPlain;
+
+/// One argument of a message, borrowed from the datagram or from rosc's decoded message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Arg<'a> {
+    /// `f`.
+    Float(f32),
+    /// `i`.
+    Int(i32),
+    /// `s`.
+    Str(&'a str),
+    /// Any other type.
+    Other,
+}
+
+/// A message's arguments.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Args<'a> {
+    /// As rosc decoded them.
+    Decoded(&'a [OscType]),
+    /// As the plain reader found them: the type tags after the comma (each `f`, `i` or `s`) and
+    /// the argument bytes, starting on a 4-byte boundary of the datagram, all checked.
+    Plain {
+        /// One tag per argument.
+        tags: &'a [u8],
+        /// The argument bytes.
+        data: &'a [u8],
+    },
+}
+
+impl<'a> Args<'a> {
+    /// How many arguments there are.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Args::Decoded(args) => args.len(),
+            Args::Plain { tags, .. } => tags.len(),
+        }
+    }
+
+    /// The `index`th argument, if there is one.
+    pub(crate) fn get(&self, index: usize) -> Option<Arg<'a>> {
+        match *self {
+            Args::Decoded(args) => args.get(index).map(|arg| match arg {
+                OscType::Float(v) => Arg::Float(*v),
+                OscType::Int(v) => Arg::Int(*v),
+                OscType::String(v) => Arg::Str(v),
+                _ => Arg::Other,
+            }),
+            Args::Plain { tags, mut data } => {
+                let tag = *tags.get(index)?;
+                // The arguments before it were checked when the message was read.
+                for &before in &tags[..index] {
+                    data = skip_arg(before, data)?;
+                }
+                read_arg(tag, data).map(|(arg, _)| arg)
+            }
+        }
+    }
+}
+
+/// One OSC message, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Message<'a> {
+    /// The address.
+    pub(crate) addr: &'a str,
+    /// The arguments.
+    pub(crate) args: Args<'a>,
+}
+
+impl<'a> From<&'a OscMessage> for Message<'a> {
+    fn from(msg: &'a OscMessage) -> Message<'a> {
+        Message {
+            addr: &msg.addr,
+            args: Args::Decoded(&msg.args),
+        }
+    }
+}
+
+/// Calls `on_message` for every message of `datagram`, in order, when the datagram is plain:
+/// bundles (nested at most [`MAX_BUNDLE_DEPTH`] deep) and messages whose arguments are all `f`,
+/// `i` or `s`, which is what phone senders send. Such a datagram is exactly one that
+/// [`decode_strict`] accepts, with the same messages, and reading it allocates nothing. Any other
+/// datagram gives [`NotPlain`] before `on_message` is called, and goes to [`decode_strict`].
+pub(crate) fn read_plain<'a>(
+    datagram: &'a [u8],
+    mut on_message: impl FnMut(Message<'a>),
+) -> Result<(), NotPlain> {
+    if datagram.is_empty() {
+        return Err(NotPlain);
+    }
+    // Check the whole datagram first: a malformed datagram must apply none of its messages.
+    plain_packet(datagram, 0, true, &mut |_| {})?;
+    plain_packet(datagram, 0, true, &mut on_message)
+}
+
+/// Reads one packet (a bundle, or a message ending exactly at the end of `bytes` when `whole`).
+/// `bytes` starts on a 4-byte boundary of the datagram.
+fn plain_packet<'a>(
+    bytes: &'a [u8],
+    depth: usize,
+    whole: bool,
+    on_message: &mut impl FnMut(Message<'a>),
+) -> Result<(), NotPlain> {
+    if !bytes.starts_with(BUNDLE_TAG) {
+        let (message, rest) = plain_message(bytes).ok_or(NotPlain)?;
+        // rosc ignores what follows a message inside its bundle element; at the top level
+        // `decode_strict` rejects it.
+        if whole && !rest.is_empty() {
+            return Err(NotPlain);
+        }
+        on_message(message);
+        return Ok(());
+    }
+    if depth >= MAX_BUNDLE_DEPTH {
+        return Err(NotPlain);
+    }
+    let mut rest = bytes.get(16..).ok_or(NotPlain)?;
+    while !rest.is_empty() {
+        let (size, body) = rest.split_first_chunk::<4>().ok_or(NotPlain)?;
+        let size = usize::try_from(u32::from_be_bytes(*size)).map_err(|_| NotPlain)?;
+        if size == 0 || size % 4 != 0 || size > body.len() {
+            return Err(NotPlain);
+        }
+        let (element, after) = body.split_at(size);
+        plain_packet(element, depth + 1, false, on_message)?;
+        rest = after;
+    }
+    Ok(())
+}
+
+/// Reads a message at the start of `bytes` (on a 4-byte boundary of the datagram) as rosc does,
+/// and returns it with the bytes after it; `None` when it is not plain or not valid.
+fn plain_message(bytes: &[u8]) -> Option<(Message<'_>, &[u8])> {
+    let (addr, rest) = read_string(bytes)?;
+    if !addr.starts_with('/') {
+        return None;
+    }
+    let (tags, data) = skip_string(rest)?;
+    let tags = match tags {
+        // rosc reads no arguments from an empty type tag string or a lone character (valid
+        // UTF-8 when ASCII).
+        [] => tags,
+        [only] if only.is_ascii() => &[][..],
+        [b',', tags @ ..] if tags.iter().all(|t| matches!(t, b'f' | b'i' | b's')) => tags,
+        _ => return None,
+    };
+    let mut rest = data;
+    for &tag in tags {
+        rest = read_arg(tag, rest)?.1;
+    }
+    Some((
+        Message {
+            addr,
+            args: Args::Plain { tags, data },
+        },
+        rest,
+    ))
+}
+
+/// Reads one `f`, `i` or `s` argument from the start of `bytes`; `None` for another tag or
+/// too few bytes.
+fn read_arg(tag: u8, bytes: &[u8]) -> Option<(Arg<'_>, &[u8])> {
+    match tag {
+        b'f' => {
+            let (word, rest) = bytes.split_first_chunk::<4>()?;
+            Some((Arg::Float(f32::from_be_bytes(*word)), rest))
+        }
+        b'i' => {
+            let (word, rest) = bytes.split_first_chunk::<4>()?;
+            Some((Arg::Int(i32::from_be_bytes(*word)), rest))
+        }
+        b's' => read_string(bytes).map(|(s, rest)| (Arg::Str(s), rest)),
+        _ => None,
+    }
+}
+
+/// Skips one argument already checked by [`read_arg`].
+fn skip_arg(tag: u8, bytes: &[u8]) -> Option<&[u8]> {
+    match tag {
+        b's' => skip_string(bytes).map(|(_, rest)| rest),
+        _ => bytes.get(4..),
+    }
+}
+
+/// Reads an OSC string from the start of `bytes` (on a 4-byte boundary): UTF-8 up to a NUL, then
+/// padding to the next boundary, whose bytes rosc does not check either.
+fn read_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let (text, rest) = skip_string(bytes)?;
+    Some((std::str::from_utf8(text).ok()?, rest))
+}
+
+/// The bytes of an OSC string at the start of `bytes`, unchecked, and the bytes after its
+/// padding.
+fn skip_string(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = bytes.iter().position(|&b| b == 0)?;
+    Some((&bytes[..len], bytes.get((len + 4) & !3..)?))
+}
+
 /// What a protocol parser made of one message.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Parsed<T> {
@@ -104,27 +309,27 @@ pub(crate) enum Parsed<T> {
 }
 
 /// The `index`th argument as an `f` float.
-pub(crate) fn float(args: &[OscType], index: usize) -> Result<f32, &'static str> {
+pub(crate) fn float(args: &Args<'_>, index: usize) -> Result<f32, &'static str> {
     match args.get(index) {
-        Some(OscType::Float(v)) => Ok(*v),
+        Some(Arg::Float(v)) => Ok(v),
         Some(_) => Err("expected a float argument"),
         None => Err("too few arguments"),
     }
 }
 
 /// The `index`th argument as an `i` int32.
-pub(crate) fn int(args: &[OscType], index: usize) -> Result<i32, &'static str> {
+pub(crate) fn int(args: &Args<'_>, index: usize) -> Result<i32, &'static str> {
     match args.get(index) {
-        Some(OscType::Int(v)) => Ok(*v),
+        Some(Arg::Int(v)) => Ok(v),
         Some(_) => Err("expected an int argument"),
         None => Err("too few arguments"),
     }
 }
 
 /// The `index`th argument as an `s` string.
-pub(crate) fn string(args: &[OscType], index: usize) -> Result<&str, &'static str> {
+pub(crate) fn string<'a>(args: &Args<'a>, index: usize) -> Result<&'a str, &'static str> {
     match args.get(index) {
-        Some(OscType::String(v)) => Ok(v),
+        Some(Arg::Str(v)) => Ok(v),
         Some(_) => Err("expected a string argument"),
         None => Err("too few arguments"),
     }
@@ -132,7 +337,7 @@ pub(crate) fn string(args: &[OscType], index: usize) -> Result<&str, &'static st
 
 /// `N` consecutive float arguments starting at `first`.
 pub(crate) fn floats<const N: usize>(
-    args: &[OscType],
+    args: &Args<'_>,
     first: usize,
 ) -> Result<[f32; N], &'static str> {
     let mut out = [0.0; N];
@@ -172,6 +377,125 @@ mod tests {
 
     fn encode(packet: &OscPacket) -> Vec<u8> {
         rosc::encoder::encode(packet).unwrap()
+    }
+
+    /// Every message of a packet rosc decoded, in order, as (address, arguments).
+    fn rosc_messages(packet: &OscPacket, out: &mut Vec<(String, Vec<OscType>)>) {
+        match packet {
+            OscPacket::Message(m) => out.push((m.addr.clone(), m.args.clone())),
+            OscPacket::Bundle(b) => b.content.iter().for_each(|p| rosc_messages(p, out)),
+        }
+    }
+
+    /// Every message [`read_plain`] reads, in the same form; `None` when it hands the datagram on.
+    fn plain_messages(datagram: &[u8]) -> Option<Vec<(String, Vec<OscType>)>> {
+        let mut out = Vec::new();
+        read_plain(datagram, |m| {
+            let args = (0..m.args.len())
+                .map(|i| match m.args.get(i) {
+                    Some(Arg::Float(v)) => OscType::Float(v),
+                    Some(Arg::Int(v)) => OscType::Int(v),
+                    Some(Arg::Str(v)) => OscType::String(v.to_string()),
+                    other => panic!("plain argument {i} of {}: {other:?}", m.addr),
+                })
+                .collect();
+            out.push((m.addr.to_string(), args));
+        })
+        .ok()?;
+        Some(out)
+    }
+
+    fn vmc_like() -> OscPacket {
+        let s = |v: &str| OscType::String(v.into());
+        bundle(vec![
+            OscPacket::Message(OscMessage {
+                addr: "/VMC/Ext/Blend/Val".into(),
+                args: vec![s("JawOpen"), OscType::Float(0.5)],
+            }),
+            bundle(vec![OscPacket::Message(OscMessage {
+                addr: "/VMC/Ext/Bone/Pos".into(),
+                args: std::iter::once(s("Head"))
+                    .chain((0..7).map(|i| OscType::Float(i as f32)))
+                    .collect(),
+            })]),
+            OscPacket::Message(OscMessage {
+                addr: "/VMC/Ext/OK".into(),
+                args: vec![OscType::Int(1), OscType::Int(3), OscType::Int(0)],
+            }),
+            OscPacket::Message(OscMessage {
+                addr: "/W".into(),
+                args: vec![OscType::Int(24), OscType::Float(f32::NAN)],
+            }),
+            OscPacket::Message(OscMessage {
+                addr: "/VMC/Ext/Blend/Apply".into(),
+                args: vec![],
+            }),
+        ])
+    }
+
+    #[test]
+    fn plain_datagrams_read_in_place_as_rosc_decodes_them() {
+        for packet in [vmc_like(), message("/x"), bundle(vec![])] {
+            let bytes = encode(&packet);
+            let mut expected = Vec::new();
+            rosc_messages(&packet, &mut expected);
+            let plain = plain_messages(&bytes).expect("plain");
+            // NaN arguments compare by their bits.
+            assert_eq!(format!("{plain:?}"), format!("{expected:?}"));
+        }
+        // Other argument types, and malformed datagrams, are handed on to rosc.
+        let double = OscPacket::Message(OscMessage {
+            addr: "/x".into(),
+            args: vec![OscType::Double(1.0)],
+        });
+        assert!(plain_messages(&encode(&double)).is_none());
+        assert!(plain_messages(&[]).is_none());
+        let mut bytes = encode(&message("/x"));
+        bytes.extend_from_slice(&[0; 4]);
+        assert!(plain_messages(&bytes).is_none());
+    }
+
+    /// Mutated datagrams: whenever the plain reader reads one, [`decode_strict`] accepts it too
+    /// and finds the same messages.
+    #[test]
+    fn the_plain_reader_agrees_with_rosc_on_mutated_datagrams() {
+        let seeds = [
+            encode(&vmc_like()),
+            encode(&bundle(vec![vmc_like(), message("/a")])),
+            encode(&message("/VMC/Ext/T")),
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut plain, mut handed_on) = (0, 0);
+        for _ in 0..20_000 {
+            let mut bytes = seeds[next() as usize % seeds.len()].clone();
+            for _ in 0..1 + next() % 3 {
+                let at = next() as usize % bytes.len().max(1);
+                match next() % 4 {
+                    0 => bytes.truncate(at),
+                    1 if at < bytes.len() => bytes[at] ^= 1 << (next() % 8),
+                    2 if at < bytes.len() => bytes[at] = b"\0,sfidT/#"[next() as usize % 9],
+                    _ => bytes.insert(at, next() as u8),
+                }
+            }
+            let strict = decode_strict(&bytes);
+            match plain_messages(&bytes) {
+                Some(messages) => {
+                    plain += 1;
+                    let packet = strict.expect("rosc accepts what the plain reader reads");
+                    let mut expected = Vec::new();
+                    rosc_messages(&packet, &mut expected);
+                    assert_eq!(format!("{messages:?}"), format!("{expected:?}"));
+                }
+                None => handed_on += 1,
+            }
+        }
+        assert!(plain > 100 && handed_on > 100, "{plain} {handed_on}");
     }
 
     #[test]
@@ -263,6 +587,7 @@ mod tests {
             OscType::Float(0.5),
             OscType::Int(3),
         ];
+        let args = Args::Decoded(&args);
         assert_eq!(string(&args, 0), Ok("Head"));
         assert_eq!(float(&args, 1), Ok(0.5));
         assert_eq!(int(&args, 2), Ok(3));

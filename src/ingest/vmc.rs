@@ -3,9 +3,7 @@
 //! See `shared/docs/protocols.md` §2. Like the reference receiver EVMC4U, surplus arguments are
 //! ignored; too few or wrongly typed ones drop the message (EVMC4U throws instead).
 
-use rosc::{OscMessage, OscType};
-
-use super::osc::{float, floats, int, string, Parsed};
+use super::osc::{float, floats, int, string, Args, Message, Parsed};
 use crate::arkit::TrackingFlag;
 
 /// The OSC address prefix of the whole VMC namespace.
@@ -78,11 +76,11 @@ pub(crate) enum VmcMessage<'a> {
 }
 
 /// Parses `msg` if its address is in the VMC namespace.
-pub(crate) fn parse(msg: &OscMessage) -> Parsed<VmcMessage<'_>> {
+pub(crate) fn parse<'a>(msg: &Message<'a>) -> Parsed<VmcMessage<'a>> {
     let Some(rest) = msg.addr.strip_prefix(PREFIX) else {
         return Parsed::Unknown;
     };
-    let args = msg.args.as_slice();
+    let args = &msg.args;
     match rest {
         "Ext/Blend/Val" => blend_val(args).into(),
         "Ext/Blend/Apply" => Parsed::Message(VmcMessage::BlendApply),
@@ -95,7 +93,7 @@ pub(crate) fn parse(msg: &OscMessage) -> Parsed<VmcMessage<'_>> {
 }
 
 /// `/VMC/Ext/Blend/Val` arguments: `s` name, `f` value.
-fn blend_val(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
+fn blend_val<'a>(args: &Args<'a>) -> Result<VmcMessage<'a>, &'static str> {
     Ok(VmcMessage::BlendVal {
         name: string(args, 0)?,
         value: float(args, 1)?,
@@ -103,7 +101,7 @@ fn blend_val(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
 }
 
 /// `/VMC/Ext/Bone/Pos` arguments: `s` bone, `f` px py pz qx qy qz qw.
-fn bone_pos(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
+fn bone_pos(args: &Args<'_>) -> Result<VmcMessage<'static>, &'static str> {
     let bone = Bone::parse(string(args, 0)?);
     // The position (arguments 1 to 3) is checked for type but not used.
     let [_, _, _, x, y, z, w] = floats::<7>(args, 1)?;
@@ -114,7 +112,7 @@ fn bone_pos(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
 }
 
 /// `/VMC/Ext/OK` arguments: `i` loaded [`i` calibState `i` calibMode [`i` trackingStatus]].
-fn ok(args: &[OscType]) -> Result<VmcMessage<'static>, &'static str> {
+fn ok(args: &Args<'_>) -> Result<VmcMessage<'static>, &'static str> {
     int(args, 0)?;
     // The optional arguments must still be ints when present.
     for i in 1..args.len().min(3) {
@@ -136,7 +134,7 @@ fn ok(args: &[OscType]) -> Result<VmcMessage<'static>, &'static str> {
 pub(crate) const MAX_KEY_NAME: usize = 32;
 
 /// `/VMC/Ext/Key` arguments: `i` active, `s` name, `i` keycode (checked, not used).
-fn key(args: &[OscType]) -> Result<VmcMessage<'_>, &'static str> {
+fn key<'a>(args: &Args<'a>) -> Result<VmcMessage<'a>, &'static str> {
     let active = int(args, 0)?;
     let name = string(args, 1)?;
     int(args, 2)?;
@@ -176,6 +174,12 @@ pub(crate) fn dotnet_key(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rosc::{OscMessage, OscType};
+
+    /// [`super::parse`] of a message as rosc decodes it.
+    fn parse(msg: &OscMessage) -> Parsed<VmcMessage<'_>> {
+        super::parse(&Message::from(msg))
+    }
 
     fn msg(addr: &str, args: Vec<OscType>) -> OscMessage {
         OscMessage {
