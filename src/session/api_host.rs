@@ -54,6 +54,18 @@ pub struct ApiModel {
     events: Arc<OnceLock<ApiEmitter>>,
 }
 
+/// The API's hotkey of the expression `name`: it toggles the expression; its ID is the
+/// expression's layer name and its file the expression's name.
+pub(super) fn expression_hotkey(name: &str) -> Hotkey {
+    Hotkey {
+        id: crate::expressions::layer_name(name),
+        name: name.to_string(),
+        action: "ToggleExpression".into(),
+        description: format!("expression {name}"),
+        file: name.to_string(),
+    }
+}
+
 impl ApiModel {
     /// The avatar at `path` (`None`: the default head) is shown now.
     pub fn swapped(&self, path: Option<&Path>) {
@@ -195,16 +207,7 @@ impl ApiHost for SessionHost {
             .expressions
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut hotkeys: Vec<Hotkey> = log
-            .iter()
-            .map(|e| Hotkey {
-                id: crate::expressions::layer_name(&e.name),
-                name: e.name.clone(),
-                action: "ToggleExpression".into(),
-                description: format!("expression {}", e.name),
-                file: e.name.clone(),
-            })
-            .collect();
+        let mut hotkeys: Vec<Hotkey> = log.iter().map(|e| expression_hotkey(&e.name)).collect();
         hotkeys.push(Hotkey {
             id: REMOVE_ALL_ID.into(),
             name: "Remove all expressions".into(),

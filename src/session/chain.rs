@@ -546,13 +546,7 @@ impl LiveSink {
         if source != TriggerSource::Api && !change.is_empty() {
             if let (Some(api), Some(e)) = (&self.out.api, self.expressions.get(&name)) {
                 api.events.emit(ApiEvent::HotkeyTriggered {
-                    hotkey: crate::api::Hotkey {
-                        id: e.layer_name(),
-                        name: e.name.clone(),
-                        action: "ToggleExpression".into(),
-                        description: format!("expression {}", e.name),
-                        file: e.name.clone(),
-                    },
+                    hotkey: super::api_host::expression_hotkey(&e.name),
                     model: None,
                     by_api: false,
                 });
