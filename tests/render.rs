@@ -899,6 +899,7 @@ fn window_renders_under_x11() {
                 transparent: self.transparent,
                 vsync: false,
                 position: None,
+                multisample: true,
             };
             match window::create(event_loop, &options) {
                 Ok(w) => {

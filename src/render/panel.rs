@@ -77,10 +77,10 @@ impl PanelWindow {
                 transparent: false,
                 vsync: false,
                 position: options.position,
+                // egui smooths its own edges; samples would only cost time.
+                multisample: false,
             },
         )?;
-        // egui smooths its own edges; samples would only cost time.
-        window.set_multisample(false);
         let gl = Arc::new(window.load_egui_gl());
         let painter =
             egui_glow::Painter::new(gl, "", None, true).map_err(|e| RenderError::Create {

@@ -61,6 +61,9 @@ pub struct WindowOptions {
     /// Where to place the window's top-left corner on the screen, in physical pixels (`None`:
     /// where the window manager puts it).
     pub position: Option<(i32, i32)>,
+    /// Prefer a multisampled (4x MSAA) framebuffer. On a software rasteriser the window is made
+    /// without samples whatever this says: it would shade and store every sample on the CPU.
+    pub multisample: bool,
 }
 
 impl Default for WindowOptions {
@@ -72,6 +75,7 @@ impl Default for WindowOptions {
             transparent: false,
             vsync: true,
             position: None,
+            multisample: true,
         }
     }
 }
@@ -92,6 +96,8 @@ pub struct GlWindow {
     size: (u32, u32),
     /// The GL display, for loading functions into other GL bindings (the panel's egui).
     display: Display,
+    /// MSAA samples of the window's framebuffer (0: none).
+    samples: u8,
 }
 
 impl fmt::Debug for GlWindow {
@@ -110,9 +116,43 @@ impl fmt::Debug for GlWindow {
 /// The config is chosen in this order of preference: transparency as asked, depth 24 or more,
 /// alpha 8, 4x MSAA (then 2x, then none, then more than 4). A config without a depth buffer is
 /// never used.
+///
+/// The window is shown once its context works. When the context turns out to be a software
+/// rasteriser (llvmpipe, softpipe, SwiftShader) on a multisampled framebuffer, the window is made
+/// again without samples: a software rasteriser stores and resolves every sample, which made
+/// each frame of the default head about 1.6 times as expensive under Xvfb.
 pub fn create(
     event_loop: &ActiveEventLoop,
     options: &WindowOptions,
+) -> Result<GlWindow, RenderError> {
+    let first = build(event_loop, options, options.multisample)?;
+    let window = if first.samples > 0 && first.is_software() {
+        let samples = first.samples;
+        drop(first);
+        let second = build(event_loop, options, false)?;
+        tracing::info!(
+            samples,
+            now = second.samples,
+            "software rasteriser: the window is made without multisampling to save CPU"
+        );
+        second
+    } else {
+        first
+    };
+    if window.samples > 0 && window.is_software() {
+        // No config without samples: at least rasterise single-sampled.
+        window.set_multisample(false);
+    }
+    window.window.set_visible(true);
+    Ok(window)
+}
+
+/// [`create`]'s one attempt: the window (hidden), the context and the surface, with a
+/// multisampled config when `multisample` and one is offered.
+fn build(
+    event_loop: &ActiveEventLoop,
+    options: &WindowOptions,
+    multisample: bool,
 ) -> Result<GlWindow, RenderError> {
     let mut attributes = Window::default_attributes()
         .with_title(options.title.clone())
@@ -120,7 +160,8 @@ pub fn create(
             options.width.max(1),
             options.height.max(1),
         ))
-        .with_transparent(options.transparent);
+        .with_transparent(options.transparent)
+        .with_visible(false);
     if let Some((x, y)) = options.position {
         attributes = attributes.with_position(winit::dpi::PhysicalPosition::new(x, y));
     }
@@ -166,9 +207,10 @@ pub fn create(
             source,
         })?
         .collect();
-    let (config, has_alpha) = pick_config(configs, options.transparent).ok_or_else(|| {
-        RenderError::NoConfig("the display offers no OpenGL config with a depth buffer".into())
-    })?;
+    let (config, has_alpha) =
+        pick_config(configs, options.transparent, multisample).ok_or_else(|| {
+            RenderError::NoConfig("the display offers no OpenGL config with a depth buffer".into())
+        })?;
     if options.transparent && !has_alpha {
         tracing::warn!(
             "transparent window requested, but this platform offers no alpha framebuffer \
@@ -259,23 +301,18 @@ pub fn create(
         has_alpha,
         size: (size.width, size.height),
         display,
+        samples: config.num_samples(),
     };
     gl_window.set_vsync(options.vsync);
-    if config.num_samples() > 0
-        && super::is_software_renderer(&super::debug::gl_string(&gl_window.gl, glow::RENDERER))
-    {
-        // A software rasteriser shades every sample: 4x MSAA makes each frame about three
-        // times as expensive, which a CPU already busy with a game and OBS cannot spare.
-        gl_window.set_multisample(false);
-        tracing::info!(
-            samples = config.num_samples(),
-            "software rasteriser: multisampling off to save CPU"
-        );
-    }
     Ok(gl_window)
 }
 
 impl GlWindow {
+    /// Whether the context renders on the CPU (llvmpipe, softpipe, SwiftShader).
+    fn is_software(&self) -> bool {
+        super::is_software_renderer(&super::debug::gl_string(&self.gl, glow::RENDERER))
+    }
+
     /// The window.
     pub fn window(&self) -> &Window {
         &self.window
@@ -436,7 +473,11 @@ fn display_preference(window: Option<RawWindowHandle>) -> DisplayApiPreference {
 
 /// Picks the best config, or `None` when none has a depth buffer. Returns whether the chosen
 /// config gives the window usable alpha (only ever true when `transparent` was asked).
-fn pick_config(configs: Vec<Config>, transparent: bool) -> Option<(Config, bool)> {
+fn pick_config(
+    configs: Vec<Config>,
+    transparent: bool,
+    multisample: bool,
+) -> Option<(Config, bool)> {
     let candidates = configs.into_iter().filter(|c| c.depth_size() >= 16);
     let best = candidates.max_by_key(|c| {
         config_score(
@@ -445,6 +486,7 @@ fn pick_config(configs: Vec<Config>, transparent: bool) -> Option<(Config, bool)
             c.depth_size(),
             c.num_samples(),
             transparent,
+            multisample,
         )
     })?;
     let has_alpha =
@@ -459,8 +501,10 @@ fn config_score(
     depth: u8,
     samples: u8,
     transparent: bool,
+    multisample: bool,
 ) -> (bool, bool, bool, u8) {
     let samples_rank = match samples {
+        0 | 1 if !multisample => 4,
         4 => 3,
         2 => 2,
         0 | 1 => 1,
@@ -488,20 +532,25 @@ mod tests {
 
     #[test]
     fn score_prefers_transparency_then_depth_alpha_and_4x_msaa() {
-        let want = |t, a, d, s| config_score(t, a, d, s, true);
+        let want = |t, a, d, s| config_score(t, a, d, s, true, true);
         assert!(want(true, 8, 24, 0) > want(false, 8, 24, 4));
         assert!(want(true, 8, 24, 0) > want(true, 8, 16, 4));
         assert!(want(true, 8, 24, 4) > want(true, 8, 24, 0));
         assert!(want(true, 8, 24, 0) > want(true, 8, 24, 8));
         // Without a transparency request, an opaque visual wins.
-        let plain = |t, a, d, s| config_score(t, a, d, s, false);
+        let plain = |t, a, d, s| config_score(t, a, d, s, false, true);
         assert!(plain(false, 8, 24, 0) > plain(true, 8, 24, 4));
+        // Without multisampling wanted, no samples win over any, after the other needs.
+        let single = |t, a, d, s| config_score(t, a, d, s, false, false);
+        assert!(single(false, 8, 24, 0) > single(false, 8, 24, 4));
+        assert!(single(false, 8, 24, 1) > single(false, 8, 24, 2));
+        assert!(single(false, 8, 24, 4) > single(false, 8, 16, 0));
     }
 
     #[test]
     fn empty_config_lists_are_an_error_not_a_panic() {
-        assert!(pick_config(Vec::new(), true).is_none());
-        assert!(pick_config(Vec::new(), false).is_none());
+        assert!(pick_config(Vec::new(), true, true).is_none());
+        assert!(pick_config(Vec::new(), false, false).is_none());
         assert_eq!(non_zero(0, 5).0.get(), 1);
     }
 }

@@ -502,6 +502,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
             transparent: cfg.transparent,
             vsync: cfg.vsync,
             position: None,
+            multisample: true,
         };
         let window = match render::window::create(event_loop, &opts) {
             Ok(w) => w,
