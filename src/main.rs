@@ -119,7 +119,8 @@ struct RunArgs {
     /// Offscreen size, WIDTHxHEIGHT (headless runs; default: the window size).
     #[arg(long, value_name = "WxH")]
     size: Option<Size>,
-    /// The most frames the stage draws per second (0: unlimited), instead of window.fps_cap.
+    /// The most frames the stage draws per second (0: unlimited), instead of window.fps_cap
+    /// (render.headless_fps with --headless).
     #[arg(long, value_name = "FPS")]
     fps_cap: Option<u32>,
     /// Draw only when a new frame arrived or something changed (window.render_on_change).
@@ -441,6 +442,7 @@ fn apply_run_args(config: &mut Config, args: &RunArgs) {
     config.ingest.apply_flags(&args.listen, args.phone);
     if let Some(cap) = args.fps_cap {
         config.window.fps_cap = cap;
+        config.render.headless_fps = cap;
     }
     if args.render_on_change {
         config.window.render_on_change = true;

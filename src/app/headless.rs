@@ -54,7 +54,7 @@ pub struct AgeStats {
 /// How a headless run draws: its frame rate and background.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HeadlessPace {
-    /// Frames per second.
+    /// Frames per second (0: as many as the renderer draws).
     pub fps: u32,
     /// Background colour (straight RGBA).
     pub background: [f32; 4],
@@ -67,11 +67,15 @@ pub struct HeadlessPace {
     pub motion: crate::motion::MotionMode,
 }
 
+/// How many sample ages a headless run keeps for its report: ten minutes of a 60 Hz phone.
+pub const AGE_WINDOW: usize = 36_000;
+
 /// Renders offscreen at `pace.fps` until `until` returns true, calling `before_draw` (for
 /// reloads at a frame boundary; it returns whether it changed anything) and taking the newest
 /// frame from `frames` before each draw. With `pace.render_on_change`, a tick with neither a new
 /// frame nor a change draws nothing. Returns the last image, the number of frames drawn and the
-/// sample ages (microseconds) of the frames that used a new sample.
+/// sample ages (microseconds) of the frames that used a new sample (the last [`AGE_WINDOW`] of
+/// them, so that a run of hours keeps a bounded record).
 pub fn run_headless(
     scene: &mut Scene,
     ctx: &render::headless::HeadlessContext,
@@ -80,7 +84,11 @@ pub fn run_headless(
     mut before_draw: impl FnMut(&mut Scene) -> bool,
     mut until: impl FnMut() -> bool,
 ) -> (crate::image::RgbaImage, u64, Vec<u64>) {
-    let period = Duration::from_secs_f64(1.0 / pace.fps.max(1) as f64);
+    // 0 frames per second: as many as the renderer can draw.
+    let period = match pace.fps {
+        0 => Duration::ZERO,
+        fps => Duration::from_secs_f64(1.0 / fps as f64),
+    };
     let (width, height) = ctx.size();
     let target = DrawTarget {
         width,
@@ -93,13 +101,20 @@ pub fn run_headless(
         ..MotionSettings::default()
     });
     let mut ages = Vec::new();
+    let mut aged = 0usize;
     let mut drawn = 0u64;
     let mut next = Instant::now();
     let mut first = true;
     loop {
         let new_frame = frames.take_each(|f| motion.push(f));
         if let Some(frame) = new_frame {
-            ages.push(frame.received.elapsed().as_micros() as u64);
+            let age = frame.received.elapsed().as_micros() as u64;
+            if ages.len() < AGE_WINDOW {
+                ages.push(age);
+            } else {
+                ages[aged % AGE_WINDOW] = age;
+            }
+            aged += 1;
         }
         let now = Instant::now();
         let moving = motion.settles_at().is_some_and(|at| now <= at) || scene.springs_moving();
@@ -109,7 +124,7 @@ pub fn run_headless(
             scene.set_frame(motion.sample(now).as_ref());
             ctx.bind();
             scene.draw(&target);
-            ctx.finish();
+            ctx.end_frame();
             drawn += 1;
         }
         if until() {

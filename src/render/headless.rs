@@ -17,6 +17,7 @@
 
 #![allow(unsafe_code)]
 
+use std::cell::Cell;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
@@ -67,6 +68,9 @@ pub struct HeadlessContext {
     samples: u32,
     /// Which device the context runs on, for logs.
     device: String,
+    /// The fence after the last frame handed over by [`HeadlessContext::end_frame`], not yet
+    /// waited for (deleted on drop).
+    in_flight: Cell<Option<glow::Fence>>,
 }
 
 /// The offscreen framebuffers.
@@ -156,6 +160,7 @@ impl HeadlessContext {
                         height,
                         samples,
                         device: label,
+                        in_flight: Cell::new(None),
                     };
                     ctx.bind();
                     return Ok(ctx);
@@ -220,6 +225,33 @@ impl HeadlessContext {
     pub fn finish(&self) {
         // SAFETY: the context owning this GL function table is current on this thread.
         unsafe { self.gl.finish() };
+    }
+
+    /// Ends a frame without waiting for it: hands the frame to the GL, then waits until the
+    /// frame before it has been drawn. The CPU prepares a frame (morphing, vertex work) while
+    /// the rasteriser still draws the previous one, and at most one frame is ever queued. On
+    /// llvmpipe at 1280x720 this drew the default head about a tenth faster than
+    /// [`HeadlessContext::finish`] after every frame.
+    pub fn end_frame(&self) {
+        let gl = &**self.gl;
+        // SAFETY: the context owning this GL function table is current on this thread; the
+        // fence waited for and deleted is this context's, made by the previous call and
+        // deleted only here (or on drop).
+        unsafe {
+            let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).ok();
+            gl.flush();
+            if let Some(previous) = self.in_flight.replace(fence) {
+                // A second per try, ten tries; a lost context returns at once (WAIT_FAILED).
+                for _ in 0..10 {
+                    let status =
+                        gl.client_wait_sync(previous, glow::SYNC_FLUSH_COMMANDS_BIT, 1_000_000_000);
+                    if status != glow::TIMEOUT_EXPIRED {
+                        break;
+                    }
+                }
+                gl.delete_sync(previous);
+            }
+        }
     }
 
     /// Reads the rendered image back: resolves MSAA if needed, then `glReadPixels` with a pack
@@ -291,8 +323,12 @@ impl Drop for HeadlessContext {
             tracing::warn!(error = %e, "headless context could not be made current to clean up");
         }
         // SAFETY: neither field is used after this point; the context is current (or lost,
-        // in which case the deletes are no-ops), and both go before the context itself.
+        // in which case the deletes are no-ops), and both go before the context itself. The
+        // fence is this context's and deleted once.
         unsafe {
+            if let Some(fence) = self.in_flight.take() {
+                self.gl.delete_sync(fence);
+            }
             ManuallyDrop::drop(&mut self.targets);
             ManuallyDrop::drop(&mut self.gl);
         }
