@@ -65,10 +65,14 @@ def start_xvfb(display: str) -> subprocess.Popen:
     return proc
 
 
-def run(binary: str, csv: str, seconds: float, morph: str, panel: bool, display: str):
+def run(binary: str, csv: str, seconds: float, morph: str, panel: bool, display: str, extra=(), logs=None):
+    """Runs the stage for `seconds` (with `extra` arguments after `run`'s own; its log, without
+    colours, appended to `logs` when given) and returns its frames, the process's CPU seconds
+    and the stage's draw p50 and p99 in microseconds."""
     args = [binary, "run", "--replay", csv, "--exit-after", str(seconds), "--morph", morph]
     if not panel:
         args.append("--no-panel")
+    args.extend(extra)
     env = dict(os.environ, DISPLAY=display, FACEWIRE_LOG="info")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(args, env=env, capture_output=True, text=True)
@@ -76,6 +80,8 @@ def run(binary: str, csv: str, seconds: float, morph: str, panel: bool, display:
     if out.returncode != 0:
         sys.exit(f"facewire failed:\n{out.stderr}")
     log = re.sub(r"\x1b\[[0-9;]*m", "", out.stderr)
+    if logs is not None:
+        logs.append(log)
     m = re.search(r"stage closed frames=(\d+) draw_p50_us=(\d+) draw_p99_us=(\d+)", log)
     if not m:
         sys.exit(f"no 'stage closed' line in the log:\n{log}")
