@@ -48,6 +48,7 @@ import threading
 import time
 import urllib.parse
 
+sys.dont_write_bytecode = True  # no benches/__pycache__ from importing stage_cpu
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stage_cpu import run as run_stage, start_xvfb, take  # noqa: E402
 
