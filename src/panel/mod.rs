@@ -328,42 +328,48 @@ fn truncated(name: &str, max: usize) -> String {
 /// Lays the panel out in `ui` and returns the actions asked for.
 pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Vec<PanelAction> {
     let mut actions = Vec::new();
-    egui::Panel::top("status").show(ui, |ui| {
-        status(ui, model);
-        if let Some(view) = &model.connect {
-            connect::section(ui, view);
-        }
-        lipsync::section(
-            ui,
-            &model.telemetry,
-            model.profile.is_some(),
-            model.now,
-            &mut actions,
-        );
-        api::section(ui, &model.plugins, &mut actions);
-        expressions::section(ui, &model.expressions, &mut actions);
-        ui.separator();
-        controls(ui, model, state, &mut actions);
-        routine(ui, model, state, &mut actions);
-        messages(ui, model, state, &mut actions);
-    });
-    egui::CentralPanel::default().show(ui, |ui| {
-        ui.horizontal(|ui| {
-            ui.selectable_value(&mut state.tab, Tab::Channels, "Channels");
-            ui.selectable_value(&mut state.tab, Tab::Targets, "Avatar targets");
-            ui.selectable_value(&mut state.tab, Tab::Help, "Hotkeys");
+    // The window is cleared to the panels' fill colour, so the panels draw no fill of their
+    // own: on a software rasteriser each fill is a blended pass over the whole window.
+    egui::Panel::top("status")
+        .frame(egui::Frame::side_top_panel(ui.style()).fill(Color32::TRANSPARENT))
+        .show(ui, |ui| {
+            status(ui, model);
+            if let Some(view) = &model.connect {
+                connect::section(ui, view);
+            }
+            lipsync::section(
+                ui,
+                &model.telemetry,
+                model.profile.is_some(),
+                model.now,
+                &mut actions,
+            );
+            api::section(ui, &model.plugins, &mut actions);
+            expressions::section(ui, &model.expressions, &mut actions);
             ui.separator();
-            ui.label("Filter:");
-            ui.add(egui::TextEdit::singleline(&mut state.filter).desired_width(120.0));
-            ui.checkbox(&mut state.active_only, "moving only");
+            controls(ui, model, state, &mut actions);
+            routine(ui, model, state, &mut actions);
+            messages(ui, model, state, &mut actions);
         });
-        ui.separator();
-        match state.tab {
-            Tab::Channels => channels(ui, model, state),
-            Tab::Targets => targets(ui, model, state),
-            Tab::Help => help(ui, model),
-        }
-    });
+    egui::CentralPanel::default()
+        .frame(egui::Frame::central_panel(ui.style()).fill(Color32::TRANSPARENT))
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.selectable_value(&mut state.tab, Tab::Channels, "Channels");
+                ui.selectable_value(&mut state.tab, Tab::Targets, "Avatar targets");
+                ui.selectable_value(&mut state.tab, Tab::Help, "Hotkeys");
+                ui.separator();
+                ui.label("Filter:");
+                ui.add(egui::TextEdit::singleline(&mut state.filter).desired_width(120.0));
+                ui.checkbox(&mut state.active_only, "moving only");
+            });
+            ui.separator();
+            match state.tab {
+                Tab::Channels => channels(ui, model, state),
+                Tab::Targets => targets(ui, model, state),
+                Tab::Help => help(ui, model),
+            }
+        });
     actions
 }
 
