@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""CPU time per frame of the stage window, measured on the whole facewire process.
+"""CPU time per frame of the stage, headless and in a window, measured on the whole process.
 
-Runs `facewire run` under a private Xvfb display (so on Mesa's llvmpipe where there is no GPU),
-replaying a generated Live Link Face take in which all 52 channels and the head move, for each
-morph path with and without the control panel, and prints a Markdown table: frames drawn,
-frame rate, process CPU time (user + system, all threads: replay, calibration, rendering, the
-panel) and CPU time per frame.
+Runs `facewire run --headless` (1280x720, unthrottled) and `facewire run` in a 1280x720 window
+under a private Xvfb display (so on Mesa's llvmpipe where there is no GPU), with and without the
+control panel, replaying a generated Live Link Face take in which all 52 channels and the head
+move, for each morph path, and prints a Markdown table: frames drawn, frame rate, process CPU
+time (user + system, all threads: replay, calibration, rendering, the panel) and CPU time per
+frame; then the control panel's CPU per refresh.
 
     cargo build --release
-    python3 benches/stage_cpu.py [--seconds 20] [--bin target/release/facewire]
+    python3 benches/stage_cpu.py [--seconds 20] [--bin target/release/facewire] [--morph cpu]
 
-Needs Xvfb. The stage runs at its default cap of 60 frames per second.
+Needs Xvfb. The window runs at its default cap of 60 frames per second.
 """
 
 import argparse
+import json
 import math
 import os
 import re
@@ -90,11 +92,33 @@ def run(binary: str, csv: str, seconds: float, morph: str, panel: bool, display:
     return frames, cpu, p50, p99
 
 
+def headless(binary: str, csv: str, seconds: float, morph: str, size: str = "1280x720"):
+    """Runs `facewire run --headless` unthrottled (`--fps-cap 0`) for `seconds` and returns its
+    frames and the process's CPU seconds."""
+    args = [binary, "run", "--headless", "--replay", csv, "--exit-after", str(seconds),
+            "--morph", morph, "--size", size, "--fps-cap", "0"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(args, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        sys.exit(f"facewire failed:\n{out.stderr}")
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return report["frames_drawn"], cpu
+
+
+def panel_refreshes(log: str):
+    """The control panel's refreshes and their p50 wall time in microseconds, from the log."""
+    m = re.search(r"control panel closed refreshes=(\d+) draw_p50_us=(\d+)", log)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--bin", default="target/release/facewire")
     parser.add_argument("--display", default=":93")
+    parser.add_argument("--morph", nargs="+", default=["cpu", "gpu"], choices=["cpu", "gpu"])
     opts = parser.parse_args()
     if not shutil.which("Xvfb"):
         sys.exit("Xvfb is needed (apt-get install xvfb)")
@@ -103,21 +127,46 @@ def main() -> None:
         with open(csv, "w") as f:
             f.write(take(opts.seconds + 5))
         xvfb = start_xvfb(opts.display)
+        panels = []
         try:
-            print("| morph path | panel | frames | fps | process CPU (s) | CPU per frame (ms) | stage draw p50 / p99 (ms) |")
+            print("| run | morph path | frames | fps | process CPU (s) | CPU per frame (ms) | stage draw p50 / p99 (ms) |")
             print("|---|---|---|---|---|---|---|")
-            for morph in ("cpu", "gpu"):
+            for morph in opts.morph:
+                frames, cpu = headless(opts.bin, csv, opts.seconds, morph)
+                print(
+                    f"| headless 1280x720, unthrottled | {morph} | {frames} | {frames / opts.seconds:.1f} | "
+                    f"{cpu:.2f} | {1000 * cpu / max(frames, 1):.2f} | |",
+                    flush=True,
+                )
+                closed = None
                 for panel in (False, True):
-                    frames, cpu, p50, p99 = run(opts.bin, csv, opts.seconds, morph, panel, opts.display)
+                    logs = []
+                    frames, cpu, p50, p99 = run(
+                        opts.bin, csv, opts.seconds, morph, panel, opts.display, logs=logs
+                    )
                     print(
-                        f"| {morph} | {'open' if panel else 'closed'} | {frames} | "
+                        f"| window 1280x720, panel {'open' if panel else 'closed'} | {morph} | {frames} | "
                         f"{frames / opts.seconds:.1f} | {cpu:.2f} | {1000 * cpu / max(frames, 1):.2f} | "
                         f"{p50 / 1000:.2f} / {p99 / 1000:.2f} |",
                         flush=True,
                     )
+                    if not panel:
+                        closed = (frames, cpu)
+                    else:
+                        refreshes, panel_p50 = panel_refreshes(logs[-1])
+                        # The stage's own CPU per frame comes from the run without the panel.
+                        stage_cpu = frames * closed[1] / max(closed[0], 1)
+                        panels.append((morph, refreshes, (cpu - stage_cpu) / max(refreshes, 1), panel_p50))
         finally:
             xvfb.terminate()
             xvfb.wait()
+    print()
+    for morph, refreshes, per, p50 in panels:
+        print(
+            f"- {morph}: the panel refreshed {refreshes} times, about {1000 * per:.1f} ms of CPU "
+            f"each (the open run's CPU less its frames at the closed run's cost per frame); "
+            f"wall time per refresh p50 {p50 / 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -292,6 +292,10 @@ pub struct DrawStats {
     last_start: Option<Instant>,
     /// Frames drawn.
     pub frames: u64,
+    /// Wall time of each control panel refresh (building, painting and swapping it).
+    pub panel_time: Window,
+    /// Control panel refreshes.
+    pub panel_frames: u64,
 }
 
 impl Default for DrawStats {
@@ -302,6 +306,8 @@ impl Default for DrawStats {
             interval: Window::new(Self::CAPACITY),
             last_start: None,
             frames: 0,
+            panel_time: Window::new(Self::CAPACITY),
+            panel_frames: 0,
         }
     }
 }
@@ -322,6 +328,12 @@ impl DrawStats {
                 .push(start.saturating_duration_since(received));
         }
         self.frames += 1;
+    }
+
+    /// Records a control panel refresh that took `took`.
+    pub fn record_panel(&mut self, took: Duration) {
+        self.panel_time.push(took);
+        self.panel_frames += 1;
     }
 
     /// Forgets the interval since the last draw (after the stage slept on purpose, so a still

@@ -163,6 +163,14 @@ pub fn run_stage(
             "stage closed"
         );
     }
+    if let Some([p50, p99]) = stats.panel_time.percentiles([50.0, 99.0]) {
+        tracing::info!(
+            refreshes = stats.panel_frames,
+            draw_p50_us = p50.as_micros() as u64,
+            draw_p99_us = p99.as_micros() as u64,
+            "control panel closed"
+        );
+    }
     // Dropping the application ends the input (the controls own it) and a routine waiting for
     // frames.
     let error = app.take_error();

@@ -391,6 +391,7 @@ impl StageApp {
             |ui| actions.extend(crate::panel::show(ui, &model, state)),
             capture,
         );
+        self.stats.record_panel(now.elapsed());
         let image = match result {
             Ok((wanted, image)) => {
                 if let Some(delay) = wanted {
