@@ -159,8 +159,9 @@ pub const FACECAP_ORDER: [Channel; COUNT] = {
 const KEY_CAP: usize = 32;
 
 /// Normalises a name into `buf`: ASCII lowercase, `_L`/`_R` (or `.L`/`.R`) suffixes expanded to
-/// `left`/`right`, separators dropped. Returns `None` when the name cannot be one of ours.
-fn normalise(name: &str, buf: &mut [u8; KEY_CAP]) -> Option<usize> {
+/// `left`/`right`, separators dropped. Returns its length and its [`name_hash`] slot, or `None`
+/// when the name cannot be one of ours.
+fn normalise(name: &str, buf: &mut [u8; KEY_CAP]) -> Option<(usize, usize)> {
     let bytes = name.trim().as_bytes();
     let (stem, side): (&[u8], &[u8]) = match bytes {
         [rest @ .., b'_' | b'.', b'l' | b'L'] => (rest, b"left"),
@@ -168,20 +169,22 @@ fn normalise(name: &str, buf: &mut [u8; KEY_CAP]) -> Option<usize> {
         _ => (bytes, b""),
     };
     let mut len = 0;
-    for &b in stem.iter().chain(side) {
-        match b {
-            b'_' | b'-' | b' ' | b'.' => continue,
-            b if b.is_ascii_alphanumeric() => {
-                if len == KEY_CAP {
-                    return None;
-                }
-                buf[len] = b.to_ascii_lowercase();
-                len += 1;
+    let mut hash = NameHash::new();
+    for part in [stem, side] {
+        for &b in part {
+            if matches!(b, b'_' | b'-' | b' ' | b'.') {
+                continue;
             }
-            _ => return None,
+            if !b.is_ascii_alphanumeric() {
+                return None;
+            }
+            let b = b.to_ascii_lowercase();
+            *buf.get_mut(len)? = b;
+            len += 1;
+            hash = hash.add(b);
         }
     }
-    Some(len)
+    Some((len, hash.slot()))
 }
 
 impl Channel {
@@ -212,9 +215,8 @@ impl Channel {
     /// any letter case, with `_`, `-` or `.` separators. Allocation-free; unknown names give `None`.
     pub fn parse(name: &str) -> Option<Channel> {
         let mut buf = [0u8; KEY_CAP];
-        let len = normalise(name, &mut buf)?;
-        let key = &buf[..len];
-        let mut slot = name_hash(key);
+        let (len, mut slot) = normalise(name, &mut buf)?;
+        let key = buf.get(..len)?;
         // The table has empty slots, so the probe ends at one; the bound is only a guard.
         for _ in 0..NAME_SLOTS {
             // An empty slot holds an index past the channels: not a name of ours.
@@ -249,16 +251,33 @@ const NAME_SLOTS: usize = 256;
 /// Marks an empty slot of [`NAME_TABLE`].
 const NO_NAME: u8 = u8::MAX;
 
+/// FNV-1a over bytes, folded to a slot of [`NAME_TABLE`].
+#[derive(Clone, Copy)]
+struct NameHash(u32);
+
+impl NameHash {
+    const fn new() -> NameHash {
+        NameHash(0x811c_9dc5)
+    }
+
+    const fn add(self, byte: u8) -> NameHash {
+        NameHash((self.0 ^ byte as u32).wrapping_mul(0x0100_0193))
+    }
+
+    const fn slot(self) -> usize {
+        (self.0 ^ (self.0 >> 16)) as usize & (NAME_SLOTS - 1)
+    }
+}
+
 /// FNV-1a of `key`'s ASCII-lowercased bytes, folded to a slot of [`NAME_TABLE`].
 const fn name_hash(key: &[u8]) -> usize {
-    let mut hash: u32 = 0x811c_9dc5;
+    let mut hash = NameHash::new();
     let mut i = 0;
     while i < key.len() {
-        hash ^= key[i].to_ascii_lowercase() as u32;
-        hash = hash.wrapping_mul(0x0100_0193);
+        hash = hash.add(key[i].to_ascii_lowercase());
         i += 1;
     }
-    (hash ^ (hash >> 16)) as usize & (NAME_SLOTS - 1)
+    hash.slot()
 }
 
 /// The channels' canonical names in an open-addressing hash table (linear probing), built at

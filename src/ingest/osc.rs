@@ -189,10 +189,35 @@ pub(crate) fn read_plain<'a>(
     if datagram.is_empty() {
         return Err(NotPlain);
     }
-    // Check the whole datagram first: a malformed datagram must apply none of its messages.
-    plain_packet(datagram, 0, true, &mut |_| {})?;
-    plain_packet(datagram, 0, true, &mut on_message)
+    // Check the whole datagram first: a malformed datagram must apply none of its messages. The
+    // checking pass keeps the first KEPT messages it reads, so that a datagram of no more than
+    // that is read once; a longer one is read again.
+    let none = Message {
+        addr: "",
+        args: Args::Plain {
+            tags: &[],
+            data: &[],
+        },
+    };
+    let mut kept = [none; KEPT];
+    let mut count = 0;
+    plain_packet(datagram, 0, true, &mut |message| {
+        if let Some(slot) = kept.get_mut(count) {
+            *slot = message;
+        }
+        count += 1;
+    })?;
+    match kept.get(..count) {
+        Some(messages) => {
+            messages.iter().for_each(|message| on_message(*message));
+            Ok(())
+        }
+        None => plain_packet(datagram, 0, true, &mut on_message),
+    }
 }
+
+/// How many messages [`read_plain`] keeps from its checking pass (a VMC frame has 54 to 60).
+const KEPT: usize = 64;
 
 /// Reads one packet (a bundle, or a message ending exactly at the end of `bytes` when `whole`).
 /// `bytes` starts on a 4-byte boundary of the datagram.
@@ -293,8 +318,20 @@ fn read_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
 /// The bytes of an OSC string at the start of `bytes`, unchecked, and the bytes after its
 /// padding.
 fn skip_string(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-    let len = bytes.iter().position(|&b| b == 0)?;
-    Some((&bytes[..len], bytes.get((len + 4) & !3..)?))
+    // The string and its padding fill whole 4-byte words, so the NUL is in the first word that
+    // has a zero byte, and that word is whole.
+    let mut start = 0;
+    let mut words = bytes.chunks_exact(4);
+    for word in &mut words {
+        let w = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        if w.wrapping_sub(0x0101_0101) & !w & 0x8080_8080 != 0 {
+            let len = start + word.iter().position(|&b| b == 0)?;
+            let (text, rest) = bytes.split_at_checked(start + 4)?;
+            return Some((text.get(..len)?, rest));
+        }
+        start += 4;
+    }
+    None
 }
 
 /// What a protocol parser made of one message.
