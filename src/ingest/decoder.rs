@@ -13,10 +13,11 @@ use tracing::{debug, trace, warn};
 
 use super::axes::{self, BadRotation};
 use super::facecap::{self, FaceCapMessage};
+use super::names::NameCache;
 use super::osc::{self, Message, Parsed};
 use super::stats::{RateLimiter, Stats};
 use super::vmc::{self, Bone, VmcMessage};
-use crate::arkit::{Channel, ChannelMask, FaceFrame, Protocol, TrackingFlag};
+use crate::arkit::{ChannelMask, FaceFrame, Protocol, TrackingFlag};
 
 /// Largest datagram decoded (64 KiB); larger ones are counted as oversized and dropped. A UDP
 /// payload cannot exceed this, so only direct callers of [`Decoder::decode`] can hit it.
@@ -104,6 +105,8 @@ struct Sender {
     pending: FaceFrame,
     /// The tracking flag from the latest `/VMC/Ext/OK`; it persists across frames.
     tracking: TrackingFlag,
+    /// The channels of its blendshape names, by position in its frame.
+    names: NameCache,
 }
 
 /// One rate limiter per kind of problem, so one noisy kind cannot hide another.
@@ -415,6 +418,7 @@ impl Decoder {
                 announced: None,
                 pending: FaceFrame::empty(Protocol::Vmc, walk.from, walk.received),
                 tracking: TrackingFlag::Unknown,
+                names: NameCache::default(),
             };
             if self.senders.len() < MAX_SENDERS {
                 self.senders.push(fresh);
@@ -440,7 +444,7 @@ impl Decoder {
     /// Applies one VMC message to the sender's accumulation state.
     fn apply_vmc(&mut self, slot: usize, message: VmcMessage<'_>, walk: &mut Walk<'_>) {
         match message {
-            VmcMessage::BlendVal { name, value } => match Channel::parse(name) {
+            VmcMessage::BlendVal { name, value } => match self.senders[slot].names.channel(name) {
                 Some(channel) if value.is_finite() => {
                     self.senders[slot].pending.set(channel, value);
                 }
@@ -449,6 +453,7 @@ impl Decoder {
             },
             VmcMessage::BlendApply => {
                 let sender = &mut self.senders[slot];
+                sender.names.next_frame();
                 let frame = &mut sender.pending;
                 frame.received = walk.received;
                 frame.from = walk.from;
@@ -557,6 +562,7 @@ fn frame_of<'a>(walk: &'a mut Walk<'_>) -> &'a mut FaceFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arkit::Channel;
     use glam::{Quat, Vec3};
     use rosc::{OscBundle, OscMessage, OscTime, OscType};
 

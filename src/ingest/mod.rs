@@ -33,6 +33,7 @@ pub mod handshake;
 mod holder;
 pub mod ifacialmocap;
 pub mod livelink;
+mod names;
 mod osc;
 mod phone;
 mod report;
