@@ -894,7 +894,7 @@ mod tests {
             targets: names
                 .iter()
                 .map(|_| MorphTarget {
-                    positions: moved.clone(),
+                    positions: moved.clone().into(),
                     ..MorphTarget::default()
                 })
                 .collect(),

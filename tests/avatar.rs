@@ -22,9 +22,9 @@ fn close(a: Vec3, b: Vec3) -> bool {
 }
 
 /// The largest |delta| component of a target's position deltas.
-fn max_abs(deltas: &[Vec3]) -> f32 {
+fn max_abs<'a>(deltas: impl IntoIterator<Item = &'a Vec3>) -> f32 {
     deltas
-        .iter()
+        .into_iter()
         .map(|d| d.abs().max_element())
         .fold(0.0, f32::max)
 }
@@ -73,7 +73,8 @@ fn simple_morph_has_its_known_deltas_and_blends() {
         .unwrap();
     assert_eq!(positions[2], Vec3::new(0.5, 1.5, 0.0));
     assert_eq!(&positions[..2], &prim.positions[..2]);
-    let deltas: Vec<&[Vec3]> = prim.targets.iter().map(|t| &t.positions[..]).collect();
+    let dense: Vec<Vec<Vec3>> = prim.targets.iter().map(|t| t.positions.to_vec()).collect();
+    let deltas: Vec<&[Vec3]> = dense.iter().map(Vec::as_slice).collect();
     let mut reference = vec![Vec3::ZERO; 3];
     blend_reference(
         &prim.positions,

@@ -867,13 +867,13 @@ const VRM_FIXTURES: [&Expected; 10] = [
 ];
 
 /// The values a table row reads from a loaded avatar.
-fn values(avatar: &Avatar, mesh: usize, prim: usize, target: usize, attr: Attr) -> &[Vec3] {
+fn values(avatar: &Avatar, mesh: usize, prim: usize, target: usize, attr: Attr) -> Vec<Vec3> {
     let p = &avatar.meshes[mesh].primitives[prim];
     match attr {
-        Base => &p.positions,
-        Position => &p.targets[target].positions,
-        Normal => &p.targets[target].normals,
-        Tangent => &p.targets[target].tangents,
+        Base => p.positions.clone(),
+        Position => p.targets[target].positions.to_vec(),
+        Normal => p.targets[target].normals.to_vec(),
+        Tangent => p.targets[target].tangents.to_vec(),
     }
 }
 
@@ -1363,9 +1363,13 @@ fn quantized_attributes_decode_by_the_extension_tables() {
             assert!((*g - *e).abs().max_element() <= 1e-6 * e.abs().max_element().max(1.0));
         }
         let target = &prim.targets[0];
-        assert_close_vec3(&target.positions, &expected_vec3(layouts[3]), &what);
-        assert_close_vec3(&target.normals, &expected_vec3(layouts[4]), &what);
-        assert_close_vec3(&target.tangents, &expected_vec3(layouts[5]), &what);
+        assert_close_vec3(
+            &target.positions.to_vec(),
+            &expected_vec3(layouts[3]),
+            &what,
+        );
+        assert_close_vec3(&target.normals.to_vec(), &expected_vec3(layouts[4]), &what);
+        assert_close_vec3(&target.tangents.to_vec(), &expected_vec3(layouts[5]), &what);
     }
     // The signed minimum clamps to -1: -128 / 127 and -32768 / 32767 both decode to exactly -1.
     let avatar = avatar::load_slice(
@@ -1733,12 +1737,12 @@ fn meshopt_compressed_views_decode_within_each_filters_precision() {
             );
         }
         let target = &prim.targets[0];
-        let delta_error = worst(&target.positions, &g.deltas);
+        let delta_error = worst(&target.positions.to_vec(), &g.deltas);
         assert!(
             delta_error <= 0.5 / 32767.0 + 1e-7,
             "{what}: deltas off by {delta_error}"
         );
-        let normal_delta_error = worst(&target.normals, &g.delta_normals);
+        let normal_delta_error = worst(&target.normals.to_vec(), &g.delta_normals);
         assert!(
             normal_delta_error <= 0.5 / 127.0 + 1e-6,
             "{what}: {normal_delta_error}"

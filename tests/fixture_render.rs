@@ -110,7 +110,7 @@ fn moving_region(
                     || t.normals.get(v).is_some_and(|d| d.length() > 1e-4)
             };
             let rest = world_positions(avatar, node, prim, &world, None);
-            let moved = world_positions(avatar, node, prim, &world, Some(&t.positions));
+            let moved = world_positions(avatar, node, prim, &world, Some(&t.positions.to_vec()));
             for tri in prim.indices.chunks_exact(3) {
                 if !tri.iter().any(|&v| moves(v as usize)) {
                     continue;

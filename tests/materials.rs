@@ -423,7 +423,7 @@ fn bending_a_joint_moves_the_skinned_strip_on_both_paths_after_morphing() {
     let mut morphed = vec![Vec3::ZERO; prim.positions.len()];
     blend_reference(
         &prim.positions,
-        &[&prim.targets[0].positions],
+        &[&prim.targets[0].positions.to_vec()],
         &[1.0],
         &mut morphed,
     );

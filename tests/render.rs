@@ -123,7 +123,7 @@ fn local_target(
         })
         .collect();
     MorphTarget {
-        positions: deltas,
+        positions: deltas.into(),
         normals,
         ..MorphTarget::default()
     }
@@ -748,8 +748,8 @@ fn hostile_avatar_data_is_skipped_not_fatal() {
     bad.normals.truncate(3);
     bad.uvs.truncate(5);
     bad.targets = vec![MorphTarget {
-        positions: vec![Vec3::Y * 0.1; 7],
-        normals: vec![Vec3::X; 2],
+        positions: vec![Vec3::Y * 0.1; 7].into(),
+        normals: vec![Vec3::X; 2].into(),
         ..MorphTarget::default()
     }];
     bad.material = Some(42);

@@ -6,7 +6,7 @@
 //! unit length, and the vertex or fragment shader renormalises anyway, so doing it on the CPU
 //! would be wasted work every frame.
 
-use super::Primitive;
+use super::{Deltas, Primitive};
 use glam::{Mat4, Vec3, Vec4};
 
 /// Weights with a magnitude below this are treated as zero and their targets skipped.
@@ -141,6 +141,53 @@ impl SparseTarget {
     }
 }
 
+/// The vertices below `n` that `positions` or `normals` moves (a delta other than zero), merged
+/// from the two sparse lists; entries past `n` are ignored and a missing delta counts as zero.
+fn sparse_target(positions: &Deltas, normals: &Deltas, n: usize) -> SparseTarget {
+    let (mut p, mut q) = (positions.entries().peekable(), normals.entries().peekable());
+    let mut sparse = SparseTarget::default();
+    loop {
+        let (j, dp, dn) = match (p.peek().copied(), q.peek().copied()) {
+            (None, None) => break,
+            (Some((i, d)), None) => {
+                p.next();
+                (i, d, Vec3::ZERO)
+            }
+            (None, Some((i, d))) => {
+                q.next();
+                (i, Vec3::ZERO, d)
+            }
+            (Some((i, dp)), Some((k, dn))) => match i.cmp(&k) {
+                std::cmp::Ordering::Less => {
+                    p.next();
+                    (i, dp, Vec3::ZERO)
+                }
+                std::cmp::Ordering::Greater => {
+                    q.next();
+                    (k, Vec3::ZERO, dn)
+                }
+                std::cmp::Ordering::Equal => {
+                    p.next();
+                    q.next();
+                    (i, dp, dn)
+                }
+            },
+        };
+        if j as usize >= n {
+            break;
+        }
+        if dp != Vec3::ZERO || dn != Vec3::ZERO {
+            sparse.indices.push(j);
+            sparse.pos.push(dp);
+            sparse.nrm.push(dn);
+        }
+    }
+    sparse.indices.shrink_to_fit();
+    sparse.pos.shrink_to_fit();
+    sparse.nrm.shrink_to_fit();
+    sparse
+}
+
 /// Evaluates one primitive's morph targets on the CPU every frame.
 ///
 /// Built once per primitive: it copies the base positions and normals and stores the targets
@@ -176,22 +223,7 @@ impl CpuBlender {
         let targets = prim
             .targets
             .iter()
-            .map(|target| {
-                let mut sparse = SparseTarget::default();
-                for j in 0..n {
-                    let dp = target.positions.get(j).copied().unwrap_or(Vec3::ZERO);
-                    let dn = target.normals.get(j).copied().unwrap_or(Vec3::ZERO);
-                    if dp != Vec3::ZERO || dn != Vec3::ZERO {
-                        // `n` came from a `Vec` of 12-byte elements, but indices are u32 on the
-                        // GPU side; the loader guarantees vertex counts fit.
-                        let Ok(index) = u32::try_from(j) else { break };
-                        sparse.indices.push(index);
-                        sparse.pos.push(dp);
-                        sparse.nrm.push(dn);
-                    }
-                }
-                sparse
-            })
+            .map(|target| sparse_target(&target.positions, &target.normals, n))
             .collect();
         CpuBlender {
             base_positions: prim.positions.clone(),
@@ -331,8 +363,8 @@ mod tests {
 
     fn target(positions: Vec<Vec3>, normals: Vec<Vec3>) -> MorphTarget {
         MorphTarget {
-            positions,
-            normals,
+            positions: positions.into(),
+            normals: normals.into(),
             ..MorphTarget::default()
         }
     }
@@ -388,7 +420,8 @@ mod tests {
             assert_eq!(no, vec![Vec3::ZERO; 2]);
         }
         let mut reference = vec![Vec3::NAN; 2];
-        let deltas: Vec<&[Vec3]> = p.targets.iter().map(|t| &t.positions[..]).collect();
+        let dense: Vec<Vec<Vec3>> = p.targets.iter().map(|t| t.positions.to_vec()).collect();
+        let deltas: Vec<&[Vec3]> = dense.iter().map(Vec::as_slice).collect();
         blend_reference(&base, &deltas, &[0.0, 0.0], &mut reference);
         assert_eq!(reference, base);
     }
@@ -445,7 +478,8 @@ mod tests {
         let expected = Vec3::new(1.0, 0.1, 0.1);
 
         let mut reference = [Vec3::ZERO];
-        let deltas: Vec<&[Vec3]> = p.targets.iter().map(|t| &t.positions[..]).collect();
+        let dense: Vec<Vec<Vec3>> = p.targets.iter().map(|t| t.positions.to_vec()).collect();
+        let deltas: Vec<&[Vec3]> = dense.iter().map(Vec::as_slice).collect();
         blend_reference(&p.positions, &deltas, &weights, &mut reference);
         assert!(
             (reference[0] - expected).abs().max_element() < 1e-6,
@@ -544,8 +578,8 @@ mod tests {
                     prop::collection::vec(sparse_v3(), vertices),
                 )
                     .prop_map(|(positions, normals)| MorphTarget {
-                        positions,
-                        normals,
+                        positions: positions.into(),
+                        normals: normals.into(),
                         ..MorphTarget::default()
                     })
             };
@@ -572,8 +606,10 @@ mod tests {
                 .map(|&w| if w.is_finite() && w.abs() >= WEIGHT_EPSILON { w } else { 0.0 })
                 .collect();
             let n = p.positions.len();
-            let pos_deltas: Vec<&[Vec3]> = p.targets.iter().map(|t| &t.positions[..]).collect();
-            let nrm_deltas: Vec<&[Vec3]> = p.targets.iter().map(|t| &t.normals[..]).collect();
+            let pos_dense: Vec<Vec<Vec3>> = p.targets.iter().map(|t| t.positions.to_vec()).collect();
+            let nrm_dense: Vec<Vec<Vec3>> = p.targets.iter().map(|t| t.normals.to_vec()).collect();
+            let pos_deltas: Vec<&[Vec3]> = pos_dense.iter().map(Vec::as_slice).collect();
+            let nrm_deltas: Vec<&[Vec3]> = nrm_dense.iter().map(Vec::as_slice).collect();
             let mut want_pos = vec![Vec3::ZERO; n];
             let mut want_nrm = vec![Vec3::ZERO; n];
             blend_reference(&p.positions, &pos_deltas, &honoured, &mut want_pos);

@@ -1,11 +1,12 @@
 //! Avatar models in CPU memory: glTF 2.0 / GLB loading, the node hierarchy and the CPU reference
 //! blend. No GL here; `render` uploads what this module loads.
 //!
-//! Morph targets are stored target-major and dense (one delta per vertex per target), exactly as
-//! glTF defines them; the CPU blend in [`blend`] builds its own sparse view for speed.
+//! Morph targets are stored target-major and sparse: each target keeps only the vertices it
+//! moves ([`Deltas`]), and reads as one delta per vertex as glTF defines them.
 
 pub mod blend;
 pub mod bust;
+mod deltas;
 pub mod humanoid;
 mod load;
 pub mod lookat;
@@ -17,6 +18,7 @@ pub mod spring;
 pub mod vrm;
 
 pub use bust::Bust;
+pub use deltas::Deltas;
 pub use humanoid::{Bone, Humanoid, Side};
 pub use load::{load, load_slice, AvatarError};
 pub use material_binds::MaterialOverride;
@@ -123,7 +125,7 @@ pub struct Primitive {
     pub indices: Vec<u32>,
     /// The material index, if any.
     pub material: Option<usize>,
-    /// Morph targets, one per mesh target, each with one delta per vertex.
+    /// Morph targets, one per mesh target, each with one delta per vertex (stored sparsely).
     pub targets: Vec<MorphTarget>,
     /// Skin joints (`JOINTS_0`), four per vertex, as indices into the skin's
     /// [`Skin::joints`]; empty when the primitive is not skinned.
@@ -137,15 +139,17 @@ pub struct Primitive {
     pub colors: Vec<Vec4>,
 }
 
-/// One morph target of one primitive: offsets from the base, never absolute positions.
+/// One morph target of one primitive: offsets from the base, never absolute positions. Each
+/// attribute stores only the vertices it moves (see [`Deltas`]); build one from dense lists with
+/// `Vec::into`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MorphTarget {
     /// Position deltas, one per vertex.
-    pub positions: Vec<Vec3>,
+    pub positions: Deltas,
     /// Normal deltas, one per vertex, or empty when the target has none.
-    pub normals: Vec<Vec3>,
+    pub normals: Deltas,
     /// Tangent deltas (xyz of `TANGENT`), one per vertex, or empty when the target has none.
-    pub tangents: Vec<Vec3>,
+    pub tangents: Deltas,
 }
 
 /// The parts of a glTF material facewire draws.
@@ -473,9 +477,9 @@ impl Avatar {
                     low.resize(n, Vec3::ZERO);
                     high.resize(n, Vec3::ZERO);
                     for target in prim.targets.iter().filter(|t| t.positions.len() == n) {
-                        for (v, d) in target.positions.iter().enumerate() {
-                            low[v] += d.min(Vec3::ZERO);
-                            high[v] += d.max(Vec3::ZERO);
+                        for (v, d) in target.positions.entries() {
+                            low[v as usize] += d.min(Vec3::ZERO);
+                            high[v as usize] += d.max(Vec3::ZERO);
                         }
                     }
                 }

@@ -227,12 +227,12 @@ pub(super) fn upload_deltas(
                 "morph target size does not match the vertices; missing deltas count as zero"
             );
         }
-        for v in 0..count {
-            let p = target.positions.get(v).copied().unwrap_or(Vec3::ZERO);
-            let n = target.normals.get(v).copied().unwrap_or(Vec3::ZERO);
-            let at = (t * count + v) * 8;
-            data[at..at + 3].copy_from_slice(&p.to_array());
-            data[at + 4..at + 7].copy_from_slice(&n.to_array());
+        // Only the vertices the target moves are stored; every other texel stays zero.
+        for (offset, deltas) in [(0, &target.positions), (4, &target.normals)] {
+            for (v, d) in deltas.entries().filter(|&(v, _)| (v as usize) < count) {
+                let at = (t * count + v as usize) * 8 + offset;
+                data[at..at + 3].copy_from_slice(&d.to_array());
+            }
         }
     }
     let buffer = Buffer::new(gl)?;

@@ -364,8 +364,8 @@ mod tests {
     /// nodes, with a second, blended MToon quad with an outline.
     fn quad_avatar() -> Avatar {
         let target = |d: Vec3| crate::avatar::MorphTarget {
-            positions: vec![d, Vec3::ZERO, d, Vec3::ZERO],
-            normals: vec![Vec3::X * 0.1; 4],
+            positions: vec![d, Vec3::ZERO, d, Vec3::ZERO].into(),
+            normals: vec![Vec3::X * 0.1; 4].into(),
             ..Default::default()
         };
         Avatar {

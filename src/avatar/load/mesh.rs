@@ -3,7 +3,7 @@
 
 use super::accessor::{self, Kind};
 use super::{finite_weights, label, AvatarError, Loader};
-use crate::avatar::{Mesh, MorphTarget, Primitive};
+use crate::avatar::{Deltas, Mesh, MorphTarget, Primitive};
 use glam::{Vec2, Vec3, Vec4};
 use gltf::mesh::{Mode, Semantic};
 
@@ -78,7 +78,7 @@ impl Loader<'_> {
         })
     }
 
-    /// One triangle primitive with dense morph targets; `loaded` is its (mesh, position among
+    /// One triangle primitive with its morph targets (kept sparse); `loaded` is its (mesh, position among
     /// the mesh's loaded primitives).
     fn primitive(
         &mut self,
@@ -273,11 +273,11 @@ impl Loader<'_> {
                             "target {t}: non-finite position delta at vertex {v}"
                         )));
                     }
-                    deltas
+                    Deltas::from_dense(&deltas)
                 }
                 None => {
                     self.spend(vertex_count)?;
-                    vec![Vec3::ZERO; vertex_count]
+                    Deltas::from_entries(vertex_count, [])
                 }
             };
             // Normal deltas only mean something relative to base normals; without them the
@@ -291,9 +291,9 @@ impl Loader<'_> {
                             "target {t}: non-finite normal delta at vertex {v}"
                         )));
                     }
-                    deltas
+                    Deltas::from_dense(&deltas)
                 }
-                _ => Vec::new(),
+                _ => Deltas::new(),
             };
             let target_tangents = match target.tangents() {
                 Some(accessor) => {
@@ -304,9 +304,9 @@ impl Loader<'_> {
                             "target {t}: non-finite tangent delta at vertex {v}"
                         )));
                     }
-                    deltas
+                    Deltas::from_dense(&deltas)
                 }
-                None => Vec::new(),
+                None => Deltas::new(),
             };
             targets.push(MorphTarget {
                 positions: target_positions,
@@ -400,7 +400,7 @@ fn flat_shade(primitive: &mut Primitive) {
             normal_deltas.extend([delta; 3]);
         }
         target.positions = corners.iter().map(|&i| deltas[i]).collect();
-        target.normals = normal_deltas;
+        target.normals = normal_deltas.into();
         if !target.tangents.is_empty() {
             target.tangents = corners.iter().map(|&i| target.tangents[i]).collect();
         }
