@@ -1026,3 +1026,43 @@ fn overlay_is_placed_in_pixels_and_stays_premultiplied() {
         );
     }
 }
+
+/// The stage's avatar keeps no second copy of its texture pixels once the GL holds them, and it
+/// still draws textured (the skin is not the white a missing texture gives).
+#[test]
+fn the_scene_frees_texture_pixels_after_upload_and_still_draws_them() {
+    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::render::{DrawTarget, MorphMode};
+
+    let ctx = facewire::render::headless::HeadlessContext::with_samples(96, 96, 0).unwrap();
+    let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").unwrap();
+    let sizes: Vec<_> = avatar
+        .textures
+        .iter()
+        .map(|t| (t.width, t.height))
+        .collect();
+    assert!(avatar.textures.iter().all(|t| !t.rgba.is_empty()));
+    let mut scene = Scene::new(ctx.gl(), avatar, MorphMode::Cpu).unwrap();
+    let kept = &scene.avatar().textures;
+    assert!(kept.iter().all(|t| t.rgba.is_empty()), "pixels freed");
+    assert_eq!(
+        kept.iter().map(|t| (t.width, t.height)).collect::<Vec<_>>(),
+        sizes
+    );
+    ctx.bind();
+    scene.set_frame(None);
+    scene.draw(&DrawTarget {
+        width: 96,
+        height: 96,
+        clear_color: [0.0, 0.0, 0.0, 1.0],
+        alpha: false,
+    });
+    let image = ctx.read_rgba();
+    // The hair's texture is brown: somewhere in the frame red clearly exceeds blue.
+    let brown = image
+        .data
+        .chunks_exact(4)
+        .filter(|p| p[0] > 60 && u16::from(p[0]) > u16::from(p[2]) + 30)
+        .count();
+    assert!(brown > 50, "textured pixels: {brown}");
+}

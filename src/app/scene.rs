@@ -35,13 +35,15 @@ pub struct Scene {
 }
 
 impl Scene {
-    /// Uploads `avatar` to the current GL context.
+    /// Uploads `avatar` to the current GL context; the avatar it keeps has no texture pixels
+    /// (the GL holds them).
     pub fn new(
         gl: Rc<glow::Context>,
-        avatar: Avatar,
+        mut avatar: Avatar,
         morph: crate::config::MorphMode,
     ) -> Result<Scene, RenderError> {
         let renderer = Renderer::new(gl, &avatar, morph)?;
+        avatar.release_texture_pixels();
         let mapping = CompiledMapping::auto(&avatar);
         let rest = avatar.rest_pose();
         let bounds = avatar.bounds().unwrap_or(crate::avatar::Aabb {

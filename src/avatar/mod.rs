@@ -272,7 +272,7 @@ pub struct Texture {
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-    /// `width * height * 4` bytes.
+    /// `width * height * 4` bytes; empty once [`Avatar::release_texture_pixels`] freed them.
     pub rgba: Vec<u8>,
     /// How the texture is sampled: the glTF texture's sampler.
     pub sampler: Sampler,
@@ -357,6 +357,16 @@ impl Clone for Pose {
 }
 
 impl Avatar {
+    /// Frees the decoded pixels of every texture, keeping their sizes and samplers: for an
+    /// avatar whose textures the GL already holds, which would otherwise keep a second copy
+    /// (4 MB for the default head) for the whole run. An avatar without its pixels draws
+    /// white where they were if it is uploaded again.
+    pub fn release_texture_pixels(&mut self) {
+        for texture in &mut self.textures {
+            texture.rgba = Vec::new();
+        }
+    }
+
     /// The rest pose: every mesh at its default weights (overridden by node weights, as glTF
     /// says), every node unrotated.
     pub fn rest_pose(&self) -> Pose {
