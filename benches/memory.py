@@ -73,6 +73,10 @@ def split(binary: str, example: str, seconds: float) -> None:
     if out.returncode != 0:
         sys.exit(f"gl_context failed:\n{out.stderr}")
     context = json.loads(out.stdout)
+    out = subprocess.run([example, "--seconds", "2", "--draw"], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"gl_context --draw failed:\n{out.stderr}")
+    drawing = json.loads(out.stdout)
     with tempfile.TemporaryDirectory() as tmp:
         csv = os.path.join(tmp, "take.csv")
         with open(csv, "w") as f:
@@ -96,10 +100,14 @@ def split(binary: str, example: str, seconds: float) -> None:
     print(f"|---|---|---|---|")
     print(f"| GL context alone ({context['device']}, 1280x720) | {mb(context['rss_kb'])} | "
           f"{mb(context['rss_anon_kb'])} | {mb(context['rss_file_kb'])} |")
+    print(f"| GL context drawing one textured quad (its shader compiled) | {mb(drawing['rss_kb'])} | "
+          f"{mb(drawing['rss_anon_kb'])} | {mb(drawing['rss_file_kb'])} |")
     print(f"| `facewire run --headless`, default head, replay | {mb(total)} | {mb(anon)} | "
           f"{mb(file)} |")
-    print(f"| facewire's own share | {mb(total - context['rss_kb'])} | "
+    print(f"| facewire's own share, over the bare context | {mb(total - context['rss_kb'])} | "
           f"{mb(anon - context['rss_anon_kb'])} | {mb(file - context['rss_file_kb'])} |")
+    print(f"| facewire's own share, over the drawing context | {mb(total - drawing['rss_kb'])} | "
+          f"{mb(anon - drawing['rss_anon_kb'])} | {mb(file - drawing['rss_file_kb'])} |")
 
 
 def free_udp_port() -> int:

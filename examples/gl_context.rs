@@ -1,9 +1,11 @@
 //! The memory a GL context alone takes: an offscreen context made exactly as `facewire run
 //! --headless` makes its own (EGL on Mesa where there is no GPU), one frame cleared and read
-//! back, and nothing else. Prints the process's resident memory, to set beside a headless run's
+//! back, and nothing else. With `--draw`, the frame also draws one small textured quad (the
+//! stage's overlay), so the driver compiles a shader: what any program that draws pays for the
+//! driver's compiler. Prints the process's resident memory, to set beside a headless run's
 //! (`benches/memory.py` does both and the difference is facewire's own share).
 //!
-//!     cargo run --release --example gl_context -- [--size 1280x720] [--seconds 3]
+//!     cargo run --release --example gl_context -- [--size 1280x720] [--seconds 3] [--draw]
 
 use std::time::Duration;
 
@@ -21,7 +23,12 @@ fn resident() -> Option<(u64, u64, u64)> {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut width, mut height, mut seconds) = (1280u32, 720u32, 3.0f64);
+    let mut draw = false;
     while let Some(arg) = args.next() {
+        if arg == "--draw" {
+            draw = true;
+            continue;
+        }
         let value = args.next().unwrap_or_default();
         match arg.as_str() {
             "--size" => {
@@ -42,7 +49,7 @@ fn main() {
                 }
             },
             other => {
-                eprintln!("gl_context: unknown argument `{other}` (--size, --seconds)");
+                eprintln!("gl_context: unknown argument `{other}` (--size, --seconds, --draw)");
                 std::process::exit(2);
             }
         }
@@ -55,6 +62,21 @@ fn main() {
         }
     };
     ctx.bind();
+    if draw {
+        let mut overlay = match facewire::render::overlay::Overlay::new(ctx.gl()) {
+            Ok(overlay) => overlay,
+            Err(error) => {
+                eprintln!("gl_context: the overlay failed: {error}");
+                std::process::exit(1);
+            }
+        };
+        overlay.set_image(&facewire::image::RgbaImage::filled(
+            16,
+            16,
+            [255, 0, 0, 255],
+        ));
+        overlay.draw((width, height), 8, 8);
+    }
     let image = ctx.read_rgba();
     std::thread::sleep(Duration::from_secs_f64(seconds));
     match resident() {
