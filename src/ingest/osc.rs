@@ -126,6 +126,9 @@ pub(crate) enum Args<'a> {
         tags: &'a [u8],
         /// The argument bytes.
         data: &'a [u8],
+        /// The first argument when it is a string (a VMC name), as the checking pass read it,
+        /// and the argument bytes after it: reading it again would check its UTF-8 again.
+        first: Option<(&'a str, &'a [u8])>,
     },
 }
 
@@ -147,10 +150,22 @@ impl<'a> Args<'a> {
                 OscType::String(v) => Arg::Str(v),
                 _ => Arg::Other,
             }),
-            Args::Plain { tags, mut data } => {
+            Args::Plain {
+                tags,
+                mut data,
+                first,
+            } => {
                 let tag = *tags.get(index)?;
+                let mut skip = tags.get(..index)?;
+                if let Some((name, after)) = first {
+                    if index == 0 {
+                        return Some(Arg::Str(name));
+                    }
+                    data = after;
+                    skip = skip.get(1..)?;
+                }
                 // The arguments before it were checked when the message was read.
-                for &before in &tags[..index] {
+                for &before in skip {
                     data = skip_arg(before, data)?;
                 }
                 read_arg(tag, data).map(|(arg, _)| arg)
@@ -197,6 +212,7 @@ pub(crate) fn read_plain<'a>(
         args: Args::Plain {
             tags: &[],
             data: &[],
+            first: None,
         },
     };
     let mut kept = [none; KEPT];
@@ -271,13 +287,18 @@ fn plain_message(bytes: &[u8]) -> Option<(Message<'_>, &[u8])> {
         _ => return None,
     };
     let mut rest = data;
-    for &tag in tags {
-        rest = read_arg(tag, rest)?.1;
+    let mut first = None;
+    for (i, &tag) in tags.iter().enumerate() {
+        let (arg, after) = read_arg(tag, rest)?;
+        if let (0, Arg::Str(name)) = (i, arg) {
+            first = Some((name, after));
+        }
+        rest = after;
     }
     Some((
         Message {
             addr,
-            args: Args::Plain { tags, data },
+            args: Args::Plain { tags, data, first },
         },
         rest,
     ))
