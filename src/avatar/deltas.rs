@@ -94,11 +94,6 @@ impl Deltas {
         self.len == 0
     }
 
-    /// Number of stored (non-zero) deltas.
-    pub fn stored_len(&self) -> usize {
-        self.indices.len()
-    }
-
     /// The delta of vertex `v`, or `None` past [`Deltas::len`].
     pub fn get(&self, v: usize) -> Option<&Vec3> {
         if v >= self.len {
@@ -154,11 +149,6 @@ impl Deltas {
         &self.indices
     }
 
-    /// The stored deltas, parallel to [`Deltas::indices`].
-    pub fn values(&self) -> &[Vec3] {
-        &self.values
-    }
-
     /// Every vertex's delta in order, zeros included.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
@@ -175,12 +165,6 @@ impl Deltas {
             dense[v as usize] = d;
         }
         dense
-    }
-
-    /// Bytes of heap this holds.
-    pub fn heap_bytes(&self) -> usize {
-        self.indices.capacity() * std::mem::size_of::<u32>()
-            + self.values.capacity() * std::mem::size_of::<Vec3>()
     }
 }
 
@@ -222,10 +206,7 @@ impl FromIterator<Vec3> for Deltas {
     fn from_iter<I: IntoIterator<Item = Vec3>>(iter: I) -> Deltas {
         let mut deltas = Deltas::default();
         for d in iter {
-            if stored(d) {
-                deltas.push_entry(deltas.len, d);
-            }
-            deltas.len += 1;
+            deltas.push(d);
         }
         deltas.indices.shrink_to_fit();
         deltas.values.shrink_to_fit();
