@@ -412,7 +412,10 @@ struct Xvfb(Child);
 
 impl Drop for Xvfb {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        // SIGTERM first, so the server removes its lock and socket; a killed one leaves them.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
         let _ = self.0.wait();
     }
 }
@@ -431,36 +434,32 @@ fn start_xvfb() -> Option<(Xvfb, String)> {
         );
         return None;
     }
-    // A display number of our own per test, so window tests can run in parallel.
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = 100
-        + (std::process::id() % 50) * 4
-        + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let display = format!(":{n}");
-    let xvfb = Xvfb(
-        Command::new("Xvfb")
-            .args([
-                display.as_str(),
-                "-screen",
-                "0",
-                "1600x900x24",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    // Xvfb picks a free display itself and writes its number once it accepts connections, so
+    // window tests can run in parallel and a display left behind by another run is never used.
+    let mut child = Command::new("Xvfb")
+        .args([
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1600x900x24",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut number = String::new();
+    let stdout = child.stdout.take().unwrap();
+    let xvfb = Xvfb(child);
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut number).unwrap();
+    let number = number.trim();
+    assert!(
+        !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()),
+        "Xvfb did not start (it gave no display number)"
     );
-    let socket = format!("/tmp/.X11-unix/X{n}");
-    let start = Instant::now();
-    while !Path::new(&socket).exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "Xvfb did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let display = format!(":{number}");
     Some((xvfb, display))
 }
 
