@@ -121,6 +121,9 @@ pub enum RenderError {
         /// The driver's message.
         message: String,
     },
+    /// Replacement texture pixels that do not fit (wrong byte count, unknown texture).
+    #[error("replacing a texture failed: {0}")]
+    Texture(String),
     /// A framebuffer is incomplete.
     #[error("framebuffer incomplete (status 0x{status:04x})")]
     Framebuffer {

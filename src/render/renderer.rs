@@ -201,6 +201,40 @@ impl Renderer {
         })
     }
 
+    /// Replaces avatar texture `index` with `texture` (a repainted atlas, say); the old GL
+    /// texture is deleted and every material that samples it draws the new one. Pixels whose
+    /// byte count does not match their size, or an index the avatar does not have, change
+    /// nothing and are refused.
+    pub fn replace_texture(
+        &mut self,
+        index: usize,
+        texture: &crate::avatar::Texture,
+    ) -> Result<(), RenderError> {
+        let expected = texture.width as u64 * texture.height as u64 * 4;
+        if index >= self.textures.len()
+            || texture.width == 0
+            || texture.height == 0
+            || texture.rgba.len() as u64 != expected
+        {
+            return Err(RenderError::Texture(format!(
+                "texture {index}: {}x{} with {} bytes does not fit the avatar's {} textures",
+                texture.width,
+                texture.height,
+                texture.rgba.len(),
+                self.textures.len()
+            )));
+        }
+        let uploaded = upload_texture(
+            &self.gl,
+            texture.width,
+            texture.height,
+            &texture.rgba,
+            texture.sampler,
+        )?;
+        self.textures[index] = Some(uploaded);
+        Ok(())
+    }
+
     /// The morph path in use.
     pub fn morph_path(&self) -> MorphPath {
         self.path
