@@ -10,6 +10,7 @@
 //   EMISSION       (emissive materials, or expressions that make one emit)
 //   OUTLINE        (MToon outlines; MToon programs only)
 //   RIM            (MToon rim light or matcap; MToon programs only)
+//   WRINKLES       (wrinkle normal maps the mapping file declares)
 // and at most one of these, choosing the shading (the portrait lighting without either)
 //   SHADING_UNLIT  (KHR_materials_unlit: the base colour as is)
 //   SHADING_TOON   (MToon)
@@ -164,6 +165,68 @@ vec3 emission() {
 }
 #endif
 
+#ifdef WRINKLES
+// Up to four wrinkle normal maps, blended into the normal by this material's weights (0 for a
+// material a map does not apply to). Each is a tangent-space map in two channels of its
+// texture (linear, not sRGB): red and green, or blue and alpha where u_wrinkle_alpha is 1; a
+// byte b reads as (b - 128) / 127, so a flat texel is exactly no tilt. Tangent space: x along
+// increasing u, y along decreasing v (up in the image), z out of the surface.
+uniform vec4 u_wrinkle_weight;
+uniform vec4 u_wrinkle_alpha;
+uniform sampler2D u_wrinkle_tex0;
+uniform sampler2D u_wrinkle_tex1;
+uniform sampler2D u_wrinkle_tex2;
+uniform sampler2D u_wrinkle_tex3;
+
+vec2 wrinkle_tilt(sampler2D tex, float alpha_channels) {
+    vec4 t = texture(tex, v_uv) * (255.0 / 127.0) - (128.0 / 127.0);
+    return mix(t.xy, t.zw, alpha_channels);
+}
+
+// The normal `n` tilted by the weighted wrinkle maps, in a tangent frame found from the screen
+// derivatives of the position and the texture coordinates (no tangent attribute needed; a
+// mirrored UV layout is handled). Where the maps are flat, `n` comes back untouched.
+vec3 wrinkled(vec3 n) {
+    // Only weights set for the whole draw: the branch is uniform, so derivatives are defined.
+    if (dot(u_wrinkle_weight, vec4(1.0)) <= 0.0) {
+        return n;
+    }
+    vec2 tilt = vec2(0.0);
+    if (u_wrinkle_weight.x > 0.0) {
+        tilt += u_wrinkle_weight.x * wrinkle_tilt(u_wrinkle_tex0, u_wrinkle_alpha.x);
+    }
+    if (u_wrinkle_weight.y > 0.0) {
+        tilt += u_wrinkle_weight.y * wrinkle_tilt(u_wrinkle_tex1, u_wrinkle_alpha.y);
+    }
+    if (u_wrinkle_weight.z > 0.0) {
+        tilt += u_wrinkle_weight.z * wrinkle_tilt(u_wrinkle_tex2, u_wrinkle_alpha.z);
+    }
+    if (u_wrinkle_weight.w > 0.0) {
+        tilt += u_wrinkle_weight.w * wrinkle_tilt(u_wrinkle_tex3, u_wrinkle_alpha.w);
+    }
+    vec3 dpx = dFdx(v_world_pos);
+    vec3 dpy = dFdy(v_world_pos);
+    vec2 dtx = dFdx(v_uv);
+    vec2 dty = dFdy(v_uv);
+    float det = dtx.x * dty.y - dty.x * dtx.y;
+    if (tilt == vec2(0.0) || abs(det) < 1e-12) {
+        return n;
+    }
+    // dP/du and dP/dv, made perpendicular to the normal.
+    vec3 t = (dty.y * dpx - dtx.y * dpy) / det;
+    vec3 b = (dtx.x * dpy - dty.x * dpx) / det;
+    t -= n * dot(n, t);
+    b -= n * dot(n, b);
+    if (dot(t, t) < 1e-20 || dot(b, b) < 1e-20) {
+        return n;
+    }
+    t = normalize(t);
+    b = normalize(b);
+    float z = sqrt(max(1.0 - dot(tilt, tilt), 0.0));
+    return normalize(tilt.x * t - tilt.y * b + z * n);
+}
+#endif
+
 void main() {
     vec4 tex = texture(u_base_color_tex, v_uv);
     vec4 base = tex * u_base_color;
@@ -190,6 +253,9 @@ void main() {
     if (!gl_FrontFacing) {
         n = -n;
     }
+#ifdef WRINKLES
+    n = wrinkled(n);
+#endif
 #ifdef OUTLINE
     // The outline's hull is seen from inside: light it as the surface it surrounds.
     if (u_outline != 0) {

@@ -9,7 +9,7 @@ use crate::avatar::spring::SpringSim;
 use crate::avatar::{Avatar, Pose};
 use crate::config::{CameraConfig, LayersSection};
 use crate::mapping::{CompiledMapping, LayerTargetError, LayerTargets};
-use crate::render::{Camera, DrawTarget, MorphPath, RenderError, Renderer};
+use crate::render::{Camera, DrawTarget, MorphPath, RenderError, Renderer, WrinkleMap};
 
 /// Everything needed to draw the avatar: the model, its compiled mapping, the GL renderer and
 /// the camera. Owns the renderer, so it must be dropped while its GL context is current.
@@ -32,6 +32,8 @@ pub struct Scene {
     springs: Option<SpringSim>,
     /// When the springs last stepped.
     stepped: Option<Instant>,
+    /// The wrinkle maps the renderer draws (the mapping's, when it could use them).
+    wrinkle_maps: Vec<WrinkleMap>,
 }
 
 impl Scene {
@@ -64,6 +66,7 @@ impl Scene {
             layers: LayerTargets::default(),
             springs: SpringSim::for_avatar(&avatar),
             stepped: None,
+            wrinkle_maps: Vec::new(),
             pose: rest.clone(),
             rest,
             mapping,
@@ -107,6 +110,7 @@ impl Scene {
             self.mapping.apply(frame, &mut self.pose);
             self.layers.apply(frame, &mut self.pose);
         }
+        crate::mapping::wrinkles::apply(&self.mapping.wrinkles, &mut self.pose);
         if let Some(springs) = self.springs.as_mut() {
             let elapsed = self.stepped.map_or(std::time::Duration::ZERO, |at| {
                 now.saturating_duration_since(at)
@@ -165,8 +169,33 @@ impl Scene {
         &self.camera
     }
 
-    /// Replaces the mapping (for example with one compiled from a mapping file).
-    pub fn set_mapping(&mut self, mapping: CompiledMapping) {
+    /// Replaces the mapping (for example with one compiled from a mapping file), with the
+    /// wrinkle maps it declares; maps the renderer cannot use are dropped with an error logged
+    /// (the rest of the mapping still applies).
+    pub fn set_mapping(&mut self, mut mapping: CompiledMapping) {
+        let maps: Vec<WrinkleMap> = mapping
+            .wrinkles
+            .iter()
+            .map(|w| WrinkleMap {
+                texture: w.texture,
+                blue_alpha: w.blue_alpha,
+                materials: w.materials.clone(),
+            })
+            .collect();
+        if maps != self.wrinkle_maps {
+            match self.renderer.set_wrinkles(&self.avatar, &maps) {
+                Ok(()) => self.wrinkle_maps = maps,
+                Err(error) => {
+                    tracing::error!(%error, "wrinkle maps not drawn");
+                    mapping.wrinkles.clear();
+                    // The renderer kept the maps it had; keep the weights in step with them.
+                    if !self.wrinkle_maps.is_empty() {
+                        let _ = self.renderer.set_wrinkles(&self.avatar, &[]);
+                        self.wrinkle_maps.clear();
+                    }
+                }
+            }
+        }
         self.mapping = mapping;
     }
 
@@ -175,6 +204,7 @@ impl Scene {
     pub fn set_pose(&mut self, edit: impl FnOnce(&mut Pose)) {
         self.pose.clone_from(&self.rest);
         edit(&mut self.pose);
+        crate::mapping::wrinkles::apply(&self.mapping.wrinkles, &mut self.pose);
     }
 
     /// Draws the current pose into the bound framebuffer.

@@ -275,6 +275,14 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
         joint_accessors: HashMap::new(),
     };
     let textures = loader.textures();
+    let texture_names = document
+        .textures()
+        .map(|t| {
+            t.name()
+                .or_else(|| t.source().and_then(|image| image.name()))
+                .map(str::to_owned)
+        })
+        .collect();
     let materials = loader.materials(textures.len());
     loader.uv_sets = materials.iter().map(|m| m.base_color_tex_coord).collect();
     let meshes = document
@@ -298,6 +306,7 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
         meshes,
         materials,
         textures,
+        texture_names,
         skins,
         node_skins,
         vrm,

@@ -44,6 +44,9 @@ pub struct Avatar {
     pub materials: Vec<Material>,
     /// Decoded textures, in glTF texture index order.
     pub textures: Vec<Texture>,
+    /// Each texture's name (the glTF texture's, else its image's), indexed like
+    /// [`Avatar::textures`]; a mapping file names wrinkle maps by it.
+    pub texture_names: Vec<Option<String>>,
     /// Every skin, in glTF index order.
     pub skins: Vec<Skin>,
     /// The skin each node's mesh is bound with (glTF `node.skin`), indexed like [`Avatar::nodes`];
@@ -324,6 +327,9 @@ impl Aabb {
     }
 }
 
+/// How many wrinkle maps one avatar can blend (a mapping file declares them).
+pub const MAX_WRINKLE_MAPS: usize = 4;
+
 /// What animates an avatar in one frame, in avatar space.
 #[derive(Debug, PartialEq)]
 pub struct Pose {
@@ -336,6 +342,24 @@ pub struct Pose {
     /// [`Avatar::materials`]. A renderer draws a material past the end of this list with its
     /// own values.
     pub materials: Vec<MaterialOverride>,
+    /// How strongly each of the mapping's wrinkle maps shows, 0 to 1, in the order the mapping
+    /// declares them (0 for none).
+    pub wrinkles: [f32; MAX_WRINKLE_MAPS],
+}
+
+/// Whether one of `materials` samples texture `index`.
+fn sampled(materials: &[Material], index: usize) -> bool {
+    materials.iter().any(|m| {
+        let toon = m.toon.as_ref();
+        [
+            m.base_color_texture,
+            m.emissive_texture,
+            toon.and_then(|t| t.shade_texture),
+            toon.and_then(|t| t.rim_texture),
+            toon.and_then(|t| t.matcap_texture),
+        ]
+        .contains(&Some(index))
+    })
 }
 
 impl Clone for Pose {
@@ -344,6 +368,7 @@ impl Clone for Pose {
             weights: self.weights.clone(),
             rotations: self.rotations.clone(),
             materials: self.materials.clone(),
+            wrinkles: self.wrinkles,
         }
     }
 
@@ -353,6 +378,7 @@ impl Clone for Pose {
         self.weights.clone_from(&source.weights);
         self.rotations.clone_from(&source.rotations);
         self.materials.clone_from(&source.materials);
+        self.wrinkles = source.wrinkles;
     }
 }
 
@@ -361,10 +387,20 @@ impl Avatar {
     /// avatar whose textures the GL already holds, which would otherwise keep a second copy
     /// (4 MB for the default head) for the whole run. An avatar without its pixels draws
     /// white where they were if it is uploaded again.
+    /// Textures no material samples (wrinkle maps, say) keep theirs: the renderer uploads them
+    /// only when a mapping asks for them.
     pub fn release_texture_pixels(&mut self) {
-        for texture in &mut self.textures {
-            texture.rgba = Vec::new();
+        for (index, texture) in self.textures.iter_mut().enumerate() {
+            if sampled(&self.materials, index) {
+                texture.rgba = Vec::new();
+            }
         }
+    }
+
+    /// Whether some material samples texture `index` (base colour, emission, or an MToon
+    /// texture).
+    pub fn texture_sampled(&self, index: usize) -> bool {
+        sampled(&self.materials, index)
     }
 
     /// The rest pose: every mesh at its default weights (overridden by node weights, as glTF
@@ -386,6 +422,7 @@ impl Avatar {
             weights,
             rotations: vec![Quat::IDENTITY; self.nodes.len()],
             materials: self.materials.iter().map(MaterialOverride::rest).collect(),
+            wrinkles: [0.0; MAX_WRINKLE_MAPS],
         }
     }
 

@@ -23,6 +23,9 @@ pub struct Document {
     pub materials: Vec<MaterialDef>,
     /// The one texture image, PNG encoded; empty for none (then no material may be textured).
     pub image_png: Vec<u8>,
+    /// Further textures no material samples, by name (wrinkle maps a mapping file names),
+    /// PNG encoded; written after the colour texture, sharing its sampler.
+    pub extra_images: Vec<(String, Vec<u8>)>,
 }
 
 /// A node with a translation.
@@ -201,6 +204,8 @@ struct TextureRef {
 
 #[derive(Serialize)]
 struct Texture {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
     sampler: usize,
     source: usize,
 }
@@ -219,6 +224,8 @@ struct Sampler {
 
 #[derive(Serialize)]
 struct Image {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
     #[serde(rename = "bufferView")]
     buffer_view: usize,
     #[serde(rename = "mimeType")]
@@ -487,6 +494,12 @@ pub fn write_as(doc: &Document, generator: &str) -> Vec<u8> {
         });
     }
     let image_view = (!doc.image_png.is_empty()).then(|| bin.view(&doc.image_png, None));
+    // The colour texture (if any) is texture and image 0; the named ones follow it.
+    let mut images: Vec<(Option<String>, usize)> =
+        image_view.map(|view| (None, view)).into_iter().collect();
+    for (name, png) in &doc.extra_images {
+        images.push((Some(name.clone()), bin.view(png, None)));
+    }
     while !bin.data.len().is_multiple_of(4) {
         bin.data.push(0);
     }
@@ -530,15 +543,17 @@ pub fn write_as(doc: &Document, generator: &str) -> Vec<u8> {
                 double_sided: m.double_sided,
             })
             .collect(),
-        textures: image_view
-            .map(|_| Texture {
+        textures: images
+            .iter()
+            .enumerate()
+            .map(|(source, (name, _))| Texture {
+                name: name.clone(),
                 sampler: 0,
-                source: 0,
+                source,
             })
-            .into_iter()
             .collect(),
-        samplers: image_view
-            .map(|_| Sampler {
+        samplers: (!images.is_empty())
+            .then_some(Sampler {
                 mag_filter: 9729,
                 min_filter: 9987,
                 wrap_s: 33071,
@@ -546,12 +561,13 @@ pub fn write_as(doc: &Document, generator: &str) -> Vec<u8> {
             })
             .into_iter()
             .collect(),
-        images: image_view
-            .map(|buffer_view| Image {
-                buffer_view,
+        images: images
+            .iter()
+            .map(|(name, buffer_view)| Image {
+                name: name.clone(),
+                buffer_view: *buffer_view,
                 mime_type: "image/png",
             })
-            .into_iter()
             .collect(),
         accessors: std::mem::take(&mut bin.accessors),
         buffer_views: std::mem::take(&mut bin.views),
@@ -621,6 +637,7 @@ mod tests {
                 roughness: 1.0,
             }],
             image_png: vec![1, 2, 3],
+            extra_images: Vec::new(),
         }
     }
 
@@ -635,6 +652,36 @@ mod tests {
         let json_len = u32::from_le_bytes(glb[12..16].try_into().unwrap()) as usize;
         assert_eq!(json_len % 4, 0);
         assert_eq!(glb.len() % 4, 0);
+    }
+
+    #[test]
+    fn named_textures_follow_the_colour_texture() {
+        let mut doc = triangle_doc();
+        doc.extra_images = vec![("wrinkles".into(), vec![4, 5, 6, 7])];
+        doc.materials[0].textured = true;
+        let gltf = gltf::Gltf::from_slice(&write_as(&doc, "test")).unwrap();
+        let names: Vec<Option<String>> = gltf
+            .textures()
+            .map(|t| t.name().map(String::from))
+            .collect();
+        assert_eq!(names, [None, Some("wrinkles".to_string())]);
+        assert_eq!(gltf.images().count(), 2);
+        let material = gltf.materials().next().unwrap();
+        let base = material.pbr_metallic_roughness().base_color_texture();
+        assert_eq!(base.map(|t| t.texture().index()), Some(0));
+        // Without a colour texture the named one is texture 0, and no material samples it.
+        doc.image_png.clear();
+        let gltf = gltf::Gltf::from_slice(&write_as(&doc, "test")).unwrap();
+        let first = gltf
+            .textures()
+            .next()
+            .and_then(|t| t.name().map(String::from));
+        assert_eq!(first.as_deref(), Some("wrinkles"));
+        let material = gltf.materials().next().unwrap();
+        assert!(material
+            .pbr_metallic_roughness()
+            .base_color_texture()
+            .is_none());
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod mesh;
 pub mod parts;
 pub mod targets;
 pub mod texture;
+pub mod wrinkles;
 
 use glam::Vec3;
 
@@ -155,6 +156,14 @@ pub fn document() -> Document {
             },
         ],
         image_png,
+        extra_images: wrinkles::TEXTURES
+            .iter()
+            .map(|(name, maps)| {
+                let pixels = wrinkles::paint(*maps);
+                let png = texture::encode_png(wrinkles::SIZE, wrinkles::SIZE, &pixels);
+                (name.to_string(), png.unwrap_or_default())
+            })
+            .collect(),
     }
 }
 

@@ -140,6 +140,7 @@ impl CompiledMapping {
             expressions: Vec::new(),
             expression_slots: Vec::new(),
             frames: BoneFrames::default(),
+            wrinkles: Vec::new(),
         }
     }
 }

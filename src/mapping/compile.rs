@@ -461,6 +461,7 @@ impl CompiledMapping {
             radians: file.jaw.degrees.0.to_radians(),
             axis: file.jaw.axis.vector(),
         });
+        let wrinkles = super::wrinkles::compile(file, avatar, &mut errors);
 
         if !errors.is_empty() {
             errors.sort_by_key(|(at, _)| *at);
@@ -486,6 +487,7 @@ impl CompiledMapping {
             expressions,
             expression_slots,
             frames,
+            wrinkles,
         })
     }
 }

@@ -559,6 +559,10 @@ pub struct MappingFile {
     /// `[pose]`: this avatar's rest pose, instead of `[pose]` in `facewire.toml`.
     #[serde(default)]
     pub pose: Option<crate::config::PoseConfig>,
+    /// `[wrinkles.NAME]`: wrinkle normal maps and the targets that blend them in, in file
+    /// order.
+    #[serde(default)]
+    pub wrinkles: Ordered<super::wrinkles::WrinkleSpec>,
     /// Where it came from, for error messages.
     #[serde(skip)]
     pub path: String,
@@ -579,6 +583,7 @@ impl Default for MappingFile {
             eyes: EyesSection::default(),
             jaw: JawSection::default(),
             pose: None,
+            wrinkles: Ordered::default(),
             path: "(automatic mapping)".into(),
             text: String::new(),
         }

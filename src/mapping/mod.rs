@@ -38,6 +38,7 @@ mod layers;
 mod materials;
 mod recover;
 mod source;
+pub mod wrinkles;
 
 pub use auto::{channel_for_target, fallback};
 pub use check::{check, check_text, CheckReport, Finding, Severity};
@@ -98,6 +99,8 @@ pub struct CompiledMapping {
     pub expression_slots: Vec<(usize, usize)>,
     /// The frames bone rotations are turned into (identity except on VRM avatars).
     pub frames: BoneFrames,
+    /// Wrinkle maps, in file order (at most [`crate::avatar::MAX_WRINKLE_MAPS`]).
+    pub wrinkles: Vec<wrinkles::CompiledWrinkle>,
 }
 
 /// How far the eyeLook channels turn the eye nodes at weight 1, in radians.

@@ -389,6 +389,7 @@ pub fn import(
             roughness: 0.7,
         }],
         image_png: Vec::new(),
+        extra_images: Vec::new(),
     };
     check_size(&doc)?;
     let glb = crate::headgen::glb::write_as(&doc, GENERATOR);

@@ -152,6 +152,11 @@ pub(super) fn upload_textures(
         .iter()
         .enumerate()
         .map(|(index, t)| {
+            if !avatar.texture_sampled(index) {
+                // A wrinkle map, or a texture nothing draws: uploaded when a mapping asks.
+                tracing::debug!(texture = index, "texture no material samples; not uploaded");
+                return Ok(None);
+            }
             let expected = t.width as u64 * t.height as u64 * 4;
             if t.width == 0 || t.height == 0 || t.rgba.len() as u64 != expected {
                 tracing::warn!(
@@ -217,6 +222,23 @@ pub(super) fn upload_texture(
     rgba: &[u8],
     sampler: Sampler,
 ) -> Result<Texture, RenderError> {
+    upload_texture_as(gl, width, height, rgba, sampler, true)
+}
+
+/// [`upload_texture`] for colour (`srgb`) or for data read as is (normal maps).
+pub(super) fn upload_texture_as(
+    gl: &Rc<glow::Context>,
+    width: u32,
+    height: u32,
+    rgba: &[u8],
+    sampler: Sampler,
+    srgb: bool,
+) -> Result<Texture, RenderError> {
+    let format = if srgb {
+        glow::SRGB8_ALPHA8
+    } else {
+        glow::RGBA8
+    };
     let texture = Texture::new(gl)?;
     // SAFETY: the texture is fresh; `rgba` holds exactly width * height * 4 bytes (checked by
     // the caller) and the unpack alignment is 1, so the driver reads inside the slice.
@@ -226,7 +248,7 @@ pub(super) fn upload_texture(
         gl.tex_image_2d(
             glow::TEXTURE_2D,
             0,
-            glow::SRGB8_ALPHA8 as i32,
+            format as i32,
             width as i32,
             height as i32,
             0,

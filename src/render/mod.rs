@@ -48,10 +48,12 @@ mod shader;
 mod skins;
 mod variants;
 pub mod window;
+mod wrinkles;
 
 pub use camera::{Camera, FRAMING_FOV_Y, FRAMING_MARGIN};
 pub use morph::MAX_ACTIVE_TARGETS;
 pub use renderer::Renderer;
+pub use wrinkles::WrinkleMap;
 
 /// Checks `glGetError` after a GL call, in debug builds only (it compiles to nothing in release
 /// builds, because `glGetError` stalls the pipeline). Logs every pending error with the file,

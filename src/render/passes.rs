@@ -243,6 +243,7 @@ impl Renderer {
             }
             gl.front_face(if mirrored { glow::CW } else { glow::CCW });
             self.set_effects(u, prim.material.filter(|_| material.is_some()));
+            self.set_wrinkle_uniforms(u, prim.material.filter(|_| material.is_some()));
             match &prim.morph {
                 PrimitiveMorph::Gpu { texture, .. } => {
                     gl.active_texture(glow::TEXTURE0 + UNIT_DELTAS);

@@ -66,6 +66,10 @@ pub struct Renderer {
     pub(super) joint_data: Vec<f32>,
     /// The buffer texture that holds `joint_data` (absent when nothing is skinned).
     pub(super) joint_texture: Option<(Buffer, Texture)>,
+    /// Room for this many active targets in the GPU path's programs.
+    pub(super) max_active: usize,
+    /// The wrinkle maps the mapping declares, and this frame's weights.
+    pub(super) wrinkles: super::wrinkles::GpuWrinkles,
     /// This frame's blended primitives, sorted for drawing (reused).
     pub(super) blended: Vec<BlendedDraw>,
     /// Scene roots.
@@ -120,7 +124,7 @@ impl Renderer {
             .max()
             .unwrap_or(0);
         let max_active = (max_targets.div_ceil(4) * 4).clamp(4, MAX_ACTIVE_TARGETS);
-        let (programs, program_for) = build_programs(&gl, avatar, path, max_active)?;
+        let (programs, program_for) = build_programs(&gl, avatar, path, max_active, false)?;
 
         let white = upload_texture(&gl, 1, 1, &[255; 4], Sampler::default())?;
         let textures = upload_textures(&gl, avatar)?;
@@ -190,6 +194,8 @@ impl Renderer {
             node_skins,
             joint_data,
             joint_texture,
+            max_active,
+            wrinkles: Default::default(),
             blended: Vec::with_capacity(blended_capacity),
             roots: avatar.roots.clone(),
             world: vec![Mat4::IDENTITY; count],
@@ -264,6 +270,7 @@ impl Renderer {
     /// allocated after the first frame.
     pub fn draw(&mut self, pose: &Pose, camera: &Camera, target: &DrawTarget) {
         self.update_weights(pose);
+        self.wrinkles.weights = super::wrinkles::sanitize(&pose.wrinkles);
         self.update_materials(pose);
         match self.path {
             MorphPath::Cpu => self.upload_cpu_morphs(),

@@ -73,6 +73,8 @@ pub(super) struct Uniforms {
     pub(super) matcap_color: Option<glow::UniformLocation>,
     pub(super) matcap_source: Option<glow::UniformLocation>,
     pub(super) view_rotation: Option<glow::UniformLocation>,
+    pub(super) wrinkle_weight: Option<glow::UniformLocation>,
+    pub(super) wrinkle_alpha: Option<glow::UniformLocation>,
 }
 
 /// Texture units: base colour, morph deltas, MToon shade texture, joint matrices, emissive
@@ -84,6 +86,8 @@ pub(super) const UNIT_JOINTS: u32 = 3;
 pub(super) const UNIT_EMISSIVE: u32 = 4;
 pub(super) const UNIT_RIM: u32 = 5;
 pub(super) const UNIT_MATCAP: u32 = 6;
+/// The first of the wrinkle maps' units (one per map, [`crate::avatar::MAX_WRINKLE_MAPS`]).
+pub(super) const UNIT_WRINKLES: u32 = 7;
 
 /// The program variants: the portrait lighting, unlit (`KHR_materials_unlit`) and MToon. Each is
 /// its own program rather than a branch in one: on llvmpipe the branching program made a frame of
@@ -93,7 +97,8 @@ pub(super) const SHADING_UNLIT: usize = 1;
 pub(super) const SHADING_TOON: usize = 2;
 
 /// Compiles the program variants `avatar`'s materials use (the standard one always), with room
-/// for `max_active` active targets and the defines of `path` and of the avatar's features.
+/// for `max_active` active targets and the defines of `path` and of the avatar's features
+/// (`wrinkles`: the mapping declares wrinkle maps).
 /// Returns them with, for each `SHADING_*`, its index in the list (the standard one where not
 /// compiled).
 pub(super) fn build_programs(
@@ -101,10 +106,14 @@ pub(super) fn build_programs(
     avatar: &Avatar,
     path: MorphPath,
     max_active: usize,
+    wrinkles: bool,
 ) -> Result<(Vec<ShaderVariant>, [usize; 3]), RenderError> {
     let mut defines = vec![("MAX_ACTIVE", max_active.to_string())];
     if path == MorphPath::Gpu {
         defines.push(("MORPH_GPU", "1".to_owned()));
+    }
+    if wrinkles {
+        defines.push(("WRINKLES", "1".to_owned()));
     }
     defines.extend(
         feature_defines(avatar)
@@ -242,6 +251,8 @@ impl Uniforms {
             rim_source: find("u_rim_source"),
             matcap_color: find("u_matcap_color"),
             matcap_source: find("u_matcap_source"),
+            wrinkle_weight: find("u_wrinkle_weight"),
+            wrinkle_alpha: find("u_wrinkle_alpha"),
             view_rotation: find("u_view_rotation"),
         }
     }
@@ -266,6 +277,10 @@ fn build_variant(
             ("u_emissive_tex", UNIT_EMISSIVE),
             ("u_rim_tex", UNIT_RIM),
             ("u_matcap_tex", UNIT_MATCAP),
+            ("u_wrinkle_tex0", UNIT_WRINKLES),
+            ("u_wrinkle_tex1", UNIT_WRINKLES + 1),
+            ("u_wrinkle_tex2", UNIT_WRINKLES + 2),
+            ("u_wrinkle_tex3", UNIT_WRINKLES + 3),
         ] {
             let location = gl.get_uniform_location(program.raw(), name);
             gl.uniform_1_i32(location.as_ref(), unit as i32);
