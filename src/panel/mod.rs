@@ -947,6 +947,7 @@ mod tests {
         let pose = Pose {
             weights: vec![vec![0.75, 0.125]],
             rotations: Vec::new(),
+            translations: Vec::new(),
             materials: Vec::new(),
         };
         PanelModel {
