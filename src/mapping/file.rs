@@ -559,6 +559,9 @@ pub struct MappingFile {
     /// `[pose]`: this avatar's rest pose, instead of `[pose]` in `facewire.toml`.
     #[serde(default)]
     pub pose: Option<crate::config::PoseConfig>,
+    /// `[sliders.NAME]`: face-shape sliders, in file order (see [`super::sliders`]).
+    #[serde(default)]
+    pub sliders: Ordered<super::sliders::SliderSpec>,
     /// Where it came from, for error messages.
     #[serde(skip)]
     pub path: String,
@@ -579,6 +582,7 @@ impl Default for MappingFile {
             eyes: EyesSection::default(),
             jaw: JawSection::default(),
             pose: None,
+            sliders: Ordered::default(),
             path: "(automatic mapping)".into(),
             text: String::new(),
         }
@@ -680,6 +684,7 @@ impl MappingFile {
                 ));
             }
         }
+        errors.extend(super::sliders::validate(self));
         errors
     }
 
