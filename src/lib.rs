@@ -50,6 +50,8 @@
 //!   (smooth motion at the display rate, one sender period late).
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
+//! - [`looks`]: look presets (`config/looks/NAME.toml`): face-shape slider values and colours,
+//!   checked against the mapping's sliders, saved atomically, or made at random.
 //! - [`avatar`]: glTF/GLB/VRM loading into CPU structures and the CPU reference blend; a
 //!   humanoid's bones, its arms' rest pose and the bust the camera frames.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths,
@@ -90,6 +92,7 @@ pub mod image;
 pub mod ingest;
 pub mod lipsync;
 pub mod logging;
+pub mod looks;
 pub mod mapping;
 pub mod mixer;
 pub mod motion;

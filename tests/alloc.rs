@@ -1,11 +1,13 @@
 //! The hot path allocates nothing: decoding VMC and Face Cap bundles and conditioning the
-//! frames they commit, counted by an instrumented global allocator. A test binary of its own, so
-//! that the allocator counts nothing but this.
+//! frames they commit, and applying face-shape sliders to a pose, counted by an instrumented
+//! global allocator. A test binary of its own, so that the allocator counts nothing but this;
+//! its tests take turns, so that one does not count the other's allocations.
 
 #![allow(missing_docs)]
 
 use std::alloc::System;
 use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
@@ -17,6 +19,9 @@ use facewire::ingest::{DatagramClass, Decoder};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Held by each test while it counts.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn message(addr: &str, args: Vec<OscType>) -> OscPacket {
     OscPacket::Message(OscMessage {
@@ -97,6 +102,7 @@ fn facecap(step: usize) -> Vec<u8> {
 
 #[test]
 fn decoding_and_conditioning_allocate_nothing_once_warm() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let datagrams: Vec<Vec<u8>> = (0..8).flat_map(|step| [vmc(step), facecap(step)]).collect();
     let from: SocketAddr = "192.168.1.20:50123".parse().unwrap();
     let tracking = TrackingConfig {
@@ -141,4 +147,64 @@ fn decoding_and_conditioning_allocate_nothing_once_warm() {
         stats.bad_arguments + stats.unknown_address + stats.malformed_datagrams,
         0
     );
+}
+
+#[test]
+fn applying_sliders_allocates_nothing() {
+    use facewire::avatar::{Avatar, Mesh, Node};
+    use facewire::looks::Look;
+    use facewire::mapping::{CompiledMapping, MappingFile};
+    use glam::{Quat, Vec3};
+
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let node = |name: &str| Node {
+        name: Some(name.into()),
+        parent: None,
+        children: vec![],
+        translation: Vec3::ZERO,
+        rotation: Quat::IDENTITY,
+        scale: Vec3::ONE,
+        mesh: Some(0),
+        weights: None,
+    };
+    let names: Vec<String> = ["look_eye_size_up", "look_eye_size_down", "Squint"]
+        .map(String::from)
+        .to_vec();
+    let avatar = Avatar {
+        nodes: vec![node("LeftEye"), node("RightEye")],
+        roots: vec![0, 1],
+        meshes: vec![Mesh {
+            name: None,
+            default_weights: vec![0.0; names.len()],
+            target_names: names,
+            primitives: vec![],
+        }],
+        ..Avatar::default()
+    };
+    let text = "version = 1\n\
+                [sliders.eye_size]\nup = \"look_eye_size_up\"\ndown = \"look_eye_size_down\"\n\
+                targets = { Squint = { spline = [[-1.0, 1.0], [-0.5, 0.2], [0.0, 0.0]] } }\n\
+                [sliders.eye_spacing]\nnodes = { LeftEye = [0.003, 0.0, 0.0], RightEye = [-0.003, 0.0, 0.0] }\n";
+    let mapping =
+        CompiledMapping::compile(&MappingFile::parse(text, "m.toml").unwrap(), &avatar).unwrap();
+    let sliders = mapping.sliders();
+    let rest = avatar.rest_pose();
+    let mut pose = rest.clone();
+    let mut values = Look::default().values(sliders);
+    let region = Region::new(GLOBAL);
+    for k in 0..1000 {
+        let x = (k as f32 * 0.01).sin();
+        values.set(0, x);
+        values.set(1, -x);
+        pose.clone_from(&rest);
+        sliders.apply(&values, &mut pose);
+    }
+    let change = region.change();
+    assert_eq!(
+        (change.allocations, change.reallocations),
+        (0, 0),
+        "{change:?}"
+    );
+    assert!(pose.weights[0].iter().any(|&w| w > 0.0));
+    assert!(pose.translations[0] != Vec3::ZERO);
 }

@@ -337,6 +337,10 @@ pub struct Pose {
     pub weights: Vec<Vec<f32>>,
     /// Extra rotation per node, applied after the node's rest rotation (identity = rest).
     pub rotations: Vec<Quat>,
+    /// Extra translation per node, in the node's parent space (the space of its rest
+    /// translation), added to the rest translation (zero = rest): face-shape sliders move the
+    /// eyes with it. Nodes past the end of this list, and non-finite entries, stay at rest.
+    pub translations: Vec<Vec3>,
     /// Per material, the colours and texture offset it is drawn with this frame (VRM
     /// expressions' material binds move them from the material's own values); indexed like
     /// [`Avatar::materials`]. A renderer draws a material past the end of this list with its
@@ -367,6 +371,7 @@ impl Clone for Pose {
         Pose {
             weights: self.weights.clone(),
             rotations: self.rotations.clone(),
+            translations: self.translations.clone(),
             materials: self.materials.clone(),
             wrinkles: self.wrinkles,
         }
@@ -377,8 +382,20 @@ impl Clone for Pose {
     fn clone_from(&mut self, source: &Self) {
         self.weights.clone_from(&source.weights);
         self.rotations.clone_from(&source.rotations);
+        self.translations.clone_from(&source.translations);
         self.materials.clone_from(&source.materials);
         self.wrinkles = source.wrinkles;
+    }
+}
+
+impl Pose {
+    /// Node `node`'s extra translation: zero when absent or not finite.
+    pub fn translation(&self, node: usize) -> Vec3 {
+        self.translations
+            .get(node)
+            .copied()
+            .filter(|t| t.is_finite())
+            .unwrap_or(Vec3::ZERO)
     }
 }
 
@@ -404,7 +421,7 @@ impl Avatar {
     }
 
     /// The rest pose: every mesh at its default weights (overridden by node weights, as glTF
-    /// says), every node unrotated.
+    /// says), every node unrotated and unmoved.
     pub fn rest_pose(&self) -> Pose {
         let mut weights: Vec<Vec<f32>> = self
             .meshes
@@ -421,6 +438,7 @@ impl Avatar {
         Pose {
             weights,
             rotations: vec![Quat::IDENTITY; self.nodes.len()],
+            translations: vec![Vec3::ZERO; self.nodes.len()],
             materials: self.materials.iter().map(MaterialOverride::rest).collect(),
             wrinkles: [0.0; MAX_WRINKLE_MAPS],
         }
@@ -451,7 +469,7 @@ impl Avatar {
             let local = Mat4::from_scale_rotation_translation(
                 node.scale,
                 node.rotation * extra,
-                node.translation,
+                node.translation + pose.translation(index),
             );
             world[index] = parent * local;
             stack.extend(node.children.iter().map(|&c| (c, world[index])));
@@ -562,5 +580,60 @@ impl Avatar {
             }
         }
         bounds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(parent: Option<usize>, children: Vec<usize>, translation: Vec3) -> Node {
+        Node {
+            name: None,
+            parent,
+            children,
+            translation,
+            rotation: Quat::from_rotation_y(std::f32::consts::FRAC_PI_2),
+            scale: Vec3::ONE,
+            mesh: None,
+            weights: None,
+        }
+    }
+
+    #[test]
+    fn pose_translations_move_a_node_in_its_parent_space_and_its_children_with_it() {
+        let avatar = Avatar {
+            nodes: vec![
+                node(None, vec![1], Vec3::new(0.0, 1.0, 0.0)),
+                node(Some(0), vec![2], Vec3::new(0.1, 0.0, 0.0)),
+                node(Some(1), vec![], Vec3::new(0.0, 0.0, 0.2)),
+            ],
+            roots: vec![0],
+            ..Avatar::default()
+        };
+        let mut pose = avatar.rest_pose();
+        assert_eq!(pose.translations, [Vec3::ZERO; 3]);
+        let rest = avatar.world_transforms(&pose);
+        pose.translations[1] = Vec3::new(0.003, 0.0, 0.0);
+        let moved = avatar.world_transforms(&pose);
+        // The parent turns a quarter about Y: its +X is the world's -Z.
+        let shift = moved[1].w_axis.truncate() - rest[1].w_axis.truncate();
+        assert!(
+            shift.abs_diff_eq(Vec3::new(0.0, 0.0, -0.003), 1e-6),
+            "{shift}"
+        );
+        let child = moved[2].w_axis.truncate() - rest[2].w_axis.truncate();
+        assert!(child.abs_diff_eq(shift, 1e-6), "{child}");
+        assert_eq!(moved[0], rest[0]);
+        // A non-finite or missing translation leaves the node at rest; clones keep them.
+        pose.translations[1] = Vec3::NAN;
+        assert_eq!(avatar.world_transforms(&pose), rest);
+        pose.translations.truncate(1);
+        assert_eq!(avatar.world_transforms(&pose), rest);
+        let mut copy = avatar.rest_pose();
+        pose.translations = vec![Vec3::X; 3];
+        copy.clone_from(&pose);
+        assert_eq!(copy, pose);
+        assert_eq!(pose.clone(), pose);
     }
 }

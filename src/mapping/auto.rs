@@ -2,7 +2,9 @@
 //! eye nodes, and the built-in drivers of the VRM preset expressions.
 
 use super::file::Combine;
-use super::{BoneDriver, BoneFrames, CompiledMapping, Curve, Driver, EyeLook, MappingFile};
+use super::{
+    BoneDriver, BoneFrames, CompiledMapping, CompiledSliders, Curve, Driver, EyeLook, MappingFile,
+};
 use crate::arkit::{Channel, Viseme};
 use crate::avatar::vrm::Preset;
 use crate::avatar::Avatar;
@@ -141,6 +143,7 @@ impl CompiledMapping {
             expression_slots: Vec::new(),
             frames: BoneFrames::default(),
             wrinkles: Vec::new(),
+            sliders: CompiledSliders::default(),
         }
     }
 }

@@ -212,7 +212,8 @@ fn check_with(file: &MappingFile, avatar: &Avatar, mut errors: Vec<MappingError>
             let by_target = compiled
                 .targets
                 .iter()
-                .any(|b| b.mesh == mesh && b.target == target);
+                .any(|b| b.mesh == mesh && b.target == target)
+                || compiled.sliders.drives(mesh, target);
             if !by_target
                 && compiled
                     .expression_slots

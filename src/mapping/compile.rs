@@ -39,7 +39,8 @@ pub fn find_targets(avatar: &Avatar, name: &str) -> Vec<(usize, usize)> {
     }
 }
 
-fn target_names(avatar: &Avatar) -> impl Iterator<Item = &str> {
+/// Every non-empty morph target name of `avatar`, for suggestions.
+pub(super) fn target_names(avatar: &Avatar) -> impl Iterator<Item = &str> {
     avatar
         .meshes
         .iter()
@@ -463,6 +464,8 @@ impl CompiledMapping {
         });
         let wrinkles = super::wrinkles::compile(file, avatar, &mut errors);
 
+        let sliders = super::sliders::compile(file, avatar, &mut errors);
+
         if !errors.is_empty() {
             errors.sort_by_key(|(at, _)| *at);
             return Err(errors.into_iter().map(|(_, e)| e).collect());
@@ -488,6 +491,7 @@ impl CompiledMapping {
             expression_slots,
             frames,
             wrinkles,
+            sliders,
         })
     }
 }

@@ -563,6 +563,9 @@ pub struct MappingFile {
     /// order.
     #[serde(default)]
     pub wrinkles: Ordered<super::wrinkles::WrinkleSpec>,
+    /// `[sliders.NAME]`: face-shape sliders, in file order (see [`super::sliders`]).
+    #[serde(default)]
+    pub sliders: Ordered<super::sliders::SliderSpec>,
     /// Where it came from, for error messages.
     #[serde(skip)]
     pub path: String,
@@ -584,6 +587,7 @@ impl Default for MappingFile {
             jaw: JawSection::default(),
             pose: None,
             wrinkles: Ordered::default(),
+            sliders: Ordered::default(),
             path: "(automatic mapping)".into(),
             text: String::new(),
         }
@@ -685,6 +689,7 @@ impl MappingFile {
                 ));
             }
         }
+        errors.extend(super::sliders::validate(self));
         errors
     }
 

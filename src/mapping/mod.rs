@@ -22,6 +22,10 @@
 //! summed per target and clamped to [0, 1]. Their material binds move the pose's per-material colours and texture offsets (see
 //! [`crate::avatar::material_binds`]).
 //!
+//! A mapping file may also define face-shape sliders (see [`sliders`]): static controls that a
+//! look preset sets, driving look targets through curves and moving nodes;
+//! [`CompiledSliders::apply`] writes them into a pose after the frame's own values.
+//!
 //! Per frame, [`CompiledMapping::apply`] evaluates the target drivers, then the expressions,
 //! then the groups, then the bones; it allocates nothing and never produces a non-finite
 //! weight.
@@ -29,6 +33,7 @@
 pub mod check;
 pub mod curve;
 pub mod file;
+pub mod sliders;
 
 mod auto;
 mod compile;
@@ -49,6 +54,7 @@ pub use driver::{
 };
 pub use file::{MappingError, MappingFile};
 pub use layers::{LayerTargetError, LayerTargets};
+pub use sliders::{CompiledSliders, Influence, NodeOffset, Slider, SliderRange, SliderValues};
 pub use source::Source;
 
 /// The prefix that makes a `[map]` key name a VRM expression instead of a morph target.
@@ -101,6 +107,16 @@ pub struct CompiledMapping {
     pub frames: BoneFrames,
     /// Wrinkle maps, in file order (at most [`crate::avatar::MAX_WRINKLE_MAPS`]).
     pub wrinkles: Vec<wrinkles::CompiledWrinkle>,
+    /// The face-shape sliders (`[sliders.NAME]`), in file order.
+    pub sliders: CompiledSliders,
+}
+
+impl CompiledMapping {
+    /// The face-shape sliders; [`CompiledSliders::apply`] sets their targets and nodes after
+    /// [`CompiledMapping::apply`].
+    pub fn sliders(&self) -> &CompiledSliders {
+        &self.sliders
+    }
 }
 
 /// How far the eyeLook channels turn the eye nodes at weight 1, in radians.
@@ -142,7 +158,12 @@ mod tests {
         }
         assert_eq!(bound, crate::arkit::ChannelMask::ALL);
         assert!(m.head.is_some() && m.left_eye.is_some() && m.right_eye.is_some());
-        assert_eq!(m, CompiledMapping::auto(&avatar));
+        // Apart from its face-shape sliders, the file says what the automatic mapping does.
+        let without_sliders = CompiledMapping {
+            sliders: CompiledSliders::default(),
+            ..m
+        };
+        assert_eq!(without_sliders, CompiledMapping::auto(&avatar));
     }
 
     #[test]

@@ -947,7 +947,9 @@ mod tests {
         let pose = Pose {
             weights: vec![vec![0.75, 0.125]],
             rotations: Vec::new(),
+            translations: Vec::new(),
             materials: Vec::new(),
+            wrinkles: [0.0; crate::avatar::MAX_WRINKLE_MAPS],
         };
         PanelModel {
             rows: channel_rows(&snapshot, &mapping(), &avatar, &pose),

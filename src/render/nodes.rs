@@ -1,5 +1,5 @@
 //! The node hierarchy as the renderer walks it each frame: rest transforms, world matrices
-//! computed into reused buffers, sanitised extra rotations and normal matrices.
+//! computed into reused buffers, sanitised extra rotations and translations and normal matrices.
 
 use glam::{Mat3, Mat4, Quat, Vec3};
 
@@ -59,7 +59,7 @@ fn world_transforms_into(
         let local = Mat4::from_scale_rotation_translation(
             node.scale,
             node.rotation * extra,
-            node.translation,
+            node.translation + pose.translation(index),
         );
         world[index] = parent * local;
         for &child in &node.children {
@@ -150,6 +150,8 @@ pub(super) mod tests {
         let mut pose = avatar.rest_pose();
         pose.rotations[0] = Quat::from_rotation_x(0.4);
         pose.rotations[1] = Quat::from_rotation_z(-0.2);
+        pose.translations[1] = Vec3::new(0.003, 0.0, 0.0);
+        pose.translations[2] = Vec3::NAN;
         let expect = avatar.world_transforms(&pose);
         let mut infos: Vec<NodeInfo> = avatar
             .nodes

@@ -256,7 +256,8 @@ impl Renderer {
     /// Weights come from `pose.weights[mesh][target]`: each is passed through
     /// [`sanitize_weight`](super::sanitize_weight), missing entries count as 0 and extra ones
     /// are ignored. Node rotations from `pose.rotations` are applied after each node's rest
-    /// rotation (non-finite or zero quaternions count as identity); morphing happens before
+    /// rotation (non-finite or zero quaternions count as identity), and translations from
+    /// `pose.translations` are added to its rest translation (non-finite ones count as zero); morphing happens before
     /// skinning and the node transforms. Each material's colours and UV scale and offset come
     /// from `pose.materials` (clamped to 0..=1; non-finite values and missing entries take the
     /// material's own).

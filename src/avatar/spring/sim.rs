@@ -262,7 +262,7 @@ impl SpringSim {
                 *r = Quat::IDENTITY;
             }
         }
-        self.frame(avatar, &pose.rotations);
+        self.frame(avatar, &pose.rotations, &pose.translations);
         let dt = elapsed.as_secs_f32();
         let mut reset =
             self.needs_reset || dt > RESET_GAP || self.before.len() != pose.rotations.len();
@@ -303,8 +303,8 @@ impl SpringSim {
                     }
                     &blend
                 };
-                self.frame(avatar, rotations);
-                self.substep(avatar, rotations);
+                self.frame(avatar, rotations, &pose.translations);
+                self.substep(avatar, rotations, &pose.translations);
             }
             self.blend = blend;
             let finite = self
@@ -312,7 +312,7 @@ impl SpringSim {
                 .iter()
                 .all(|j| j.current.is_finite() && j.previous.is_finite() && j.rotation.is_finite());
             if !finite {
-                self.frame(avatar, &pose.rotations);
+                self.frame(avatar, &pose.rotations, &pose.translations);
                 self.rest();
             }
         }
@@ -324,12 +324,13 @@ impl SpringSim {
         }
     }
 
-    /// World transforms, centres and colliders under `rotations` (the joints' at rest).
-    fn frame(&mut self, avatar: &Avatar, rotations: &[Quat]) {
+    /// World transforms, centres and colliders under `rotations` and `translations` (the
+    /// joints' at rest).
+    fn frame(&mut self, avatar: &Avatar, rotations: &[Quat], translations: &[Vec3]) {
         for &(node, parent) in &self.order {
             let parent = parent.map_or(Mat4::IDENTITY, |p| self.world[p]);
             let extra = rotations.get(node).copied().unwrap_or(Quat::IDENTITY);
-            self.world[node] = parent * local(avatar, node, extra);
+            self.world[node] = parent * local(avatar, translations, node, extra);
         }
         for (slot, &center) in self.center_world.iter_mut().zip(&self.centers) {
             let m = self.world[center];
@@ -366,7 +367,7 @@ impl SpringSim {
     }
 
     /// One fixed substep of every joint, parents first.
-    fn substep(&mut self, avatar: &Avatar, rotations: &[Quat]) {
+    fn substep(&mut self, avatar: &Avatar, rotations: &[Quat], translations: &[Vec3]) {
         let force_scale = SUBSTEP * SUBSTEP / VRM_STEP;
         for joint in &mut self.joints {
             for &node in &self.paths[joint.path.clone()] {
@@ -374,10 +375,10 @@ impl SpringSim {
                     .parent
                     .map_or(Mat4::IDENTITY, |p| self.world[p]);
                 let extra = rotations.get(node).copied().unwrap_or(Quat::IDENTITY);
-                self.world[node] = parent * local(avatar, node, extra);
+                self.world[node] = parent * local(avatar, translations, node, extra);
             }
             let parent = joint.parent.map_or(Mat4::IDENTITY, |p| self.world[p]);
-            let rest = parent * local(avatar, joint.node, Quat::IDENTITY);
+            let rest = parent * local(avatar, translations, joint.node, Quat::IDENTITY);
             let head = rest.w_axis.truncate();
             let bone = rest.transform_vector3(joint.tail);
             let length = bone.length();
@@ -416,15 +417,22 @@ impl SpringSim {
             let local_dir = rest.inverse().transform_vector3(tail - head);
             joint.rotation =
                 Quat::from_rotation_arc(joint.axis, local_dir.normalize_or(joint.axis));
-            self.world[joint.node] = parent * local(avatar, joint.node, joint.rotation);
+            self.world[joint.node] =
+                parent * local(avatar, translations, joint.node, joint.rotation);
         }
     }
 }
 
-/// Node `node`'s local transform with `extra` after its rest rotation.
-fn local(avatar: &Avatar, node: usize, extra: Quat) -> Mat4 {
+/// Node `node`'s local transform with `extra` after its rest rotation and the pose's extra
+/// translation (`translations[node]`, when there and finite) added to its rest translation.
+fn local(avatar: &Avatar, translations: &[Vec3], node: usize, extra: Quat) -> Mat4 {
     let n = &avatar.nodes[node];
-    Mat4::from_scale_rotation_translation(n.scale, n.rotation * extra, n.translation)
+    let shift = translations
+        .get(node)
+        .copied()
+        .filter(|t| t.is_finite())
+        .unwrap_or(Vec3::ZERO);
+    Mat4::from_scale_rotation_translation(n.scale, n.rotation * extra, n.translation + shift)
 }
 
 /// The transform from avatar space into a centre's space (identity without one).
