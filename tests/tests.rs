@@ -15,6 +15,9 @@ mod headgen;
 /// Headless rendering on llvmpipe: snapshots, morph path agreement.
 mod render;
 
+/// Face customisation on the default head: wrinkle maps.
+mod looks;
+
 /// The whole pipeline through the `facewire` binary: snapshot, run --headless, listen.
 mod pipeline;
 

@@ -158,9 +158,12 @@ mod tests {
         }
         assert_eq!(bound, crate::arkit::ChannelMask::ALL);
         assert!(m.head.is_some() && m.left_eye.is_some() && m.right_eye.is_some());
-        // Apart from its face-shape sliders, the file says what the automatic mapping does.
+        // Apart from its face-shape sliders and wrinkle maps, the file says what the
+        // automatic mapping does.
+        assert_eq!(m.wrinkles.len(), 4);
         let without_sliders = CompiledMapping {
             sliders: CompiledSliders::default(),
+            wrinkles: Vec::new(),
             ..m
         };
         assert_eq!(without_sliders, CompiledMapping::auto(&avatar));

@@ -222,3 +222,80 @@ pub(super) fn compile(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::CompiledMapping;
+
+    fn head() -> Avatar {
+        crate::avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, "default head").unwrap()
+    }
+
+    fn compile_text(extra: &str) -> Result<CompiledMapping, Vec<String>> {
+        let text = format!("version = 1\n[targets]\nauto = true\n{extra}");
+        let file = MappingFile::parse(&text, "m.toml").map_err(|e| vec![e.to_string()])?;
+        CompiledMapping::build(&file, &head())
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn a_wrinkle_map_resolves_its_texture_channels_material_and_targets() {
+        let m = compile_text(
+            "[wrinkles.frown]\ntexture = \"wrinkles_brow\"\nchannels = \"ba\"\n\
+             material = \"Skin\"\nweights = { browDownLeft = 0.5, browDownRight = 0.5 }\n",
+        )
+        .unwrap();
+        let avatar = head();
+        let w = &m.wrinkles[0];
+        assert_eq!(avatar.texture_names[w.texture].as_deref(), Some("wrinkles_brow"));
+        assert!(w.blue_alpha);
+        assert_eq!(w.materials.len(), 1);
+        assert_eq!(avatar.materials[w.materials[0]].name.as_deref(), Some("Skin"));
+        assert_eq!(w.weights.len(), 2);
+        // Strength: the weighted sum of the targets, clamped.
+        let mut pose = avatar.rest_pose();
+        let (mesh, left, _) = w.weights[0];
+        pose.weights[mesh][left] = 0.8;
+        assert!((w.strength(&pose) - 0.4).abs() < 1e-6);
+        pose.weights[mesh][w.weights[1].1] = f32::NAN;
+        assert!((w.strength(&pose) - 0.4).abs() < 1e-6);
+        apply(&m.wrinkles, &mut pose);
+        assert_eq!(pose.wrinkles, [0.4, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn every_wrong_name_is_reported_with_its_position_and_the_nearest_name() {
+        let errors = compile_text(
+            "[wrinkles.frown]\ntexture = \"wrinkles_brw\"\nchannels = \"gb\"\n\
+             material = \"Skn\"\nweights = { browDwnLeft = 1.0 }\n",
+        )
+        .unwrap_err();
+        let all = errors.join("\n");
+        assert_eq!(errors.len(), 4, "{all}");
+        assert!(all.contains("m.toml:5:11: unknown texture `wrinkles_brw`"), "{all}");
+        assert!(all.contains("`wrinkles_brow`"), "{all}");
+        assert!(all.contains("m.toml:6:12: channels = \"gb\""), "{all}");
+        assert!(all.contains("unknown material `Skn`") && all.contains("`Skin`"), "{all}");
+        assert!(all.contains("unknown target `browDwnLeft`") && all.contains("browDownLeft"));
+    }
+
+    #[test]
+    fn a_wrinkle_map_needs_weights_and_at_most_four_fit() {
+        let errors = compile_text(
+            "[wrinkles.a]\ntexture = \"wrinkles_brow\"\nmaterial = \"Skin\"\nweights = {}\n",
+        )
+        .unwrap_err();
+        assert!(errors[0].contains("has no weights"), "{errors:?}");
+        let mut text = String::new();
+        for i in 0..5 {
+            text.push_str(&format!(
+                "[wrinkles.w{i}]\ntexture = \"wrinkles_smile\"\nmaterial = \"Skin\"\n\
+                 weights = {{ jawOpen = 1.0 }}\n"
+            ));
+        }
+        let errors = compile_text(&text).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("[wrinkles.w4]: at most 4"), "{errors:?}");
+    }
+}

@@ -1,0 +1,135 @@
+//! Face customisation on the default head: wrinkle maps.
+
+use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+use facewire::arkit::Channel;
+use facewire::image::RgbaImage;
+use facewire::mapping::{CompiledMapping, MappingFile, DEFAULT_HEAD_MAPPING};
+use facewire::render::headless::HeadlessContext;
+
+/// The default head's own mapping, or the same without its `[wrinkles]` tables.
+fn default_mapping(avatar: &facewire::avatar::Avatar, wrinkles: bool) -> CompiledMapping {
+    let text = if wrinkles {
+        DEFAULT_HEAD_MAPPING.to_string()
+    } else {
+        let cut = DEFAULT_HEAD_MAPPING
+            .find("[wrinkles.")
+            .expect("the default head's mapping declares wrinkle maps");
+        DEFAULT_HEAD_MAPPING[..cut].to_string()
+    };
+    let file = MappingFile::parse(&text, "default_head.toml").expect("parses");
+    CompiledMapping::compile(&file, avatar).expect("compiles")
+}
+
+/// The default head at `size`² pixels, front view, with `weights`, with or without its wrinkle
+/// maps.
+fn render(size: u32, weights: &[(Channel, f32)], wrinkles: bool) -> RgbaImage {
+    let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").expect("loads");
+    let ctx = HeadlessContext::new(size, size).expect("headless context");
+    let mapping = default_mapping(&avatar, wrinkles);
+    let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
+    scene.set_mapping(mapping);
+    let mut frame = facewire::arkit::FaceFrame::empty(
+        facewire::arkit::Protocol::Vmc,
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        std::time::Instant::now(),
+    );
+    for &(ch, v) in weights {
+        frame.set(ch, v);
+    }
+    scene.set_frame(Some(&frame));
+    ctx.bind();
+    scene.draw(&facewire::render::DrawTarget {
+        width: size,
+        height: size,
+        clear_color: [0.0, 0.7, 0.25, 1.0],
+        alpha: false,
+    });
+    let image = ctx.read_rgba();
+    drop(scene);
+    image
+}
+
+/// The rows on which `a` and `b` differ, and how many pixels differ.
+fn differing_rows(a: &RgbaImage, b: &RgbaImage) -> (Vec<u32>, usize) {
+    let mut rows = Vec::new();
+    let mut count = 0;
+    for y in 0..a.height {
+        let n = (0..a.width).filter(|&x| a.pixel(x, y) != b.pixel(x, y)).count();
+        if n > 0 {
+            rows.push(y);
+            count += n;
+        }
+    }
+    (rows, count)
+}
+
+/// The first row with a pixel of the blue iris.
+fn iris_top(img: &RgbaImage) -> u32 {
+    (0..img.height)
+        .find(|&y| {
+            (0..img.width).any(|x| {
+                let p = img.pixel(x, y);
+                p[2] > 150 && p[2] as i32 > p[0] as i32 + 60
+            })
+        })
+        .expect("the irises show")
+}
+
+#[test]
+fn wrinkle_maps_at_weight_zero_change_no_pixel() {
+    // At rest and with expressions that drive no wrinkle, the programs with wrinkle maps draw
+    // exactly what the plain programs draw.
+    for weights in [
+        vec![],
+        vec![(Channel::JawOpen, 1.0), (Channel::EyeBlinkLeft, 1.0)],
+    ] {
+        let with = render(256, &weights, true);
+        let without = render(256, &weights, false);
+        assert_eq!(differing_rows(&with, &without).1, 0, "{weights:?}");
+    }
+}
+
+#[test]
+fn raised_brows_line_the_forehead_and_nothing_below_the_brows() {
+    let size = 512;
+    let weights = [(Channel::BrowInnerUp, 1.0)];
+    let with = render(size, &weights, true);
+    let without = render(size, &weights, false);
+    let (rows, count) = differing_rows(&with, &without);
+    assert!(count > 150, "the forehead lines show: {count} pixels differ");
+    let eyes = iris_top(&without);
+    let lowest = *rows.last().unwrap();
+    // The brows sit well above the irises' top; everything the lines change is above them.
+    assert!(
+        lowest + size / 40 < eyes,
+        "a pixel at row {lowest} changed, the irises start at row {eyes}"
+    );
+}
+
+#[test]
+fn a_smile_folds_its_own_side_only_and_a_frown_creases_between_the_brows() {
+    let size = 384;
+    let smile = [(Channel::MouthSmileLeft, 1.0), (Channel::CheekSquintLeft, 1.0)];
+    let with = render(size, &smile, true);
+    let without = render(size, &smile, false);
+    // The avatar's left is the viewer's right in a front view.
+    let (mut left, mut right) = (0, 0);
+    for y in 0..size {
+        for x in 0..size {
+            if with.pixel(x, y) != without.pixel(x, y) {
+                if x >= size / 2 {
+                    left += 1;
+                } else {
+                    right += 1;
+                }
+            }
+        }
+    }
+    assert!(left > 100 && right == 0, "left {left}, right {right}");
+    let frown = [(Channel::BrowDownLeft, 1.0), (Channel::BrowDownRight, 1.0)];
+    let with = render(size, &frown, true);
+    let without = render(size, &frown, false);
+    let (rows, count) = differing_rows(&with, &without);
+    assert!(count > 50, "{count}");
+    assert!(*rows.last().unwrap() < iris_top(&without) + size / 20);
+}
