@@ -99,8 +99,12 @@ fn head_is_a_valid_small_glb() {
     let gltf = gltf::Gltf::from_slice(glb()).expect("the GLB parses and validates");
     assert!(gltf.materials().count() >= 2);
     let (_, _, images) = gltf::import_slice(glb()).expect("the GLB imports");
-    assert_eq!(images.len(), 1);
+    // The colour atlas, then the two wrinkle textures.
+    assert_eq!(images.len(), 3);
     assert_eq!((images[0].width, images[0].height), (1024, 1024));
+    for image in &images[1..] {
+        assert_eq!((image.width, image.height), (512, 512));
+    }
     // Every mesh carries normals and texture coordinates; the whole head (each eyeball counted
     // once per eye node) has 10,000 to 30,000 vertices.
     let mut vertices = 0;
