@@ -54,7 +54,9 @@ fn differing_rows(a: &RgbaImage, b: &RgbaImage) -> (Vec<u32>, usize) {
     let mut rows = Vec::new();
     let mut count = 0;
     for y in 0..a.height {
-        let n = (0..a.width).filter(|&x| a.pixel(x, y) != b.pixel(x, y)).count();
+        let n = (0..a.width)
+            .filter(|&x| a.pixel(x, y) != b.pixel(x, y))
+            .count();
         if n > 0 {
             rows.push(y);
             count += n;
@@ -96,7 +98,10 @@ fn raised_brows_line_the_forehead_and_nothing_below_the_brows() {
     let with = render(size, &weights, true);
     let without = render(size, &weights, false);
     let (rows, count) = differing_rows(&with, &without);
-    assert!(count > 150, "the forehead lines show: {count} pixels differ");
+    assert!(
+        count > 150,
+        "the forehead lines show: {count} pixels differ"
+    );
     let eyes = iris_top(&without);
     let lowest = *rows.last().unwrap();
     // The brows sit well above the irises' top; everything the lines change is above them.
@@ -109,7 +114,10 @@ fn raised_brows_line_the_forehead_and_nothing_below_the_brows() {
 #[test]
 fn a_smile_folds_its_own_side_only_and_a_frown_creases_between_the_brows() {
     let size = 384;
-    let smile = [(Channel::MouthSmileLeft, 1.0), (Channel::CheekSquintLeft, 1.0)];
+    let smile = [
+        (Channel::MouthSmileLeft, 1.0),
+        (Channel::CheekSquintLeft, 1.0),
+    ];
     let with = render(size, &smile, true);
     let without = render(size, &smile, false);
     // The avatar's left is the viewer's right in a front view.

@@ -11,6 +11,9 @@ pub enum AppEvent {
     Tracking(crate::calibrate::TrackingState),
     /// The mapping file was saved: its new content, or why it cannot be read.
     Mapping(Result<Box<crate::mapping::MappingFile>, String>),
+    /// The look preset was saved: its new content (read, not yet checked against the
+    /// sliders), or why it cannot be read.
+    Look(Result<Box<crate::looks::LookFile>, String>),
     /// An avatar to show instead of the current one (chosen in the panel, or its file saved
     /// anew), or why it could not be loaded (the current one stays).
     Model(Result<Box<crate::session::LoadedModel>, String>),

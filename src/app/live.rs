@@ -6,8 +6,8 @@ use std::sync::{mpsc, Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::{
-    percentile, reload_mapping, run_headless, AgeStats, AppError, AppEvent, HeadlessPace,
-    HeadlessReport, LoopError, Scene, StageApp, StageLoop, StageOptions,
+    percentile, reload_look, reload_mapping, run_headless, AgeStats, AppError, AppEvent,
+    HeadlessPace, HeadlessReport, LoopError, Scene, StageApp, StageLoop, StageOptions,
 };
 use crate::avatar::Avatar;
 use crate::bridge;
@@ -115,6 +115,10 @@ pub fn run_stage(
     let _mapping_watch = session::watch_mapping(config, move |parsed| {
         tell(AppEvent::Mapping(parsed.map(Box::new)));
     })?;
+    let tell = Arc::clone(&notify);
+    let _look_watch = session::watch_look(config, move |parsed| {
+        tell(AppEvent::Look(parsed.map(Box::new)));
+    })?;
     let config_folder = run
         .source
         .and_then(Path::parent)
@@ -196,6 +200,10 @@ pub fn run_offscreen(
     scene.set_spring_bones(config.render.spring_bones);
     scene.set_mapping(mapping);
     scene.set_camera(config.camera);
+    if let Some(look) = session::load_look(config, scene.mapping())? {
+        scene.set_look(look);
+        scene.update_look(true);
+    }
     scene
         .set_stack(&session::StackConfig::of(config))
         .map_err(StartError::from)?;
@@ -229,6 +237,10 @@ pub fn run_offscreen(
     let _mapping_watch = session::watch_mapping(config, move |parsed| {
         let _ = reload_tx.send(parsed);
     })?;
+    let (look_tx, looks) = mpsc::channel();
+    let _look_watch = session::watch_look(config, move |parsed| {
+        let _ = look_tx.send(parsed);
+    })?;
     let deadline = run.exit_after.map(|d| Instant::now() + d);
     // Without an exit time, a replayed run ends once the recording has played and its last
     // frame has been drawn.
@@ -252,6 +264,11 @@ pub fn run_offscreen(
                 let _ = reload_mapping(scene, parsed);
                 changed = true;
             }
+            while let Ok(parsed) = looks.try_recv() {
+                let _ = reload_look(scene, parsed);
+                changed = true;
+            }
+            changed |= scene.update_look(false);
             while let Ok(change) = cameras.try_recv() {
                 match change {
                     StageChange::Camera(camera) => scene.set_camera(camera),
@@ -300,6 +317,10 @@ pub fn snapshot(
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
     scene.set_mapping(mapping);
     scene.set_camera(config.camera);
+    if let Some(look) = session::load_look(config, scene.mapping())? {
+        scene.set_look(look);
+        scene.update_look(true);
+    }
     let (clear_color, alpha) = session::background(config);
     scene.set_frame(Some(frame));
     ctx.bind();

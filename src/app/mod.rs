@@ -21,6 +21,7 @@ mod headless;
 mod hotkeys;
 mod input;
 mod live;
+mod look;
 mod pacing;
 mod placement;
 mod scene;
@@ -38,7 +39,7 @@ pub use input::{
 pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError, LiveRun};
 pub use pacing::{effective_cap, percentile, wants_redraw, FramePacer};
 pub use placement::{panel_position, Area};
-pub use scene::{reload_mapping, Scene};
+pub use scene::{reload_look, reload_mapping, Scene};
 pub use stage::{StageApp, StageOptions};
 
 use crate::render::RenderError;

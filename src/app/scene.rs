@@ -8,8 +8,11 @@ use crate::arkit::FaceFrame;
 use crate::avatar::spring::SpringSim;
 use crate::avatar::{Avatar, Pose};
 use crate::config::{CameraConfig, LayersSection};
+use crate::looks::Look;
 use crate::mapping::{CompiledMapping, LayerTargetError, LayerTargets};
 use crate::render::{Camera, DrawTarget, MorphPath, RenderError, Renderer, WrinkleMap};
+
+use super::look::LookState;
 
 /// Everything needed to draw the avatar: the model, its compiled mapping, the GL renderer and
 /// the camera. Owns the renderer, so it must be dropped while its GL context is current.
@@ -34,6 +37,8 @@ pub struct Scene {
     stepped: Option<Instant>,
     /// The wrinkle maps the renderer draws (the mapping's, when it could use them).
     wrinkle_maps: Vec<WrinkleMap>,
+    /// The look: face-shape slider values and colours.
+    look: LookState,
 }
 
 impl Scene {
@@ -67,6 +72,7 @@ impl Scene {
             springs: SpringSim::for_avatar(&avatar),
             stepped: None,
             wrinkle_maps: Vec::new(),
+            look: LookState::new(&avatar, mapping.sliders()),
             pose: rest.clone(),
             rest,
             mapping,
@@ -110,7 +116,8 @@ impl Scene {
             self.mapping.apply(frame, &mut self.pose);
             self.layers.apply(frame, &mut self.pose);
         }
-        crate::mapping::wrinkles::apply(&self.mapping.wrinkles, &mut self.pose);
+        self.look.apply(self.mapping.sliders(), &mut self.pose);
+        self.finish_pose();
         if let Some(springs) = self.springs.as_mut() {
             let elapsed = self.stepped.map_or(std::time::Duration::ZERO, |at| {
                 now.saturating_duration_since(at)
@@ -197,14 +204,47 @@ impl Scene {
             }
         }
         self.mapping = mapping;
+        self.look.resolve(self.mapping.sliders());
     }
 
     /// Sets the pose directly in avatar space: starts from the rest pose, then `edit` changes
     /// weights or rotations (for tools that drive targets no channel maps to).
     pub fn set_pose(&mut self, edit: impl FnOnce(&mut Pose)) {
         self.pose.clone_from(&self.rest);
+        self.look.apply(self.mapping.sliders(), &mut self.pose);
         edit(&mut self.pose);
+        self.finish_pose();
+    }
+
+    /// What follows from the targets' weights: the wrinkle maps' strengths.
+    fn finish_pose(&mut self) {
         crate::mapping::wrinkles::apply(&self.mapping.wrinkles, &mut self.pose);
+    }
+
+    /// Sets the look: its slider values from the next frame on, its colours (on the default
+    /// head) once they are painted ([`Scene::update_look`] uploads them).
+    pub fn set_look(&mut self, look: Look) {
+        self.look.set(look, self.mapping.sliders());
+    }
+
+    /// The look in use.
+    pub fn look(&self) -> &Look {
+        self.look.look()
+    }
+
+    /// Uploads the look's repainted colours once they are ready (`wait`: waits for them).
+    /// Returns whether the picture changed.
+    pub fn update_look(&mut self, wait: bool) -> bool {
+        let Some((index, texture)) = self.look.painted(&self.avatar, wait) else {
+            return false;
+        };
+        match self.renderer.replace_texture(index, &texture) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(%error, "the look's colours could not be uploaded");
+                false
+            }
+        }
     }
 
     /// Draws the current pose into the bound framebuffer.
@@ -238,6 +278,40 @@ pub fn reload_mapping(
         Err(error) => {
             tracing::error!(%error, "mapping reload failed; keeping the last good mapping");
             Err(format!("{error}\n(the last good mapping keeps running)"))
+        }
+    }
+}
+
+/// Swaps in a reloaded look preset at a frame boundary: `parsed` is the preset as re-read from
+/// disk, or why it could not be read. A preset that fails to parse or whose sliders the mapping
+/// does not have is reported (every problem, with its file, line and column) and the last good
+/// look stays. Returns what happened, in words.
+pub fn reload_look(
+    scene: &mut Scene,
+    parsed: Result<crate::looks::LookFile, String>,
+) -> Result<String, String> {
+    let checked = parsed.and_then(|file| {
+        let problems = file.check(&scene.mapping().sliders().ranges());
+        if problems.is_empty() {
+            Ok(file)
+        } else {
+            Err(problems
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+    });
+    match checked {
+        Ok(file) => {
+            let sliders = file.look.sliders.len();
+            scene.set_look(file.look);
+            tracing::info!(look = %file.path, sliders, "look reloaded");
+            Ok(format!("{}: reloaded, {sliders} sliders set", file.path))
+        }
+        Err(error) => {
+            tracing::error!(%error, "look reload failed; keeping the last good look");
+            Err(format!("{error}\n(the last good look stays)"))
         }
     }
 }

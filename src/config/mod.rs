@@ -539,6 +539,9 @@ pub struct RenderSection {
     pub models_dir: PathBuf,
     /// Whether a model's spring bones (hair, ribbons, skirts) move; off, they stay at rest.
     pub spring_bones: bool,
+    /// The look preset: a name in config/looks (`round` for config/looks/round.toml) or a
+    /// path; empty for none.
+    pub look: String,
 }
 
 impl Default for RenderSection {
@@ -550,6 +553,7 @@ impl Default for RenderSection {
             headless_fps: 60,
             models_dir: PathBuf::from("models"),
             spring_bones: true,
+            look: String::new(),
         }
     }
 }

@@ -248,10 +248,16 @@ mod tests {
         .unwrap();
         let avatar = head();
         let w = &m.wrinkles[0];
-        assert_eq!(avatar.texture_names[w.texture].as_deref(), Some("wrinkles_brow"));
+        assert_eq!(
+            avatar.texture_names[w.texture].as_deref(),
+            Some("wrinkles_brow")
+        );
         assert!(w.blue_alpha);
         assert_eq!(w.materials.len(), 1);
-        assert_eq!(avatar.materials[w.materials[0]].name.as_deref(), Some("Skin"));
+        assert_eq!(
+            avatar.materials[w.materials[0]].name.as_deref(),
+            Some("Skin")
+        );
         assert_eq!(w.weights.len(), 2);
         // Strength: the weighted sum of the targets, clamped.
         let mut pose = avatar.rest_pose();
@@ -273,10 +279,16 @@ mod tests {
         .unwrap_err();
         let all = errors.join("\n");
         assert_eq!(errors.len(), 4, "{all}");
-        assert!(all.contains("m.toml:5:11: unknown texture `wrinkles_brw`"), "{all}");
+        assert!(
+            all.contains("m.toml:5:11: unknown texture `wrinkles_brw`"),
+            "{all}"
+        );
         assert!(all.contains("`wrinkles_brow`"), "{all}");
         assert!(all.contains("m.toml:6:12: channels = \"gb\""), "{all}");
-        assert!(all.contains("unknown material `Skn`") && all.contains("`Skin`"), "{all}");
+        assert!(
+            all.contains("unknown material `Skn`") && all.contains("`Skin`"),
+            "{all}"
+        );
         assert!(all.contains("unknown target `browDwnLeft`") && all.contains("browDownLeft"));
     }
 

@@ -80,6 +80,8 @@ pub enum Topic {
     Expressions,
     /// The API for stream tools.
     Api,
+    /// The look preset.
+    Look,
     /// Anything else (opening a folder, ...).
     General,
 }
@@ -91,6 +93,7 @@ impl Topic {
             Topic::Config => "config",
             Topic::Profile => "profile",
             Topic::Avatar => "avatar",
+            Topic::Look => "look",
             Topic::Calibration => "calibration",
             Topic::Expressions => "expressions",
             Topic::Api => "api",

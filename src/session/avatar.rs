@@ -44,6 +44,33 @@ fn load_model_posed(config: &Config, pose: &PoseConfig) -> Result<Avatar, StartE
     Ok(avatar)
 }
 
+/// Where look presets named without a path live: `<this>/looks/NAME.toml`.
+pub const LOOKS_PARENT: &str = "config";
+
+/// The look preset `render.look` names (a name in config/looks, or a path), read and checked
+/// against `mapping`'s sliders; `None` when no look is configured.
+pub fn load_look(
+    config: &Config,
+    mapping: &CompiledMapping,
+) -> Result<Option<crate::looks::Look>, StartError> {
+    let arg = config.render.look.trim();
+    if arg.is_empty() {
+        return Ok(None);
+    }
+    let path = crate::looks::resolve(arg, Path::new(LOOKS_PARENT))?;
+    let look = crate::looks::Look::load(&path, &mapping.sliders().ranges())?;
+    tracing::info!(look = %path.display(), sliders = look.sliders.len(), "look loaded");
+    Ok(Some(look))
+}
+
+/// The file of the configured look preset, when there is one on disk (to watch it).
+pub fn look_path(config: &Config) -> Option<PathBuf> {
+    let arg = config.render.look.trim();
+    (!arg.is_empty())
+        .then(|| crate::looks::resolve(arg, Path::new(LOOKS_PARENT)).ok())
+        .flatten()
+}
+
 /// The mapping text and where it came from: `render.mapping`, else (for the default head)
 /// config/mappings/default_head.toml or its built-in copy; `None` means the automatic mapping.
 pub fn mapping_source(config: &Config) -> Result<Option<(String, String)>, StartError> {

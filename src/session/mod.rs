@@ -32,8 +32,8 @@ use std::sync::{mpsc, Arc};
 pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
 pub use args::{confirm, parse_weights, HeadAngles, Size, TakeArgs, WeightsError};
 pub use avatar::{
-    avatar_presets, background, check_mapping, load_avatar, load_model, mapping_path,
-    mapping_source, DEFAULT_HEAD_MAPPING_PATH,
+    avatar_presets, background, check_mapping, load_avatar, load_look, load_model, look_path,
+    mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_PATH, LOOKS_PARENT,
 };
 pub use chain::{
     build_layers, build_stack, ApiLink, ExpressionLog, ExpressionStatus, LiveSink, Outputs,
@@ -50,7 +50,7 @@ pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::StageUi;
 pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
-pub use watch::{watch_config, watch_mapping, ConfigWatch, StageChange, StageLink};
+pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch, StageChange, StageLink};
 
 pub use crate::app::Notify;
 use crate::arkit::FaceFrame;
@@ -68,6 +68,9 @@ pub enum StartError {
     /// The mapping does not parse or does not fit the avatar.
     #[error(transparent)]
     Mapping(#[from] crate::mapping::MappingError),
+    /// The look preset (`--look`, `render.look`) is missing or does not fit the sliders.
+    #[error(transparent)]
+    Look(#[from] crate::looks::LookError),
     /// The mapping file could not be read.
     #[error("cannot read the mapping {}", path.display())]
     ReadMapping {

@@ -209,6 +209,22 @@ pub fn watch_mapping(
     Ok(Some(watcher))
 }
 
+/// Watches the configured look preset, when there is one, and hands every new version,
+/// read but not yet checked against the sliders (or why it cannot be read), to `deliver`.
+pub fn watch_look(
+    config: &Config,
+    mut deliver: impl FnMut(Result<crate::looks::LookFile, String>) + Send + 'static,
+) -> Result<Option<FileWatcher>, StartError> {
+    let Some(path) = super::look_path(config) else {
+        return Ok(None);
+    };
+    let watcher = crate::watch::watch_file(&path, move |p| {
+        deliver(crate::looks::LookFile::load(p).map_err(|e| e.to_string()));
+    })?;
+    tracing::info!(look = %path.display(), "watching the look for changes");
+    Ok(Some(watcher))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use winit::window::WindowId;
 
 use super::input::PIXELS_PER_NOTCH;
 use super::{
-    camera_drag, camera_key, camera_wheel, effective_cap, reload_mapping, save_camera,
+    camera_drag, camera_key, camera_wheel, effective_cap, reload_look, reload_mapping, save_camera,
     wants_redraw, AppError, AppEvent, Controls, ExpressionKeys, FramePacer, KeyRoute, Scene,
     StageKey, STAGE_HOTKEYS,
 };
@@ -534,6 +534,11 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 scene.set_spring_bones(self.options.config.render.spring_bones);
                 scene.set_mapping(mapping);
                 scene.set_camera(self.options.config.camera);
+                match crate::session::load_look(&self.options.config, scene.mapping()) {
+                    Ok(Some(look)) => scene.set_look(look),
+                    Ok(None) => {}
+                    Err(e) => tracing::error!(error = %e, "look left out"),
+                }
                 // Checked against the avatar when it was loaded.
                 if let Err(e) = scene.set_stack(&self.stack) {
                     tracing::warn!(error = %e, "layer targets left out");
@@ -562,6 +567,13 @@ impl ApplicationHandler<AppEvent> for StageApp {
                     let result = reload_mapping(scene, parsed.map(|f| *f));
                     self.dirty = true;
                     self.post(Topic::Mapping, result);
+                }
+            }
+            AppEvent::Look(parsed) => {
+                if let Some(scene) = self.scene.as_mut() {
+                    let result = reload_look(scene, parsed.map(|f| *f));
+                    self.dirty = true;
+                    self.post(Topic::Look, result);
                 }
             }
             AppEvent::Message { topic, error, text } => {
