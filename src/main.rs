@@ -41,11 +41,11 @@ enum Command {
     /// Print every frame a phone sends as one JSON line.
     Listen(ListenArgs),
     /// Render a labelled contact sheet: the neutral face and each morph target at weight 1.
-    Sheet(SheetArgs),
+    Sheet(session::SheetArgs),
     /// Calibrate a performer: a guided routine (or a recording) writes their profile.
     Calibrate(CalibrateArgs),
     /// Validate a mapping against a model and report what drives nothing.
-    Check(CheckArgs),
+    Check(session::CheckArgs),
     /// Save the raw datagrams that arrive on every port facewire listens on, with their timing,
     /// to a .fwrec file.
     Record(RecordArgs),
@@ -77,6 +77,9 @@ struct RenderArgs {
     /// Keep spring bones (hair, ribbons, skirts) at rest, instead of render.spring_bones.
     #[arg(long)]
     no_springs: bool,
+    /// Look preset (face-shape sliders, colours): a name in config/looks or a path.
+    #[arg(long, value_name = "NAME|PATH")]
+    look: Option<String>,
 }
 
 #[derive(Debug, Args, Default)]
@@ -166,41 +169,6 @@ struct ListenArgs {
     /// The phone's IP address, for the apps that need facewire to ask for data.
     #[arg(long, value_name = "IP")]
     phone: Option<std::net::IpAddr>,
-}
-
-#[derive(Debug, Args)]
-struct SheetArgs {
-    /// Avatar file (.glb, .gltf or .vrm); default: the configured model.
-    #[arg(long, value_name = "PATH")]
-    model: Option<PathBuf>,
-    /// Mapping file (which channels drive which targets and nodes).
-    #[arg(long, value_name = "PATH")]
-    mapping: Option<PathBuf>,
-    /// Output PNG.
-    #[arg(long, value_name = "PNG", default_value = "sheet.png")]
-    out: PathBuf,
-    /// Size of each panel's picture in pixels.
-    #[arg(long, default_value_t = sheet::DEFAULT_PANEL)]
-    size: u32,
-    /// Panels per row.
-    #[arg(long, default_value_t = sheet::DEFAULT_COLUMNS)]
-    columns: u32,
-    /// What the camera frames: targets (the part the targets move) or model (all of it).
-    #[arg(long, default_value = "targets")]
-    framing: sheet::Framing,
-    /// Morph path: auto, gpu or cpu.
-    #[arg(long, value_name = "MODE")]
-    morph: Option<MorphMode>,
-}
-
-#[derive(Debug, Args)]
-struct CheckArgs {
-    /// Mapping file; default: the configured one (the default head's for the default head).
-    #[arg(long, value_name = "PATH")]
-    mapping: Option<PathBuf>,
-    /// Avatar file (.glb, .gltf or .vrm); default: the configured model.
-    #[arg(long, value_name = "PATH")]
-    model: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -378,9 +346,12 @@ fn apply_render_args(config: &mut Config, args: &RenderArgs) {
     if args.no_springs {
         config.render.spring_bones = false;
     }
+    if let Some(look) = &args.look {
+        config.render.look.clone_from(look);
+    }
 }
 
-fn check_command(config: &mut Config, args: CheckArgs) -> Result<()> {
+fn check_command(config: &mut Config, args: session::CheckArgs) -> Result<()> {
     if let Some(m) = args.model {
         config.render.model = m;
     }
@@ -396,13 +367,14 @@ fn check_command(config: &mut Config, args: CheckArgs) -> Result<()> {
     Ok(())
 }
 
-fn contact_sheet(config: &mut Config, args: SheetArgs) -> Result<()> {
+fn contact_sheet(config: &mut Config, args: session::SheetArgs) -> Result<()> {
     apply_render_args(
         config,
         &RenderArgs {
             model: args.model,
             mapping: args.mapping,
             morph: args.morph,
+            look: args.look,
             ..RenderArgs::default()
         },
     );
@@ -412,6 +384,8 @@ fn contact_sheet(config: &mut Config, args: SheetArgs) -> Result<()> {
         columns: args.columns,
         morph: config.render.morph,
         framing: args.framing,
+        look: session::load_look(config, &mapping)?,
+        looks: args.looks,
         ..sheet::SheetOptions::default()
     };
     let image = sheet::render_sheet_with(avatar, &mapping, &options)?;
@@ -455,6 +429,8 @@ fn apply_run_args(config: &mut Config, args: &RunArgs) {
 fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Result<()> {
     apply_run_args(config, &args);
     let (avatar, mapping) = session::load_avatar(config)?;
+    // A look that does not fit the mapping's sliders stops here, before any window opens.
+    session::load_look(config, &mapping)?;
     if !args.headless && (args.out.is_some() || args.size.is_some()) {
         bail!("--out and --size belong to headless runs; add --headless");
     }

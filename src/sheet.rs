@@ -93,6 +93,12 @@ pub enum SheetError {
     /// Creating the headless context or uploading the model failed.
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// A look sheet of a mapping without face-shape sliders.
+    #[error(
+        "the mapping has no face-shape sliders to draw; declare them in its [sliders] tables \
+         (see config/mappings/example.toml)"
+    )]
+    NoSliders,
 }
 
 /// How to render a sheet.
@@ -111,6 +117,10 @@ pub struct SheetOptions {
     pub title: Option<String>,
     /// What the camera frames (the same for every panel).
     pub framing: Framing,
+    /// The look every panel wears (slider values and, on the default head, colours).
+    pub look: Option<crate::looks::Look>,
+    /// Panels of the look sliders (each at its two ends) instead of the targets.
+    pub looks: bool,
 }
 
 /// What the sheet's camera frames. Either way it is one front camera for every panel.
@@ -255,6 +265,8 @@ impl Default for SheetOptions {
             background: DEFAULT_BACKGROUND,
             title: None,
             framing: Framing::Targets,
+            look: None,
+            looks: false,
         }
     }
 }
@@ -366,6 +378,13 @@ pub enum Drive {
     Channel(Channel),
     /// The panel's [`SheetEntry::targets`] set to weight 1 directly.
     Weights,
+    /// A face-shape slider of the mapping at its upper (`up`) or lower end.
+    Slider {
+        /// Its index in the mapping's sliders.
+        index: usize,
+        /// The upper end (else the lower).
+        up: bool,
+    },
 }
 
 /// One panel of the sheet.
@@ -568,7 +587,8 @@ fn summary(avatar: &Avatar, entries: &[SheetEntry]) -> String {
 pub fn panel_pose(entry: &SheetEntry, mapping: &CompiledMapping, rest: &Pose) -> Pose {
     let mut pose = rest.clone();
     match entry.drive {
-        Drive::Neutral => {}
+        // A slider panel is posed by [`look_panel_pose`].
+        Drive::Neutral | Drive::Slider { .. } => {}
         Drive::Channel(channel) => {
             let mut frame = FaceFrame::empty(
                 Protocol::Vmc,
@@ -593,6 +613,58 @@ pub fn panel_pose(entry: &SheetEntry, mapping: &CompiledMapping, rest: &Pose) ->
     pose
 }
 
+/// The panels of a look sheet: the neutral face, then each of `mapping`'s face-shape sliders
+/// at its lower and its upper end.
+pub fn look_entries(mapping: &CompiledMapping) -> Vec<SheetEntry> {
+    let mut entries = vec![SheetEntry {
+        name: "neutral".into(),
+        caption: None,
+        side: None,
+        drive: Drive::Neutral,
+        targets: Vec::new(),
+    }];
+    for (index, slider) in mapping.sliders().iter().enumerate() {
+        let targets: Vec<TargetRef> = slider
+            .influences
+            .iter()
+            .map(|i| TargetRef {
+                mesh: i.mesh,
+                target: i.target,
+            })
+            .collect();
+        for (up, value) in [(false, slider.min), (true, slider.max)] {
+            entries.push(SheetEntry {
+                name: slider.name.clone(),
+                caption: Some(format!("{} at {value:+}", slider.label)),
+                side: None,
+                drive: Drive::Slider { index, up },
+                targets: targets.clone(),
+            });
+        }
+    }
+    entries
+}
+
+/// [`panel_pose`] on top of a look: `rest` already wears `base`; a slider panel moves its
+/// slider to its end, and the wrinkle maps follow the panel's weights.
+pub fn look_panel_pose(
+    entry: &SheetEntry,
+    mapping: &CompiledMapping,
+    rest: &Pose,
+    base: &crate::mapping::SliderValues,
+) -> Pose {
+    let mut pose = panel_pose(entry, mapping, rest);
+    if let Drive::Slider { index, up } = entry.drive {
+        if let Some(slider) = mapping.sliders().iter().nth(index) {
+            let mut values = base.clone();
+            values.set(index, if up { slider.max } else { slider.min });
+            mapping.sliders().apply(&values, &mut pose);
+        }
+    }
+    crate::mapping::wrinkles::apply(&mapping.wrinkles, &mut pose);
+    pose
+}
+
 /// Renders the contact sheet of `avatar` with its automatic mapping (see the module docs for
 /// what it shows). Creates its own headless GL context on the calling thread.
 pub fn render_sheet(avatar: Avatar, options: &SheetOptions) -> Result<RgbaImage, SheetError> {
@@ -607,7 +679,14 @@ pub fn render_sheet_with(
     mapping: &CompiledMapping,
     options: &SheetOptions,
 ) -> Result<RgbaImage, SheetError> {
-    let entries = sheet_entries_with(&avatar, mapping);
+    let entries = if options.looks {
+        look_entries(mapping)
+    } else {
+        sheet_entries_with(&avatar, mapping)
+    };
+    if entries.len() < 2 && options.looks {
+        return Err(SheetError::NoSliders);
+    }
     let layout = SheetLayout::new(entries.len(), options)?;
     let title = options
         .title
@@ -633,10 +712,30 @@ pub fn render_sheet_with(
         max: Vec3::splat(0.5),
     });
     let camera = Camera::framing(bounds, 1.0);
-    let rest = avatar.rest_pose();
+    let look = options.look.clone().unwrap_or_default();
+    let base = look.values(mapping.sliders());
+    let mut rest = avatar.rest_pose();
+    mapping.sliders().apply(&base, &mut rest);
     let ctx = HeadlessContext::new(options.panel, options.panel)?;
     // Declared after the context, so it is dropped first, while the context is alive.
     let mut renderer = Renderer::new(ctx.gl(), &avatar, options.morph)?;
+    let wrinkles: Vec<crate::render::WrinkleMap> =
+        mapping.wrinkles.iter().map(Into::into).collect();
+    if let Err(error) = renderer.set_wrinkles(&avatar, &wrinkles) {
+        tracing::warn!(%error, "the sheet is drawn without wrinkle maps");
+    }
+    if let Some(atlas) = crate::looks::default_head_atlas(&avatar) {
+        let palette = crate::looks::palette_of(&look.colors);
+        if palette != crate::headgen::texture::Palette::DEFAULT {
+            let texture = crate::avatar::Texture {
+                width: crate::headgen::texture::SIZE,
+                height: crate::headgen::texture::SIZE,
+                rgba: crate::headgen::texture::paint_with(&palette),
+                sampler: avatar.textures[atlas].sampler,
+            };
+            renderer.replace_texture(atlas, &texture)?;
+        }
+    }
     let target = DrawTarget {
         width: options.panel,
         height: options.panel,
@@ -644,7 +743,7 @@ pub fn render_sheet_with(
         alpha: false,
     };
     for (index, entry) in entries.iter().enumerate() {
-        let pose = panel_pose(entry, mapping, &rest);
+        let pose = look_panel_pose(entry, mapping, &rest, &base);
         ctx.bind();
         renderer.draw(&pose, &camera, &target);
         let picture = ctx.read_rgba();

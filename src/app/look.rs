@@ -4,11 +4,9 @@
 
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 
-use glam::Vec3;
-
 use crate::avatar::{Avatar, Pose, Texture};
 use crate::headgen::texture::{self, Palette};
-use crate::looks::{Colors, Look, Srgb};
+use crate::looks::{default_head_atlas, palette_of, Look};
 use crate::mapping::{CompiledSliders, SliderValues};
 
 /// The look in use and the state of its colours.
@@ -23,6 +21,8 @@ pub(super) struct LookState {
     palette: Palette,
     /// A repaint under way: its palette and where the pixels will come from.
     pending: Option<(Palette, Receiver<Vec<u8>>)>,
+    /// A finished repaint waiting to be uploaded: the texture index and its pixels.
+    ready: Option<(usize, Texture)>,
 }
 
 impl LookState {
@@ -34,6 +34,7 @@ impl LookState {
             atlas: default_head_atlas(avatar),
             palette: Palette::DEFAULT,
             pending: None,
+            ready: None,
         }
     }
 
@@ -72,100 +73,131 @@ impl LookState {
         sliders.apply(&self.values, pose);
     }
 
-    /// The repainted atlas, once a repaint has finished (`wait`: blocks until it has): the
-    /// texture index and its new pixels.
-    pub(super) fn painted(&mut self, avatar: &Avatar, wait: bool) -> Option<(usize, Texture)> {
-        let (palette, receive) = self.pending.as_ref()?;
-        let pixels = if wait {
-            receive.recv().ok()
-        } else {
-            match receive.try_recv() {
-                Ok(pixels) => Some(pixels),
-                Err(TryRecvError::Empty) => return None,
-                Err(TryRecvError::Disconnected) => None,
+    /// Whether a repaint is under way.
+    pub(super) fn painting(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Collects a finished repaint (`wait`: waits for one under way); returns whether one
+    /// waits to be uploaded.
+    pub(super) fn poll(&mut self, avatar: &Avatar, wait: bool) -> bool {
+        if let Some((palette, receive)) = self.pending.as_ref() {
+            let pixels = if wait {
+                Some(receive.recv().ok())
+            } else {
+                match receive.try_recv() {
+                    Ok(pixels) => Some(Some(pixels)),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(None),
+                }
+            };
+            if let Some(pixels) = pixels {
+                let palette = *palette;
+                self.pending = None;
+                let atlas = self
+                    .atlas
+                    .and_then(|a| Some((a, avatar.textures.get(a)?.sampler)));
+                if let (Some((atlas, sampler)), Some(rgba)) = (atlas, pixels) {
+                    self.palette = palette;
+                    self.ready = Some((
+                        atlas,
+                        Texture {
+                            width: texture::SIZE,
+                            height: texture::SIZE,
+                            rgba,
+                            sampler,
+                        },
+                    ));
+                }
             }
-        };
-        let palette = *palette;
-        self.pending = None;
-        let atlas = self.atlas?;
-        let pixels = pixels?;
-        self.palette = palette;
-        let sampler = avatar.textures.get(atlas)?.sampler;
-        Some((
-            atlas,
-            Texture {
-                width: texture::SIZE,
-                height: texture::SIZE,
-                rgba: pixels,
-                sampler,
-            },
-        ))
+        }
+        self.ready.is_some()
+    }
+
+    /// The repainted atlas waiting to be uploaded: its texture index and pixels.
+    pub(super) fn take_ready(&mut self) -> Option<(usize, Texture)> {
+        self.ready.take()
     }
 }
 
-/// The default head's colour atlas: the texture its `Skin` material samples, when the avatar
-/// is the default head.
-fn default_head_atlas(avatar: &Avatar) -> Option<usize> {
-    let default_head = avatar.source == crate::headgen::DEFAULT_HEAD
-        || avatar.source.ends_with("/default_head.glb");
-    if !default_head {
-        return None;
+/// The Look tab's view of `scene`: its sliders with the look's values, colours and presets.
+pub(super) fn view(scene: &super::Scene) -> crate::panel::LookView {
+    let sliders = scene.mapping().sliders();
+    let look = scene.look();
+    let values = look.values(sliders);
+    let d = texture::Palette::DEFAULT;
+    let own = |c: glam::Vec3| {
+        let b = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+        crate::looks::Srgb {
+            r: b(c.x),
+            g: b(c.y),
+            b: b(c.z),
+        }
+    };
+    crate::panel::LookView {
+        sliders: sliders
+            .iter()
+            .enumerate()
+            .map(|(i, s)| crate::panel::SliderView {
+                name: s.name.clone(),
+                label: s.label.clone(),
+                group: s.group.clone(),
+                min: s.min,
+                max: s.max,
+                value: values.get(i).unwrap_or(s.default),
+            })
+            .collect(),
+        colors: look.colors,
+        own_colors: [own(d.skin), own(d.hair), own(d.iris), own(d.blush)],
+        colors_apply: default_head_atlas(scene.avatar()).is_some(),
+        presets: crate::looks::list(&looks_dir()),
     }
-    let skin = avatar
-        .materials
-        .iter()
-        .find(|m| m.name.as_deref() == Some("Skin"))?;
-    let atlas = skin.base_color_texture?;
-    let t = avatar.textures.get(atlas)?;
-    (t.width == texture::SIZE && t.height == texture::SIZE).then_some(atlas)
 }
 
-/// An 8-bit sRGB colour as the painter takes it.
-fn rgb(c: Srgb) -> Vec3 {
-    Vec3::new(c.r as f32, c.g as f32, c.b as f32) / 255.0
+/// Where presets are saved and found: config/looks.
+fn looks_dir() -> std::path::PathBuf {
+    std::path::Path::new(crate::session::LOOKS_PARENT).join(crate::looks::DIR_NAME)
 }
 
-/// The painter's palette for a look's colours; unset ones keep the default head's.
-pub(super) fn palette_of(colors: &Colors) -> Palette {
-    let d = Palette::DEFAULT;
-    Palette {
-        skin: colors.skin.map_or(d.skin, rgb),
-        hair: colors.hair.map_or(d.hair, rgb),
-        iris: colors.iris.map_or(d.iris, rgb),
-        blush: colors.blush.map_or(d.blush, |b| rgb(b.color)),
-        blush_strength: colors.blush.map_or(d.blush_strength, |b| b.strength),
+/// Carries out a Look tab action on `scene`; returns the message to show, if any.
+pub(super) fn act(
+    scene: &mut super::Scene,
+    action: crate::panel::LookAction,
+) -> Option<Result<String, String>> {
+    use crate::panel::LookAction;
+    let sliders = scene.mapping().sliders();
+    let ranges = sliders.ranges();
+    let mut look = scene.look().clone();
+    match action {
+        LookAction::Slider(index, value) => {
+            let name = sliders.iter().nth(index)?.name.clone();
+            look.set(&name, value);
+        }
+        LookAction::Colors(colors) => look.colors = colors,
+        LookAction::Reset => look = Look::default(),
+        LookAction::Random(seed) => look = Look::random(seed, &ranges),
+        LookAction::Save(name) => {
+            let saved = crate::looks::validate_name(&name)
+                .and_then(|()| {
+                    let path = looks_dir().join(format!("{name}.toml"));
+                    look.save(&path).map(|()| path)
+                })
+                .map(|path| format!("look saved as {}", path.display()))
+                .map_err(|e| e.to_string());
+            return Some(saved);
+        }
+        LookAction::Load(name) => {
+            let loaded =
+                crate::looks::resolve(&name, std::path::Path::new(crate::session::LOOKS_PARENT))
+                    .and_then(|path| Look::load(&path, &ranges));
+            match loaded {
+                Ok(l) => look = l,
+                Err(e) => return Some(Err(e.to_string())),
+            }
+            scene.set_look(look);
+            return Some(Ok(format!("wearing the look `{name}`")));
+        }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::looks::Blush;
-
-    #[test]
-    fn no_colours_is_the_default_palette() {
-        assert_eq!(palette_of(&Colors::default()), Palette::DEFAULT);
-        let p = palette_of(&Colors {
-            hair: Some(Srgb::hex(0x203040)),
-            blush: Some(Blush {
-                color: Srgb::hex(0xff0000),
-                strength: 0.25,
-            }),
-            ..Colors::default()
-        });
-        assert_eq!(p.skin, Palette::DEFAULT.skin);
-        assert_eq!(p.hair, Vec3::new(32.0, 48.0, 64.0) / 255.0);
-        assert_eq!((p.blush, p.blush_strength), (Vec3::X, 0.25));
-    }
-
-    #[test]
-    fn only_the_default_head_is_repainted() {
-        let head =
-            crate::avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, crate::headgen::DEFAULT_HEAD)
-                .unwrap();
-        assert!(default_head_atlas(&head).is_some());
-        let mut other = head.clone();
-        other.source = "avatars/someone.vrm".into();
-        assert!(default_head_atlas(&other).is_none());
-    }
+    scene.set_look(look);
+    None
 }

@@ -180,15 +180,7 @@ impl Scene {
     /// wrinkle maps it declares; maps the renderer cannot use are dropped with an error logged
     /// (the rest of the mapping still applies).
     pub fn set_mapping(&mut self, mut mapping: CompiledMapping) {
-        let maps: Vec<WrinkleMap> = mapping
-            .wrinkles
-            .iter()
-            .map(|w| WrinkleMap {
-                texture: w.texture,
-                blue_alpha: w.blue_alpha,
-                materials: w.materials.clone(),
-            })
-            .collect();
+        let maps: Vec<WrinkleMap> = mapping.wrinkles.iter().map(WrinkleMap::from).collect();
         if maps != self.wrinkle_maps {
             match self.renderer.set_wrinkles(&self.avatar, &maps) {
                 Ok(()) => self.wrinkle_maps = maps,
@@ -227,6 +219,13 @@ impl Scene {
         self.look.set(look, self.mapping.sliders());
     }
 
+    /// Whether the look's colours are being painted, or are painted and wait for
+    /// [`Scene::update_look`] (which needs the GL context; this does not).
+    pub fn look_changing(&mut self) -> (bool, bool) {
+        let ready = self.look.poll(&self.avatar, false);
+        (self.look.painting(), ready)
+    }
+
     /// The look in use.
     pub fn look(&self) -> &Look {
         self.look.look()
@@ -235,7 +234,8 @@ impl Scene {
     /// Uploads the look's repainted colours once they are ready (`wait`: waits for them).
     /// Returns whether the picture changed.
     pub fn update_look(&mut self, wait: bool) -> bool {
-        let Some((index, texture)) = self.look.painted(&self.avatar, wait) else {
+        self.look.poll(&self.avatar, wait);
+        let Some((index, texture)) = self.look.take_ready() else {
             return false;
         };
         match self.renderer.replace_texture(index, &texture) {

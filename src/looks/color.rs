@@ -6,8 +6,8 @@ use std::str::FromStr;
 /// The form a colour is written in, for error messages.
 pub const COLOR_FORM: &str = "\"#rrggbb\" (hexadecimal sRGB, such as \"#f1c6a8\") or \"#rgb\"";
 
-/// An 8-bit sRGB colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// An 8-bit sRGB colour (black by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Srgb {
     /// Red, sRGB-encoded.
     pub r: u8,
@@ -109,5 +109,75 @@ mod tests {
         assert_eq!(Srgb::hex(0xffffff).to_linear(), [1.0; 3]);
         let [mid, _, _] = Srgb::hex(0x808080).to_linear();
         assert!((mid - 0.2158605).abs() < 1e-5, "{mid}");
+    }
+}
+
+/// An 8-bit sRGB colour as the default head's painter takes it.
+fn painter_rgb(c: Srgb) -> glam::Vec3 {
+    glam::Vec3::new(c.r as f32, c.g as f32, c.b as f32) / 255.0
+}
+
+/// The default head painter's palette for a look's colours; unset ones keep the default
+/// head's own.
+pub fn palette_of(colors: &super::Colors) -> crate::headgen::texture::Palette {
+    let d = crate::headgen::texture::Palette::DEFAULT;
+    crate::headgen::texture::Palette {
+        skin: colors.skin.map_or(d.skin, painter_rgb),
+        hair: colors.hair.map_or(d.hair, painter_rgb),
+        iris: colors.iris.map_or(d.iris, painter_rgb),
+        blush: colors.blush.map_or(d.blush, |b| painter_rgb(b.color)),
+        blush_strength: colors.blush.map_or(d.blush_strength, |b| b.strength),
+    }
+}
+
+/// The default head's colour atlas, which a look's colours repaint: the texture its `Skin`
+/// material samples, when `avatar` is the default head (other avatars keep their textures).
+pub fn default_head_atlas(avatar: &crate::avatar::Avatar) -> Option<usize> {
+    let default_head = avatar.source == crate::headgen::DEFAULT_HEAD
+        || avatar.source.ends_with("/default_head.glb");
+    if !default_head {
+        return None;
+    }
+    let skin = avatar
+        .materials
+        .iter()
+        .find(|m| m.name.as_deref() == Some("Skin"))?;
+    let atlas = skin.base_color_texture?;
+    let t = avatar.textures.get(atlas)?;
+    let size = crate::headgen::texture::SIZE;
+    (t.width == size && t.height == size).then_some(atlas)
+}
+
+#[cfg(test)]
+mod painter_tests {
+    use super::*;
+    use crate::headgen::texture::Palette;
+    use crate::looks::{Blush, Colors};
+
+    #[test]
+    fn no_colours_is_the_default_palette() {
+        assert_eq!(palette_of(&Colors::default()), Palette::DEFAULT);
+        let p = palette_of(&Colors {
+            hair: Some(Srgb::hex(0x203040)),
+            blush: Some(Blush {
+                color: Srgb::hex(0xff0000),
+                strength: 0.25,
+            }),
+            ..Colors::default()
+        });
+        assert_eq!(p.skin, Palette::DEFAULT.skin);
+        assert_eq!(p.hair, glam::Vec3::new(32.0, 48.0, 64.0) / 255.0);
+        assert_eq!((p.blush, p.blush_strength), (glam::Vec3::X, 0.25));
+    }
+
+    #[test]
+    fn only_the_default_head_is_repainted() {
+        let head =
+            crate::avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, crate::headgen::DEFAULT_HEAD)
+                .unwrap();
+        assert!(default_head_atlas(&head).is_some());
+        let mut other = head.clone();
+        other.source = "avatars/someone.vrm".into();
+        assert!(default_head_atlas(&other).is_none());
     }
 }

@@ -29,7 +29,7 @@ mod store;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub use color::{ColorError, Srgb, COLOR_FORM};
+pub use color::{default_head_atlas, palette_of, ColorError, Srgb, COLOR_FORM};
 pub use parse::LookFile;
 pub use store::{list, resolve, validate_name, DEFAULT_DIR, DIR_NAME, MAX_NAME};
 

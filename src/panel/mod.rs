@@ -21,16 +21,18 @@ mod api;
 mod connect;
 mod expressions;
 mod lipsync;
+mod look;
 mod rows;
 
 pub use api::{Approvals, PluginRequest};
 pub use connect::ConnectView;
+pub use look::{LookAction, LookTabState, LookView, SliderView};
 pub use rows::{
     channel_rows, layer_columns, layers_line, target_label, target_weights, ChannelRow, LayerCell,
 };
 
 /// What the user asked for with one click.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum PanelAction {
     /// Take the face as it is now as the performer's neutral (and re-centre the head).
     CaptureNeutral,
@@ -61,6 +63,8 @@ pub enum PanelAction {
     ToggleExpression(String),
     /// Switch every expression off.
     ExpressionsOff,
+    /// Change the look (the Look tab).
+    Look(LookAction),
 }
 
 /// What a message is about.
@@ -239,6 +243,8 @@ pub struct PanelModel {
     pub plugins: Vec<PluginRequest>,
     /// The expressions and their states (empty without a live input).
     pub expressions: Vec<crate::session::ExpressionStatus>,
+    /// The look: sliders, colours and presets (filled while the Look tab shows).
+    pub look: LookView,
     /// When this model was made (ages are shown relative to it).
     pub now: Instant,
 }
@@ -251,6 +257,8 @@ pub enum Tab {
     Channels,
     /// Every avatar target weight.
     Targets,
+    /// Face-shape sliders, colours and look presets.
+    Look,
     /// The stage's hotkeys.
     Help,
 }
@@ -268,6 +276,8 @@ pub struct PanelState {
     pub redo_step: usize,
     /// Messages.
     pub messages: Messages,
+    /// The Look tab's own state.
+    pub look: LookTabState,
 }
 
 /// The colour of a tracking state's badge.
@@ -360,16 +370,20 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
             ui.horizontal(|ui| {
                 ui.selectable_value(&mut state.tab, Tab::Channels, "Channels");
                 ui.selectable_value(&mut state.tab, Tab::Targets, "Avatar targets");
+                ui.selectable_value(&mut state.tab, Tab::Look, "Look");
                 ui.selectable_value(&mut state.tab, Tab::Help, "Hotkeys");
-                ui.separator();
-                ui.label("Filter:");
-                ui.add(egui::TextEdit::singleline(&mut state.filter).desired_width(120.0));
-                ui.checkbox(&mut state.active_only, "moving only");
+                if matches!(state.tab, Tab::Channels | Tab::Targets) {
+                    ui.separator();
+                    ui.label("Filter:");
+                    ui.add(egui::TextEdit::singleline(&mut state.filter).desired_width(120.0));
+                    ui.checkbox(&mut state.active_only, "moving only");
+                }
             });
             ui.separator();
             match state.tab {
                 Tab::Channels => channels(ui, model, state),
                 Tab::Targets => targets(ui, model, state),
+                Tab::Look => look::tab(ui, &model.look, &mut state.look, &mut actions),
                 Tab::Help => help(ui, model),
             }
         });
@@ -982,6 +996,7 @@ mod tests {
             hotkeys: &[("N", "capture the neutral")],
             plugins: Vec::new(),
             expressions: Vec::new(),
+            look: LookView::default(),
             now,
         }
     }

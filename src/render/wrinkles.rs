@@ -25,6 +25,16 @@ pub struct WrinkleMap {
     pub materials: Vec<usize>,
 }
 
+impl From<&crate::mapping::wrinkles::CompiledWrinkle> for WrinkleMap {
+    fn from(w: &crate::mapping::wrinkles::CompiledWrinkle) -> WrinkleMap {
+        WrinkleMap {
+            texture: w.texture,
+            blue_alpha: w.blue_alpha,
+            materials: w.materials.clone(),
+        }
+    }
+}
+
 /// The wrinkle maps in use, their textures uploaded once each.
 #[derive(Default)]
 pub(super) struct GpuWrinkles {
@@ -90,8 +100,8 @@ impl Renderer {
             slots.push(textures.len());
             textures.push((map.texture, uploaded));
         }
-        let was = self.wrinkles.active();
-        if was != !maps.is_empty() {
+        let wanted = !maps.is_empty();
+        if self.wrinkles.active() != wanted {
             let (programs, program_for) = build_programs(
                 &self.gl,
                 avatar,

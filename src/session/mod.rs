@@ -30,7 +30,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
-pub use args::{confirm, parse_weights, HeadAngles, Size, TakeArgs, WeightsError};
+pub use args::{
+    confirm, parse_weights, CheckArgs, HeadAngles, SheetArgs, Size, TakeArgs, WeightsError,
+};
 pub use avatar::{
     avatar_presets, background, check_mapping, load_avatar, load_look, load_model, look_path,
     mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_PATH, LOOKS_PARENT,

@@ -31,6 +31,16 @@ impl StageApp {
 
     /// Carries out what the panel (or a stage hotkey) asked for.
     pub(super) fn act(&mut self, action: PanelAction) {
+        if let PanelAction::Look(action) = action {
+            if let Some(scene) = self.scene.as_mut() {
+                let result = super::super::look::act(scene, action);
+                self.dirty = true;
+                if let Some(result) = result {
+                    self.post(Topic::Look, result);
+                }
+            }
+            return;
+        }
         let Some(controls) = self.controls.as_mut() else {
             tracing::info!(?action, "no live input to act on");
             return;
@@ -94,6 +104,7 @@ impl StageApp {
                 controls.switch_model(path);
                 self.post(Topic::Avatar, Ok(format!("loading {name}")));
             }
+            PanelAction::Look(_) => {}
         }
     }
 

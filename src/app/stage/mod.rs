@@ -48,6 +48,8 @@ pub struct StageOptions {
 
 /// How often the panel refreshes its meters.
 const PANEL_PERIOD: Duration = Duration::from_millis(100);
+/// How often the stage looks whether a look's colours have finished painting.
+const LOOK_POLL: Duration = Duration::from_millis(40);
 
 /// The mouse drag in progress on the stage.
 #[derive(Debug, Clone, Copy)]
@@ -332,7 +334,13 @@ impl StageApp {
             .map(|[p50]| p50.as_secs_f64())
             .filter(|s| *s > 0.0)
             .map(|s| 1.0 / s);
+        let look = if self.panel_state.tab == crate::panel::Tab::Look {
+            super::look::view(scene)
+        } else {
+            crate::panel::LookView::default()
+        };
         Some(PanelModel {
+            look,
             rows: crate::panel::channel_rows(
                 &telemetry,
                 scene.mapping(),
@@ -455,6 +463,7 @@ impl StageApp {
             .take_each(|f| motion.push(f))
             .map(|f| f.received);
         scene.set_frame(self.motion.sample(start).as_ref());
+        scene.update_look(false);
         let mut clear = self.options.config.window.background.0;
         if window.has_alpha() {
             clear[3] = 0.0;
@@ -772,6 +781,15 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 self.panel_due = now + PANEL_PERIOD;
             }
             wake = Some(wake.map_or(self.panel_due, |w| w.min(self.panel_due)));
+        }
+        if let Some(scene) = self.scene.as_mut() {
+            // A look's colours paint on a worker thread: draw once they are ready.
+            let (painting, ready) = scene.look_changing();
+            self.dirty |= ready;
+            if painting {
+                let soon = now + LOOK_POLL;
+                wake = Some(wake.map_or(soon, |w| w.min(soon)));
+            }
         }
         let until = |at: Option<Instant>| at.map_or(ControlFlow::Wait, ControlFlow::WaitUntil);
         let render_on_change = self.options.config.window.render_on_change;
