@@ -11,7 +11,7 @@ use facewire::image::RgbaImage;
 
 use crate::support::{facewire_bin, repo, vmc_frame};
 
-fn facewire() -> Command {
+pub(crate) fn facewire() -> Command {
     let mut cmd = Command::new(facewire_bin());
     cmd.current_dir(repo()).env("FACEWIRE_LOG", "info");
     cmd
@@ -187,7 +187,7 @@ fn feed_alternating_until_exit(
 /// The default configuration, except that a face counts as lost only after 2 s of silence: on a
 /// loaded test machine the sending thread can stall longer than the default 0.15 s, and the
 /// tests that use this are about the pipeline, not about tracking loss.
-fn patient_config(dir: &Path) -> PathBuf {
+pub(crate) fn patient_config(dir: &Path) -> PathBuf {
     let config = dir.join("patient.toml");
     let defaults = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
     let patient = defaults.replace("stale_after = 0.15", "stale_after = 2.0");
