@@ -1,10 +1,11 @@
 //! The generator of facewire's default avatar head (`models/default_head.glb`): a stylised,
-//! friendly head built from code, with all 52 ARKit morph targets.
+//! friendly head built from code, with all 52 ARKit morph targets and face-shape ("look") targets.
 //!
 //! - [`face`]: proportions and the skin surface with its eye and mouth slits.
 //! - [`parts`]: neck (its own root node, so it stays put while the head turns), mouth
 //!   interior, hair cap and eyeball.
 //! - [`targets`]: the ARKit morph targets as displacement fields.
+//! - [`looks`]: the face-shape ("look") targets, two per slider, after the 52 ARKit ones.
 //! - [`texture`]: the painted texture atlas.
 //! - [`glb`]: the GLB writer.
 //! - [`mesh`], [`math`]: building blocks (triangle builder, normals, mirror map, portable trig).
@@ -15,6 +16,7 @@
 
 pub mod face;
 pub mod glb;
+pub mod looks;
 pub mod math;
 pub mod mesh;
 pub mod parts;
@@ -65,6 +67,14 @@ pub fn document() -> Document {
             targets[k].push(target(b, &normals[k], d));
         }
     }
+    for slider in &looks::LOOK_SLIDERS {
+        for value in [1.0, -1.0] {
+            let deltas = looks::deltas(&rig, slider, value);
+            for (k, (b, d)) in builders.iter().zip(deltas).enumerate() {
+                targets[k].push(target(b, &normals[k], d));
+            }
+        }
+    }
     let materials = [SKIN, MOUTH, HAIR];
     let primitives = builders
         .iter()
@@ -75,7 +85,12 @@ pub fn document() -> Document {
         .collect();
     let face = MeshDef {
         name: "Face".into(),
-        target_names: Channel::ALL.iter().map(|c| c.name().to_string()).collect(),
+        target_names: Channel::ALL
+            .iter()
+            .map(|c| c.name())
+            .chain(looks::target_names())
+            .map(str::to_string)
+            .collect(),
         primitives,
     };
     let eye = parts::eyeball();
