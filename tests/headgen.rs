@@ -139,17 +139,50 @@ fn node_hierarchy_has_a_head_and_two_eyes() {
 }
 
 #[test]
-fn the_52_targets_come_first_in_canonical_order_then_the_look_targets() {
+fn the_52_targets_come_first_in_canonical_order_then_the_look_targets_then_correctives() {
     let (prims, names) = face();
     let expected: Vec<&str> = Channel::ALL
         .iter()
         .map(|c| c.name())
         .chain(looks::target_names())
         .collect();
-    assert_eq!(names, &expected);
-    assert_eq!(names.len(), 52 + 2 * looks::LOOK_SLIDERS.len());
+    let looks_end = 52 + 2 * looks::LOOK_SLIDERS.len();
+    assert_eq!(&names[..looks_end], &expected[..]);
     for p in prims {
         assert_eq!(p.targets.len(), names.len());
+    }
+    // Then the correctives: `<look target>*<expression>`, grouped by look target in the look
+    // targets' order, expressions in canonical order within a group, each pair once.
+    let rest = &names[looks_end..];
+    assert!(!rest.is_empty(), "no corrective targets");
+    let mut last = (0, 0);
+    for name in rest {
+        let (look, expr) = name.split_once('*').expect("a corrective name");
+        let l = names[52..looks_end]
+            .iter()
+            .position(|n| n == look)
+            .unwrap_or_else(|| panic!("{name}: no look target {look}"));
+        let e = Channel::parse(expr)
+            .filter(|c| c.name() == expr)
+            .unwrap_or_else(|| panic!("{name}: no expression {expr}"))
+            .index();
+        assert!((l, e) > last || last == (0, 0), "{name} out of order");
+        last = (l, e);
+    }
+    // Each one resolves at runtime to its two inputs.
+    let avatar = facewire::avatar::load_slice(glb(), "generated head").unwrap();
+    let resolved = facewire::avatar::correctives::Correctives::resolve(&avatar);
+    assert_eq!(resolved.list.len(), rest.len());
+    // The pairs that must have one.
+    for want in [
+        "look_eye_size_up*eyeBlinkLeft",
+        "look_eye_size_down*eyeBlinkRight",
+        "look_eye_tilt_up*eyeBlinkLeft",
+        "look_eye_size_up*eyeWideLeft",
+        "look_mouth_width_up*mouthSmileLeft",
+        "look_lip_fullness_up*jawOpen",
+    ] {
+        assert!(rest.iter().any(|n| n == want), "no corrective {want}");
     }
 }
 
@@ -956,11 +989,36 @@ fn slider(name: &str) -> usize {
         .unwrap_or_else(|| panic!("no slider {name}"))
 }
 
-/// Skin positions (model frame) with the given target weights applied, targets by index.
+/// The Face mesh's weights for the given (target index, weight) pairs, with every corrective
+/// target's weight set from its inputs as the runtime sets it.
+fn with_correctives(weights: &[(usize, f32)]) -> Vec<f32> {
+    use facewire::avatar::correctives::Correctives;
+    static AVATAR: OnceLock<(facewire::avatar::Avatar, Correctives, usize)> = OnceLock::new();
+    let (avatar, correctives, mesh) = AVATAR.get_or_init(|| {
+        let avatar = facewire::avatar::load_slice(glb(), "generated head").expect("loads");
+        let mesh = avatar
+            .meshes
+            .iter()
+            .position(|m| m.name.as_deref() == Some("Face"))
+            .expect("a Face mesh");
+        let correctives = Correctives::resolve(&avatar);
+        (avatar, correctives, mesh)
+    });
+    let mut pose = avatar.rest_pose();
+    for &(t, w) in weights {
+        pose.weights[*mesh][t] += w;
+    }
+    correctives.apply(&mut pose);
+    std::mem::take(&mut pose.weights[*mesh])
+}
+
+/// Skin positions (model frame) with the given target weights applied, targets by index, and
+/// the correctives those weights drive.
 fn skin_weighted(weights: &[(usize, f32)]) -> Vec<V3> {
     let (prims, _) = face();
     let mut pos = model_positions(&prims[0]);
-    for &(t, w) in weights {
+    let all = with_correctives(weights);
+    for (t, &w) in all.iter().enumerate().filter(|(_, w)| **w != 0.0) {
         for (p, d) in pos.iter_mut().zip(&prims[0].targets[t].0) {
             for k in 0..3 {
                 p[k] += w * d[k];
@@ -1176,7 +1234,11 @@ fn look_targets_point_the_way_their_names_say() {
     for (up, sign) in [(true, 1.0), (false, -1.0)] {
         // eye_size: the opening widens (the corners move apart) or narrows.
         let e = d("eye_size", up);
-        assert!(sign * (e[outer][0] - e[inner][0]) > 0.003, "eye_size {up}");
+        assert!(
+            sign * (e[outer][0] - e[inner][0]) > 0.003,
+            "eye_size {up}: corners move apart by {}",
+            e[outer][0] - e[inner][0]
+        );
         // eye_tilt: the outer end rises against the inner end.
         let e = d("eye_tilt", up);
         assert!(sign * (e[outer][1] - e[inner][1]) > 0.002, "eye_tilt {up}");
@@ -1194,7 +1256,7 @@ fn look_targets_point_the_way_their_names_say() {
             }
         }
     }
-    assert!(looks::EYE_SPACING_SHIFT > 0.0);
+    const { assert!(looks::EYE_SPACING_SHIFT > 0.0) };
     assert_eq!(looks::EYE_SPACING_SHIFT_DOWN, -looks::EYE_SPACING_SHIFT);
     assert!(eye_center().x > 0.0, "the left eye's socket is at +X");
 
@@ -1342,6 +1404,120 @@ fn blinking_still_closes_the_lids_on_a_reshaped_eye() {
     }
 }
 
+/// Renders the generated head at `size`² pixels, front view, with the given Face target
+/// weights (by index) and the correctives they drive; `eye_spacing` moves the eye nodes by
+/// `spacing`, as the renderer's mapping will.
+fn render_targets(size: u32, weights: &[(usize, f32)], spacing: f32) -> facewire::image::RgbaImage {
+    use facewire::app::Scene;
+    use facewire::render::headless::HeadlessContext;
+    let mut avatar = facewire::avatar::load_slice(glb(), "generated head").expect("loads");
+    for node in &mut avatar.nodes {
+        match node.name.as_deref() {
+            Some("LeftEye") => node.translation.x += spacing,
+            Some("RightEye") => node.translation.x -= spacing,
+            _ => {}
+        }
+    }
+    let face = avatar
+        .meshes
+        .iter()
+        .position(|m| m.name.as_deref() == Some("Face"))
+        .expect("a Face mesh");
+    let all = with_correctives(weights);
+    let ctx = HeadlessContext::new(size, size).expect("headless context");
+    let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
+    scene.set_pose(|pose| pose.weights[face].copy_from_slice(&all));
+    ctx.bind();
+    scene.draw(&facewire::render::DrawTarget {
+        width: size,
+        height: size,
+        clear_color: [0.0, 0.7, 0.25, 1.0],
+        alpha: false,
+    });
+    let image = ctx.read_rgba();
+    drop(scene);
+    image
+}
+
+#[test]
+fn rendered_blink_hides_the_iris_on_a_reshaped_eye() {
+    const SIZE: u32 = 256;
+    let viewer_right_eye = (0.5, 0.3, 0.75, 0.6);
+    let blink = target(Channel::EyeBlinkLeft);
+    for name in ["eye_size", "eye_tilt", "eye_spacing"] {
+        for (up, value) in [(true, 1.0), (false, -1.0)] {
+            let look = look_target(slider(name), up);
+            let spacing = if name == "eye_spacing" {
+                looks::eye_spacing_shift(value)
+            } else {
+                0.0
+            };
+            let open = render_targets(SIZE, &[(look, 1.0)], spacing);
+            let shut = render_targets(SIZE, &[(look, 1.0), (blink, 1.0)], spacing);
+            let (o, b) = (
+                count(&open, viewer_right_eye, iris_blue),
+                count(&shut, viewer_right_eye, iris_blue),
+            );
+            assert!(o > 40, "{name} {value}: the open iris shows {o} pixels");
+            assert!(
+                b * 20 < o,
+                "{name} {value}: the blinked iris still shows {b} of {o} pixels"
+            );
+        }
+    }
+}
+
+#[test]
+fn rendered_reshaped_mouths_show_no_dark_tears_when_closed() {
+    use Channel::*;
+    const SIZE: u32 = 256;
+    // The lower face, where a smile or a pout keeps the lips closed: anything dark there is the
+    // mouth's inside showing through the skin.
+    let lower_face = (0.25, 0.5, 0.75, 0.95);
+    let (w, f) = (slider("mouth_width"), slider("lip_fullness"));
+    for expr in [
+        &[MouthSmileLeft, MouthSmileRight][..],
+        &[MouthPucker],
+        &[MouthFunnel],
+    ] {
+        let base: Vec<(usize, f32)> = expr.iter().map(|&c| (target(c), 1.0)).collect();
+        let plain = count(&render_targets(SIZE, &base, 0.0), lower_face, dark);
+        for (a, b) in [(true, true), (false, false), (true, false), (false, true)] {
+            let mut weights = base.clone();
+            weights.extend([(look_target(w, a), 1.0), (look_target(f, b), 1.0)]);
+            let n = count(&render_targets(SIZE, &weights, 0.0), lower_face, dark);
+            assert!(
+                n <= plain + 8,
+                "mouth_width {a} lip_fullness {b} with {expr:?}: {n} dark pixels (plain {plain})"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_slider_and_expression_at_once_stays_within_the_gpu_target_limit() {
+    // A slider drives one of its two ends, and a corrective is active only when both its inputs
+    // are: with every slider set (at its end with more correctives) and every expression
+    // active, the GPU path must still keep every active target.
+    let (_, names) = face();
+    let correctives = |look: &str| {
+        names
+            .iter()
+            .filter(|n| n.split_once('*').is_some_and(|(a, _)| a == look))
+            .count()
+    };
+    let worst: usize = looks::LOOK_SLIDERS
+        .iter()
+        .map(|s| 1 + correctives(s.up).max(correctives(s.down)))
+        .sum::<usize>()
+        + 52;
+    assert!(
+        worst <= facewire::render::MAX_ACTIVE_TARGETS,
+        "up to {worst} targets active at once, the GPU path keeps {}",
+        facewire::render::MAX_ACTIVE_TARGETS
+    );
+}
+
 #[test]
 fn the_mouth_stays_closed_at_rest_with_every_look_target() {
     let pairs = lip_edge_pairs();
@@ -1354,8 +1530,11 @@ fn the_mouth_stays_closed_at_rest_with_every_look_target() {
     }
 }
 
-/// Skin triangles around the mouth whose facing turns by more than 90° from neutral.
-fn flipped_mouth_triangles(weights: &[(usize, f32)]) -> usize {
+/// Skin triangles around the mouth that turn away with `weights` compared with `reference`:
+/// whose facing turns by more than 90°, or that clearly face the camera (front view, towards
+/// +Z) in `reference` and face away from it with `weights`, so back-face culling opens a hole
+/// in the lips or folds them over.
+fn flipped_mouth_triangles(reference: &[(usize, f32)], weights: &[(usize, f32)]) -> usize {
     let (prims, _) = face();
     let (doc, buffers, _) = gltf::import_slice(glb()).unwrap();
     let mesh = doc.meshes().find(|m| m.name() == Some("Face")).unwrap();
@@ -1367,6 +1546,7 @@ fn flipped_mouth_triangles(weights: &[(usize, f32)]) -> usize {
         .into_u32()
         .collect();
     let rest = model_positions(&prims[0]);
+    let before = skin_weighted(reference);
     let posed = skin_weighted(weights);
     let mouth_y = facewire::headgen::face::mouth_y();
     let normal = |q: &[V3], t: &[u32]| {
@@ -1377,37 +1557,82 @@ fn flipped_mouth_triangles(weights: &[(usize, f32)]) -> usize {
         .chunks_exact(3)
         .filter(|t| {
             let a = rest[t[0] as usize];
-            (a[1] - mouth_y).abs() < 0.03 && a[0].abs() < 0.04 && a[2] > 0.05
+            (a[1] - mouth_y).abs() < 0.03 && a[0].abs() < 0.045 && a[2] > 0.05
         })
         .filter(|t| {
-            let (n0, n1) = (normal(&rest, t), normal(&posed, t));
-            n0.length() > 1e-12 && n1.length() > 1e-12 && n0.dot(n1) < 0.0
+            let (n0, n1) = (normal(&before, t), normal(&posed, t));
+            if n0.length() < 1e-12 || n1.length() < 1e-12 {
+                return false;
+            }
+            let turned = n0.dot(n1) < 0.0;
+            let hidden = n0.z > 0.3 * n0.length() && n1.z <= 0.0;
+            turned || hidden
         })
+        .count()
+}
+
+/// Pairs of the lips' edges near the corners (the outer third of the mouth) where the upper
+/// edge ends up more than `tolerance` below the lower one: crossed lips.
+fn crossed_lip_edges(weights: &[(usize, f32)], tolerance: f32) -> usize {
+    let rest = skin_weighted(&[]);
+    let pos = skin_weighted(weights);
+    let pairs = lip_edge_pairs();
+    let widest = pairs
+        .iter()
+        .map(|&(u, _)| rest[u][0].abs())
+        .fold(0.0f32, f32::max);
+    pairs
+        .iter()
+        .filter(|&&(u, _)| rest[u][0].abs() > 0.66 * widest)
+        .filter(|&&(u, l)| pos[u][1] < pos[l][1] - tolerance)
         .count()
 }
 
 #[test]
 fn reshaped_mouths_open_smile_and_pucker_without_inverting() {
     use Channel::*;
-    let expressions: [&[Channel]; 4] = [
+    let expressions: [&[Channel]; 7] = [
         &[JawOpen],
         &[MouthSmileLeft, MouthSmileRight],
         &[MouthPucker],
+        &[MouthFunnel],
+        &[MouthStretchLeft, MouthStretchRight],
         &[JawOpen, MouthSmileLeft, MouthSmileRight],
+        &[MouthSmileLeft],
     ];
+    let mut looks: Vec<Vec<(usize, f32)>> = Vec::new();
+    for name in ["mouth_width", "lip_fullness", "jaw_width", "chin_length"] {
+        for up in [true, false] {
+            looks.push(vec![(look_target(slider(name), up), 1.0)]);
+        }
+    }
+    // Both mouth sliders at once, as a character creator would set them.
+    for (a, b) in [(true, true), (true, false), (false, true), (false, false)] {
+        looks.push(vec![
+            (look_target(slider("mouth_width"), a), 1.0),
+            (look_target(slider("lip_fullness"), b), 1.0),
+        ]);
+    }
     for expr in expressions {
         let base: Vec<(usize, f32)> = expr.iter().map(|&c| (target(c), 1.0)).collect();
-        let before = flipped_mouth_triangles(&base);
-        for name in ["mouth_width", "lip_fullness", "jaw_width", "chin_length"] {
-            for up in [true, false] {
-                let mut weights = base.clone();
-                weights.push((look_target(slider(name), up), 1.0));
-                let flipped = flipped_mouth_triangles(&weights);
-                assert!(
-                    flipped <= before,
-                    "{name} {up} with {expr:?}: {flipped} triangles flip (plain: {before})"
-                );
-            }
+        let crossed_before = crossed_lip_edges(&base, 2e-4);
+        for look in &looks {
+            let mut weights = base.clone();
+            weights.extend(look);
+            let names: Vec<&str> = look.iter().map(|&(t, _)| face().1[t].as_str()).collect();
+            // Against the plain expression, not neutral: jawOpen with a smile already turns a
+            // few corner triangles over by itself.
+            let flipped = flipped_mouth_triangles(&base, &weights);
+            assert!(
+                flipped == 0,
+                "{names:?} with {expr:?}: {flipped} triangles turn away from the plain expression"
+            );
+            let crossed = crossed_lip_edges(&weights, 2e-4);
+            assert!(
+                crossed <= crossed_before,
+                "{names:?} with {expr:?}: {crossed} lip edge pairs cross at the corners \
+                 (plain: {crossed_before})"
+            );
         }
     }
     // With jawOpen the reshaped lips still part.

@@ -6,18 +6,21 @@
 //!
 //! - The eyeballs are separate, unmorphed meshes. Eye fields move lid and socket vertices
 //!   around the eye centre and then put every vertex of the lid wrap back at its distance from
-//!   the eyeball's centre, so no lid cuts into the eyeball. `eye_size` widens or narrows the
-//!   lid opening sideways and `eye_tilt` shears it: both move the upper and lower lid edges of
-//!   one column alike, so a blink on a reshaped eye still closes (a taller opening would leave
-//!   the blinked lids apart by exactly the height it adds). `eye_spacing` translates the whole
-//!   socket by [`EYE_SPACING_SHIFT`]; the renderer moves the `LeftEye`/`RightEye` nodes with it.
+//!   the eyeball's centre, so no lid cuts into the eyeball. `eye_size` scales the lid
+//!   opening (more sideways than up and down) and `eye_tilt` shears it. A blink or another lid
+//!   expression on a reshaped eye is fixed by corrective targets (see [`super::correctives`]),
+//!   which apply the look to the expressed lids, so the fields are functions of position. `eye_spacing` translates the whole
+//!   socket (lids included) rigidly by [`EYE_SPACING_SHIFT`]; the renderer moves the
+//!   `LeftEye`/`RightEye` nodes with it.
 //! - The closed lips' edges (upper and lower copies) always move together, so the mouth stays
-//!   closed at rest, and the mouth interior follows every field that moves the lips or the jaw.
+//!   closed at rest, and the mouth interior gets the same field as the skin in front of it.
 //! - Broad fields (face, jaw and cheek width) are functions of position alone, and the hair cap
 //!   gets the same field as the skin it covers, so no skin pokes through it.
 //!
 //! Fields are sculpted on the avatar's left half (+X); the right half is its exact mirror image,
 //! so every target is symmetric.
+
+use std::f32::consts::FRAC_PI_2;
 
 use glam::Vec3;
 
@@ -118,7 +121,10 @@ pub fn eye_spacing_shift(value: f32) -> f32 {
 }
 
 /// Sideways stretch of the lid opening about the eye centre at `eye_size` ±1 (fraction).
-const EYE_SIZE_STRETCH: f32 = 0.2;
+const EYE_SIZE_STRETCH: f32 = 0.22;
+/// Vertical stretch of the lid opening about the eye centre at `eye_size` ±1 (fraction); the
+/// correctives with the lid expressions keep a blink closing it.
+const EYE_SIZE_RAISE: f32 = 0.1;
 /// Shear of the lid opening at `eye_tilt` ±1 (rise of the outer corner per metre outwards).
 const EYE_TILT_SHEAR: f32 = 0.2;
 /// How far `brow_height` ±1 slides the brows along the forehead (radians of latitude).
@@ -131,7 +137,7 @@ const NOSE_WIDEN: f32 = 0.45;
 const MOUTH_WIDEN: f32 = 0.22;
 /// Relative change of the lips' height at `lip_fullness` ±1.
 const LIP_THICKEN: f32 = 0.3;
-/// How far `lip_fullness` +1 pushes the lips forwards (m).
+/// How far `lip_fullness` +1 pushes the lips forwards, and -1 draws them back (m).
 const LIP_PUSH: f32 = 0.0015;
 /// Relative change of the jaw's width at `jaw_width` ±1.
 const JAW_WIDEN: f32 = 0.13;
@@ -146,6 +152,9 @@ const FACE_WIDEN: f32 = 0.09;
 const SOCKET_INNER: f32 = 0.005;
 /// Outer radius (beyond the eyeball) where eye fields have faded out (m).
 const SOCKET_OUTER: f32 = 0.016;
+/// Radius beyond the eyeball within which `eye_spacing` moves the skin rigidly (m): the whole
+/// lid opening, corners included, so the lids move exactly with the eyeball.
+const SPACING_RIGID: f32 = 0.008;
 /// Band beyond the eyeball where lid vertices are kept at their distance from its centre (m).
 const WRAP_BAND: f32 = 0.006;
 
@@ -190,6 +199,14 @@ impl Marks {
         smoothstep(SOCKET_OUTER, SOCKET_INNER, r) * smoothstep(0.002, 0.012, p.x)
     }
 
+    /// The weight of `eye_spacing`'s shift: 1 over the lids and the socket out to
+    /// [`SPACING_RIGID`] beyond the eyeball, so they move rigidly with it, fading to 0 over the
+    /// skin around them.
+    fn spacing(&self, p: Vec3) -> f32 {
+        let r = (p - self.eye).length() - EYE_RADIUS;
+        smoothstep(SOCKET_OUTER, SPACING_RIGID, r) * smoothstep(0.002, 0.012, p.x)
+    }
+
     /// An eye field: `map` moves a point relative to the eye centre; the result is faded over
     /// the socket and lid-wrap vertices keep their distance from the eyeball's centre.
     fn eye_field(&self, p: Vec3, map: impl Fn(Vec3) -> Vec3) -> Vec3 {
@@ -201,19 +218,11 @@ impl Marks {
         let q = p + (map(d) - d) * w;
         let r0 = d.length();
         let keep = smoothstep(EYE_RADIUS + WRAP_BAND, EYE_RADIUS + 0.002, r0);
+        // Back onto the sphere it was on, radially: continuous everywhere, so neighbouring lid
+        // vertices never part.
         let dq = q - self.eye;
         let l = dq.length();
-        // Back onto the eyeball's sphere by moving in depth only, so the upper and lower lid
-        // edges of one column (mirror images across the slit, near enough) move alike and a
-        // blink still closes them; radially where the depth cannot reach.
-        let h = r0 * r0 - dq.x * dq.x - dq.y * dq.y;
-        let on_sphere = if h > 0.0 && dq.z > 0.0 {
-            Vec3::new(q.x, q.y, self.eye.z + h.sqrt())
-        } else if l > 0.0 {
-            self.eye + dq * (r0 / l)
-        } else {
-            q
-        };
+        let on_sphere = if l > 0.0 { self.eye + dq * (r0 / l) } else { q };
         let q = q.lerp(on_sphere, keep);
         // Skin drawn towards the eye slides around the eyeball instead of sinking into it.
         let floor = r0.min(EYE_RADIUS + LID_GAP + 0.0002);
@@ -252,7 +261,7 @@ fn phi_of(y: f32) -> f32 {
     let mut a = s;
     for _ in 0..20 {
         let c = cos(a).max(0.05);
-        a = (a - (sin(a) - s) / c).clamp(-1.5708, 1.5708);
+        a = (a - (sin(a) - s) / c).clamp(-FRAC_PI_2, FRAC_PI_2);
     }
     a
 }
@@ -287,9 +296,10 @@ fn field(m: &Marks, slider: &str, a: f32, v: Vertex, p: Vec3) -> Vec3 {
     match slider {
         "eye_size" => {
             let s = 1.0 + EYE_SIZE_STRETCH * a;
-            m.eye_field(p, |d| Vec3::new(d.x * s, d.y, d.z))
+            let t = 1.0 + EYE_SIZE_RAISE * a;
+            m.eye_field(p, |d| Vec3::new(d.x * s, d.y * t, d.z))
         }
-        "eye_spacing" => Vec3::new(EYE_SPACING_SHIFT * a, 0.0, 0.0) * m.socket(p),
+        "eye_spacing" => Vec3::new(EYE_SPACING_SHIFT * a, 0.0, 0.0) * m.spacing(p),
         "eye_tilt" => {
             let t = EYE_TILT_SHEAR * a;
             m.eye_field(p, |d| Vec3::new(d.x, d.y + t * d.x, d.z))
@@ -327,17 +337,16 @@ fn field(m: &Marks, slider: &str, a: f32, v: Vertex, p: Vec3) -> Vec3 {
             Vec3::new(0.0, dy, dz)
         }
         "mouth_width" => {
-            let w = match v {
-                Vertex::Mouth(_) => 1.0,
-                Vertex::Skin(_) => m.mouth_zone(p) * m.front(p, 0.04),
-                Vertex::Hair => 0.0,
-            };
-            let dx = MOUTH_WIDEN * a * p.x * w;
-            match v {
-                // The skin slides over the face's curve, so it stays on the surface.
-                Vertex::Skin(_) => Vec3::new(dx, 0.0, -m.mouth_curve * (2.0 * p.x * dx + dx * dx)),
-                _ => Vec3::new(dx, 0.0, 0.0),
+            // One field of position for the skin and everything inside the mouth, so the
+            // cavity, teeth and tongue move exactly like the skin in front of them, wherever an
+            // expression has taken either (the correctives evaluate it there).
+            if let Vertex::Hair = v {
+                return Vec3::ZERO;
             }
+            let w = m.mouth_zone(p) * m.front(p, 0.04);
+            let dx = MOUTH_WIDEN * a * p.x * w;
+            // The skin slides over the face's curve, so it stays on the surface.
+            Vec3::new(dx, 0.0, -m.mouth_curve * (2.0 * p.x * dx + dx * dx))
         }
         "lip_fullness" => match v {
             Vertex::Skin(s) => {
@@ -345,15 +354,8 @@ fn field(m: &Marks, slider: &str, a: f32, v: Vertex, p: Vec3) -> Vec3 {
                 match s.slit {
                     // The inner lips stay where they are, in front of the teeth.
                     Slit::MouthInner { .. } => Vec3::ZERO,
-                    // Fuller lips also push forwards; thinner ones only thin, so with the jaw
-                    // open they do not fold back into the mouth.
-                    _ => {
-                        Vec3::new(
-                            0.0,
-                            (p.y - m.mouth_y) * LIP_THICKEN * a,
-                            LIP_PUSH * a.max(0.0),
-                        ) * w
-                    }
+                    // Fuller lips also push forwards, thinner ones draw back.
+                    _ => Vec3::new(0.0, (p.y - m.mouth_y) * LIP_THICKEN * a, LIP_PUSH * a) * w,
                 }
             }
             // The cavity's front follows lips that push forwards, so no gap opens behind them.
@@ -420,11 +422,28 @@ fn delta(m: &Marks, slider: &str, a: f32, v: Vertex, p: Vec3) -> Vec3 {
 /// Position deltas of the target of `slider` at value `a` (±1) for the face's three
 /// primitives (skin, mouth, hair).
 pub fn deltas(rig: &Rig, slider: &LookSlider, a: f32) -> [Vec<Vec3>; 3] {
+    let [skin, mouth, hair] = rig.primitives();
+    deltas_at(
+        rig,
+        slider,
+        a,
+        [&skin.positions, &mouth.positions, &hair.positions],
+    )
+}
+
+/// The look field of `slider` at value `a` (±1) evaluated at `positions` (one list per
+/// primitive, in the rig's vertex order) instead of at the neutral vertices: each vertex keeps
+/// its kind (its grid placement, its mouth part), only the point moves. Evaluated where an
+/// expression has taken the vertices, this is the look applied on top of that expression.
+pub fn deltas_at(
+    rig: &Rig,
+    slider: &LookSlider,
+    a: f32,
+    positions: [&[Vec3]; 3],
+) -> [Vec<Vec3>; 3] {
     let m = Marks::new();
     let name = slider.name;
-    let skin = rig
-        .skin
-        .positions
+    let skin = positions[0]
         .iter()
         .enumerate()
         .map(|(i, &p)| match rig.grid.get(i) {
@@ -432,16 +451,12 @@ pub fn deltas(rig: &Rig, slider: &LookSlider, a: f32) -> [Vec<Vec3>; 3] {
             None => Vec3::ZERO,
         })
         .collect();
-    let mouth = rig
-        .mouth
-        .positions
+    let mouth = positions[1]
         .iter()
         .zip(&rig.mouth_parts)
         .map(|(&p, &part)| delta(&m, name, a, Vertex::Mouth(part), p))
         .collect();
-    let hair = rig
-        .hair
-        .positions
+    let hair = positions[2]
         .iter()
         .map(|&p| delta(&m, name, a, Vertex::Hair, p))
         .collect();
