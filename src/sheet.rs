@@ -18,7 +18,9 @@
 //! automatic mapping, exactly as live tracking would drive them (including the eye nodes turned
 //! by `eyeLook*`), one panel per channel, in ARKit's canonical order. Perfect-sync avatars
 //! repeat the same names on several meshes (face, teeth, lashes): the channel moves them all in
-//! one panel. Every other named target follows, in file order, one panel per distinct name with
+//! one panel. The default head's face-shape ("look") targets and every corrective target
+//! (`a*b`, see [`crate::avatar::correctives`]) are not expressions and get no panel. Every other
+//! named target follows, in file order, one panel per distinct name with
 //! every target of that name on every mesh at weight 1. Unnamed targets get one panel each.
 //!
 //! # Rendering
@@ -38,6 +40,7 @@ use std::time::Instant;
 use glam::{Mat4, Vec3};
 
 use crate::arkit::{Channel, FaceFrame, Protocol};
+use crate::avatar::correctives::Correctives;
 use crate::avatar::{Aabb, Avatar, MorphTarget, Pose};
 use crate::image::RgbaImage;
 use crate::mapping::{channel_for_target, CompiledMapping};
@@ -412,9 +415,19 @@ pub fn sheet_entries(avatar: &Avatar) -> Vec<SheetEntry> {
     let mut others: Vec<SheetEntry> = Vec::new();
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     let mut unnamed: Vec<SheetEntry> = Vec::new();
+    let correctives = Correctives::resolve(avatar);
+    let looks = crate::headgen::looks::target_names();
     for (mesh, m) in avatar.meshes.iter().enumerate() {
         for (target, name) in m.target_names.iter().enumerate() {
             let r = TargetRef { mesh, target };
+            let corrective = correctives
+                .list
+                .iter()
+                .any(|c| c.mesh == mesh && c.target == target);
+            if corrective || looks.contains(&name.as_str()) {
+                // Not an expression: a face shape, or a fix that follows its two inputs.
+                continue;
+            }
             if name.trim().is_empty() {
                 let owner = m
                     .name
