@@ -7,13 +7,16 @@
 //! Each `SPEC` is a comma-separated list of `slider:value` (a look slider from
 //! `facewire::headgen::looks::LOOK_SLIDERS`, -1 to 1) and `channel:weight` (an ARKit channel
 //! name, 0 to 1), e.g. `big=eye_size:1,jawOpen:0.6`. `NAME.png` is written for each, and
-//! `sheet.png` puts them side by side. The head is generated in-process, so it shows the
+//! `sheet.png` puts them side by side. Corrective targets get the product of their two inputs'
+//! weights, as the runtime sets them. The head is generated in-process, so it shows the
 //! generator's current output even before `facewire gen-head` rewrites the model. With
 //! `--yaw DEGREES` the camera orbits the head; `--zoom` (default 2.4)
-//! frames the face.
+//! frames the face and `--y` raises the camera with the point it looks at, in head heights
+//! (default 0.12, the eyes; about -0.12 frames the mouth).
 
 use facewire::app::Scene;
 use facewire::arkit::Channel;
+use facewire::avatar::correctives::Correctives;
 use facewire::headgen::looks::{eye_spacing_shift, LOOK_SLIDERS};
 use facewire::image::RgbaImage;
 use facewire::render::headless::HeadlessContext;
@@ -35,6 +38,7 @@ fn main() {
     };
     let yaw = flag("--yaw", 0.0);
     let zoom = flag("--zoom", 2.4);
+    let centre_y = flag("--y", 0.12);
     let out = std::path::PathBuf::from(args.first().expect("an output directory"));
     std::fs::create_dir_all(&out).expect("create the output directory");
     let glb = facewire::headgen::generate();
@@ -72,18 +76,21 @@ fn main() {
                 weights.push((index(ch.name()), value));
             }
         }
+        // Correctives (`look*expression` targets) follow the product of their inputs' weights.
+        let correctives = Correctives::resolve(&avatar);
         let ctx = HeadlessContext::new(SIZE, SIZE).expect("headless context");
         let mut scene =
             Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
         let mut camera = *scene.camera();
         camera.orbit_yaw = yaw;
         camera.zoom = zoom;
-        camera.offset_y = 0.12;
+        camera.offset_y = centre_y;
         scene.set_camera(camera);
         scene.set_pose(|pose| {
             for &(t, w) in &weights {
                 pose.weights[face][t] += w;
             }
+            correctives.apply(pose);
         });
         ctx.bind();
         scene.draw(&DrawTarget {
