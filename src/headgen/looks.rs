@@ -358,10 +358,12 @@ fn field(m: &Marks, slider: &str, a: f32, v: Vertex, p: Vec3) -> Vec3 {
                     _ => Vec3::new(0.0, (p.y - m.mouth_y) * LIP_THICKEN * a, LIP_PUSH * a) * w,
                 }
             }
-            // The cavity's front follows lips that push forwards, so no gap opens behind them.
-            Vertex::Mouth(MouthPart::Cavity) if a > 0.0 => {
+            // The cavity's front follows the lips: half way when they push forwards, so no gap
+            // opens behind them, all the way when they draw back, so it stays behind them.
+            Vertex::Mouth(MouthPart::Cavity) => {
                 let front = smoothstep(m.cavity.z, m.cavity.z + 0.012, p.z);
-                Vec3::new(0.0, 0.0, 0.5 * LIP_PUSH * a) * (front * m.lips(p))
+                let follow = if a > 0.0 { 0.5 } else { 1.0 };
+                Vec3::new(0.0, 0.0, follow * LIP_PUSH * a) * (front * m.lips(p))
             }
             _ => Vec3::ZERO,
         },
