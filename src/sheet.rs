@@ -18,7 +18,9 @@
 //! automatic mapping, exactly as live tracking would drive them (including the eye nodes turned
 //! by `eyeLook*`), one panel per channel, in ARKit's canonical order. Perfect-sync avatars
 //! repeat the same names on several meshes (face, teeth, lashes): the channel moves them all in
-//! one panel. Every other named target follows, in file order, one panel per distinct name with
+//! one panel. The default head's face-shape ("look") targets and every corrective target
+//! (`a*b`, see [`crate::avatar::correctives`]) are not expressions and get no panel. Every other
+//! named target follows, in file order, one panel per distinct name with
 //! every target of that name on every mesh at weight 1. Unnamed targets get one panel each.
 //!
 //! # Rendering
@@ -38,6 +40,7 @@ use std::time::Instant;
 use glam::{Mat4, Vec3};
 
 use crate::arkit::{Channel, FaceFrame, Protocol};
+use crate::avatar::correctives::Correctives;
 use crate::avatar::{Aabb, Avatar, MorphTarget, Pose};
 use crate::image::RgbaImage;
 use crate::mapping::{channel_for_target, CompiledMapping};
@@ -431,9 +434,19 @@ pub fn sheet_entries(avatar: &Avatar) -> Vec<SheetEntry> {
     let mut others: Vec<SheetEntry> = Vec::new();
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     let mut unnamed: Vec<SheetEntry> = Vec::new();
+    let correctives = Correctives::resolve(avatar);
+    let looks = crate::headgen::looks::target_names();
     for (mesh, m) in avatar.meshes.iter().enumerate() {
         for (target, name) in m.target_names.iter().enumerate() {
             let r = TargetRef { mesh, target };
+            let corrective = correctives
+                .list
+                .iter()
+                .any(|c| c.mesh == mesh && c.target == target);
+            if corrective || looks.contains(&name.as_str()) {
+                // Not an expression: a face shape, or a fix that follows its two inputs.
+                continue;
+            }
             if name.trim().is_empty() {
                 let owner = m
                     .name
@@ -646,12 +659,13 @@ pub fn look_entries(mapping: &CompiledMapping) -> Vec<SheetEntry> {
 }
 
 /// [`panel_pose`] on top of a look: `rest` already wears `base`; a slider panel moves its
-/// slider to its end, and the wrinkle maps follow the panel's weights.
+/// slider to its end; the correctives and the wrinkle maps follow the panel's weights.
 pub fn look_panel_pose(
     entry: &SheetEntry,
     mapping: &CompiledMapping,
     rest: &Pose,
     base: &crate::mapping::SliderValues,
+    correctives: &crate::avatar::correctives::Correctives,
 ) -> Pose {
     let mut pose = panel_pose(entry, mapping, rest);
     if let Drive::Slider { index, up } = entry.drive {
@@ -661,6 +675,7 @@ pub fn look_panel_pose(
             mapping.sliders().apply(&values, &mut pose);
         }
     }
+    correctives.apply(&mut pose);
     crate::mapping::wrinkles::apply(&mapping.wrinkles, &mut pose);
     pose
 }
@@ -698,7 +713,14 @@ pub fn render_sheet_with(
         &mut sheet,
         &layout,
         &title,
-        &summary(&avatar, &entries),
+        &if options.looks {
+            format!(
+                "{} face-shape sliders, each at its two ends",
+                mapping.sliders().len()
+            )
+        } else {
+            summary(&avatar, &entries)
+        },
         sided,
     );
 
@@ -716,6 +738,7 @@ pub fn render_sheet_with(
     let base = look.values(mapping.sliders());
     let mut rest = avatar.rest_pose();
     mapping.sliders().apply(&base, &mut rest);
+    let correctives = crate::avatar::correctives::Correctives::resolve(&avatar);
     let ctx = HeadlessContext::new(options.panel, options.panel)?;
     // Declared after the context, so it is dropped first, while the context is alive.
     let mut renderer = Renderer::new(ctx.gl(), &avatar, options.morph)?;
@@ -743,7 +766,7 @@ pub fn render_sheet_with(
         alpha: false,
     };
     for (index, entry) in entries.iter().enumerate() {
-        let pose = look_panel_pose(entry, mapping, &rest, &base);
+        let pose = look_panel_pose(entry, mapping, &rest, &base, &correctives);
         ctx.bind();
         renderer.draw(&pose, &camera, &target);
         let picture = ctx.read_rgba();

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use facewire::arkit::Channel;
-use facewire::headgen::{generate, DEFAULT_HEAD};
+use facewire::headgen::{generate, looks, DEFAULT_HEAD};
 
 use crate::support;
 
@@ -143,12 +143,50 @@ fn node_hierarchy_has_a_head_and_two_eyes() {
 }
 
 #[test]
-fn all_52_targets_are_named_canonically_in_order() {
+fn the_52_targets_come_first_in_canonical_order_then_the_look_targets_then_correctives() {
     let (prims, names) = face();
-    let expected: Vec<&str> = Channel::ALL.iter().map(|c| c.name()).collect();
-    assert_eq!(names, &expected);
+    let expected: Vec<&str> = Channel::ALL
+        .iter()
+        .map(|c| c.name())
+        .chain(looks::target_names())
+        .collect();
+    let looks_end = 52 + 2 * looks::LOOK_SLIDERS.len();
+    assert_eq!(&names[..looks_end], &expected[..]);
     for p in prims {
-        assert_eq!(p.targets.len(), 52);
+        assert_eq!(p.targets.len(), names.len());
+    }
+    // Then the correctives: `<look target>*<expression>`, grouped by look target in the look
+    // targets' order, expressions in canonical order within a group, each pair once.
+    let rest = &names[looks_end..];
+    assert!(!rest.is_empty(), "no corrective targets");
+    let mut last = (0, 0);
+    for name in rest {
+        let (look, expr) = name.split_once('*').expect("a corrective name");
+        let l = names[52..looks_end]
+            .iter()
+            .position(|n| n == look)
+            .unwrap_or_else(|| panic!("{name}: no look target {look}"));
+        let e = Channel::parse(expr)
+            .filter(|c| c.name() == expr)
+            .unwrap_or_else(|| panic!("{name}: no expression {expr}"))
+            .index();
+        assert!((l, e) > last || last == (0, 0), "{name} out of order");
+        last = (l, e);
+    }
+    // Each one resolves at runtime to its two inputs.
+    let avatar = facewire::avatar::load_slice(glb(), "generated head").unwrap();
+    let resolved = facewire::avatar::correctives::Correctives::resolve(&avatar);
+    assert_eq!(resolved.list.len(), rest.len());
+    // The pairs that must have one.
+    for want in [
+        "look_eye_size_up*eyeBlinkLeft",
+        "look_eye_size_down*eyeBlinkRight",
+        "look_eye_tilt_up*eyeBlinkLeft",
+        "look_eye_size_up*eyeWideLeft",
+        "look_mouth_width_up*mouthSmileLeft",
+        "look_lip_fullness_up*jawOpen",
+    ] {
+        assert!(rest.iter().any(|n| n == want), "no corrective {want}");
     }
 }
 
@@ -925,4 +963,720 @@ fn mouth_close_closes_the_open_jaw_and_alone_tucks_the_lower_lip_behind_the_uppe
         "the lower lip's edge sits {} mm in front of the upper lip",
         (edge[2] - at) * 1e3
     );
+}
+
+/// Index of a look target in the Face mesh: after the 52 ARKit targets, each slider's up
+/// target then its down target.
+fn look_target(slider: usize, up: bool) -> usize {
+    52 + 2 * slider + usize::from(!up)
+}
+
+/// Every look target: (its name, its index).
+fn look_targets() -> Vec<(&'static str, usize)> {
+    looks::LOOK_SLIDERS
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| {
+            [
+                (s.up, look_target(k, true)),
+                (s.down, look_target(k, false)),
+            ]
+        })
+        .collect()
+}
+
+/// The slider index of `name`.
+fn slider(name: &str) -> usize {
+    looks::LOOK_SLIDERS
+        .iter()
+        .position(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no slider {name}"))
+}
+
+/// The Face mesh's weights for the given (target index, weight) pairs, with every corrective
+/// target's weight set from its inputs as the runtime sets it.
+fn with_correctives(weights: &[(usize, f32)]) -> Vec<f32> {
+    use facewire::avatar::correctives::Correctives;
+    static AVATAR: OnceLock<(facewire::avatar::Avatar, Correctives, usize)> = OnceLock::new();
+    let (avatar, correctives, mesh) = AVATAR.get_or_init(|| {
+        let avatar = facewire::avatar::load_slice(glb(), "generated head").expect("loads");
+        let mesh = avatar
+            .meshes
+            .iter()
+            .position(|m| m.name.as_deref() == Some("Face"))
+            .expect("a Face mesh");
+        let correctives = Correctives::resolve(&avatar);
+        (avatar, correctives, mesh)
+    });
+    let mut pose = avatar.rest_pose();
+    for &(t, w) in weights {
+        pose.weights[*mesh][t] += w;
+    }
+    correctives.apply(&mut pose);
+    std::mem::take(&mut pose.weights[*mesh])
+}
+
+/// Skin positions (model frame) with the given target weights applied, targets by index, and
+/// the correctives those weights drive.
+fn skin_weighted(weights: &[(usize, f32)]) -> Vec<V3> {
+    let (prims, _) = face();
+    let mut pos = model_positions(&prims[0]);
+    let all = with_correctives(weights);
+    for (t, &w) in all.iter().enumerate().filter(|(_, w)| **w != 0.0) {
+        for (p, d) in pos.iter_mut().zip(&prims[0].targets[t].0) {
+            for k in 0..3 {
+                p[k] += w * d[k];
+            }
+        }
+    }
+    pos
+}
+
+fn sub(a: V3, b: V3) -> V3 {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+#[test]
+fn look_sliders_are_listed_with_their_target_names() {
+    let names: Vec<&str> = looks::LOOK_SLIDERS.iter().map(|s| s.name).collect();
+    for want in [
+        "eye_size",
+        "eye_spacing",
+        "eye_tilt",
+        "brow_height",
+        "nose_length",
+        "nose_width",
+        "mouth_width",
+        "lip_fullness",
+        "jaw_width",
+        "chin_length",
+        "cheek_fullness",
+        "face_width",
+    ] {
+        assert!(names.contains(&want), "{want} is missing from {names:?}");
+    }
+    for s in looks::LOOK_SLIDERS {
+        assert_eq!(s.up, format!("look_{}_up", s.name));
+        assert_eq!(s.down, format!("look_{}_down", s.name));
+    }
+}
+
+#[test]
+fn every_look_target_moves_vertices_and_normals_and_its_ends_differ() {
+    let (prims, _) = face();
+    for (name, t) in look_targets() {
+        let moved = prims
+            .iter()
+            .flat_map(|p| &p.targets[t].0)
+            .filter(|d| len(**d) > 5e-4)
+            .count();
+        let turned = prims
+            .iter()
+            .flat_map(|p| &p.targets[t].1)
+            .filter(|d| len(**d) > 1e-3)
+            .count();
+        assert!(moved > 0, "{name} moves nothing by half a millimetre");
+        assert!(turned > 0, "{name} has no normal deltas");
+    }
+    for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
+        let (up, down) = (look_target(k, true), look_target(k, false));
+        let differ = prims.iter().any(|p| {
+            p.targets[up]
+                .0
+                .iter()
+                .zip(&p.targets[down].0)
+                .any(|(a, b)| len(sub(*a, *b)) > 1e-3)
+        });
+        assert!(differ, "{}: up and down are the same", s.name);
+    }
+}
+
+#[test]
+fn look_targets_are_left_right_symmetric() {
+    let (prims, _) = face();
+    for p in prims {
+        let key = |pos: V3, v: f32| {
+            (
+                (pos[0] * 1e5).round() as i64,
+                (pos[1] * 1e5).round() as i64,
+                (pos[2] * 1e5).round() as i64,
+                (v * 1e4).round() as i64,
+            )
+        };
+        let mut lookup: HashMap<_, Vec<usize>> = HashMap::new();
+        for (i, (pos, uv)) in p.positions.iter().zip(&p.uvs).enumerate() {
+            lookup.entry(key(*pos, uv[1])).or_default().push(i);
+        }
+        let mut pairs = 0;
+        for i in 0..p.positions.len() {
+            let pos = p.positions[i];
+            let Some(m) = lookup
+                .get(&key([-pos[0], pos[1], pos[2]], p.uvs[i][1]))
+                .and_then(|c| c.first().copied())
+            else {
+                continue;
+            };
+            pairs += 1;
+            for (name, t) in look_targets() {
+                let (da, db) = (p.targets[t].0[i], p.targets[t].0[m]);
+                let err = len([da[0] + db[0], da[1] - db[1], da[2] - db[2]]);
+                assert!(err < 1e-5, "{name} at vertex {i}: {da:?} vs mirror {db:?}");
+            }
+        }
+        assert!(pairs > p.positions.len() / 2, "too few mirror pairs");
+    }
+}
+
+/// The regions a look target may move, by its slider.
+fn look_allowed(slider: &str, r: &Regions) -> Vec<Region> {
+    let lower_face = Region {
+        name: "lower face",
+        min: [-0.09, 0.03, -0.01],
+        max: [0.09, r.eye[0].min[1] + 0.02, r.mouth.max[2]],
+    };
+    let sides = |name| Region {
+        name,
+        min: [0.008, 0.06, -0.2],
+        max: [0.2, 0.3, 0.2],
+    };
+    match slider {
+        "eye_size" | "eye_spacing" | "eye_tilt" => r.eye.to_vec(),
+        "brow_height" => vec![r.brow[0], r.brow[1]],
+        "nose_length" | "nose_width" => vec![r.nose],
+        "mouth_width" | "lip_fullness" => vec![r.mouth],
+        "jaw_width" => vec![lower_face],
+        "chin_length" => vec![r.jaw],
+        "cheek_fullness" => r.cheek.to_vec(),
+        "face_width" => vec![
+            sides("left side"),
+            sides("left side").mirrored("right side"),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn every_look_target_stays_inside_the_regions_its_slider_allows() {
+    let r = regions();
+    let (prims, _) = face();
+    for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
+        let allowed = look_allowed(s.name, &r);
+        assert!(!allowed.is_empty(), "{} has no region", s.name);
+        for up in [true, false] {
+            let t = look_target(k, up);
+            for p in prims {
+                for (q, d) in model_positions(p).into_iter().zip(&p.targets[t].0) {
+                    if len(*d) > 1e-4 {
+                        assert!(
+                            allowed.iter().any(|a| a.contains(q)),
+                            "{} ({}) moves a vertex at {q:?} by {d:?}, outside {:?}",
+                            s.name,
+                            if up { "up" } else { "down" },
+                            allowed.iter().map(|a| a.name).collect::<Vec<_>>()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn broad_look_targets_leave_the_lids_and_the_nose_tip_alone() {
+    use facewire::headgen::face::{build_skin, Slit};
+    let skin = build_skin();
+    let (prims, _) = face();
+    let pos = model_positions(&prims[0]);
+    // The nose tip: the frontmost centre-line vertex above the mouth.
+    let tip = (0..pos.len())
+        .filter(|&i| pos[i][0] == 0.0 && pos[i][1] > facewire::headgen::face::mouth_y() + 0.01)
+        .max_by(|&a, &b| pos[a][2].total_cmp(&pos[b][2]))
+        .expect("a nose tip");
+    for name in ["face_width", "jaw_width", "cheek_fullness", "chin_length"] {
+        let k = slider(name);
+        for up in [true, false] {
+            let d = &prims[0].targets[look_target(k, up)].0;
+            for (i, v) in skin.vertices.iter().enumerate() {
+                if matches!(v.slit, Slit::EyeEdge { .. } | Slit::EyeInner { .. }) {
+                    assert!(len(d[i]) < 1e-4, "{name} moves a lid by {:?}", d[i]);
+                }
+            }
+            assert!(
+                len(d[tip]) < 1e-4,
+                "{name} moves the nose tip by {:?}",
+                d[tip]
+            );
+        }
+    }
+}
+
+#[test]
+fn look_targets_point_the_way_their_names_say() {
+    use facewire::headgen::face::{build_skin, eye_center, Slit, EYE_INNER, EYE_OUTER};
+    let skin = build_skin();
+    let (prims, _) = face();
+    let pos = model_positions(&prims[0]);
+    let d = |name: &str, up: bool| &prims[0].targets[look_target(slider(name), up)].0;
+    // The left eye's corners: the lid edge vertices at the slit's innermost and outermost
+    // columns.
+    let edge_cols: Vec<usize> = (0..skin.vertices.len())
+        .filter(|&i| {
+            let v = skin.vertices[i];
+            matches!(v.slit, Slit::EyeEdge { upper: true }) && v.theta > 0.0
+        })
+        .collect();
+    let inner = *edge_cols
+        .iter()
+        .min_by(|&&a, &&b| skin.vertices[a].theta.total_cmp(&skin.vertices[b].theta))
+        .unwrap();
+    let outer = *edge_cols
+        .iter()
+        .max_by(|&&a, &&b| skin.vertices[a].theta.total_cmp(&skin.vertices[b].theta))
+        .unwrap();
+    assert!(skin.vertices[inner].theta < EYE_INNER + 0.1);
+    assert!(skin.vertices[outer].theta > EYE_OUTER - 0.1);
+    for (up, sign) in [(true, 1.0), (false, -1.0)] {
+        // eye_size: the opening widens (the corners move apart) or narrows.
+        let e = d("eye_size", up);
+        assert!(
+            sign * (e[outer][0] - e[inner][0]) > 0.003,
+            "eye_size {up}: corners move apart by {}",
+            e[outer][0] - e[inner][0]
+        );
+        // eye_tilt: the outer end rises against the inner end.
+        let e = d("eye_tilt", up);
+        assert!(sign * (e[outer][1] - e[inner][1]) > 0.002, "eye_tilt {up}");
+        // eye_spacing: the whole lid moves sideways by exactly the eyeball's shift.
+        // eye_spacing: the lids move sideways by exactly the eyeball's shift.
+        let e = d("eye_spacing", up);
+        let shift = looks::eye_spacing_shift(sign);
+        for &(u, l) in &eye_edge_pairs() {
+            for i in [u, l] {
+                assert!(
+                    (e[i][0] - shift).abs() < 2e-5 && e[i][1].abs() < 1e-5,
+                    "eye_spacing {up}: a lid edge moves by {:?}, the eyeball by {shift}",
+                    e[i]
+                );
+            }
+        }
+    }
+    const { assert!(looks::EYE_SPACING_SHIFT > 0.0) };
+    assert_eq!(looks::EYE_SPACING_SHIFT_DOWN, -looks::EYE_SPACING_SHIFT);
+    assert!(eye_center().x > 0.0, "the left eye's socket is at +X");
+
+    let mouth_y = facewire::headgen::face::mouth_y();
+    let centre = |above: f32, below: f32| {
+        (0..pos.len())
+            .filter(|&i| {
+                pos[i][0] == 0.0 && pos[i][1] > mouth_y + below && pos[i][1] < mouth_y + above
+            })
+            .max_by(|&a, &b| pos[a][2].total_cmp(&pos[b][2]))
+            .expect("a centre-line vertex")
+    };
+    let tip = centre(0.05, 0.01);
+    let chin = (0..pos.len())
+        .filter(|&i| pos[i][0] == 0.0 && pos[i][2] > 0.06)
+        .min_by(|&a, &b| pos[a][1].total_cmp(&pos[b][1]))
+        .unwrap();
+    let lip = centre(0.004, -0.004);
+    for (up, sign) in [(true, 1.0), (false, -1.0)] {
+        let n = d("nose_length", up)[tip];
+        assert!(
+            sign * n[1] < -0.001 || sign * n[2] > 0.0005,
+            "nose_length {up}: {n:?}"
+        );
+        let c = d("chin_length", up)[chin];
+        assert!(sign * c[1] < -0.004, "chin_length {up}: {c:?}");
+        let l = d("lip_fullness", up)[lip];
+        assert!(sign * l[2] > 0.001, "lip_fullness {up}: {l:?}");
+        // Sideways fields: the sum of x motion, signed by side, widens or narrows.
+        for name in [
+            "face_width",
+            "jaw_width",
+            "mouth_width",
+            "nose_width",
+            "cheek_fullness",
+        ] {
+            let t = look_target(slider(name), up);
+            let widen: f32 = prims
+                .iter()
+                .flat_map(|p| p.positions.iter().zip(&p.targets[t].0))
+                .map(|(q, d)| d[0] * q[0].signum())
+                .sum();
+            let widen = if name == "nose_width" {
+                // The nose widens by getting fuller: its sides come forwards.
+                d(name, up).iter().map(|d| d[2]).sum::<f32>()
+            } else {
+                widen
+            };
+            assert!(sign * widen > 0.0, "{name} {up}: {widen}");
+        }
+        // brow_height: the brows move up or down.
+        let b: f32 = d("brow_height", up).iter().map(|d| d[1]).sum();
+        assert!(sign * b > 0.0, "brow_height {up}: {b}");
+    }
+}
+
+/// The left eye's lid edge pairs (upper, lower) at the same column, from the generator's
+/// skin grid (whose vertex order is the skin primitive's).
+fn eye_edge_pairs() -> Vec<(usize, usize)> {
+    use facewire::headgen::face::{build_skin, Slit};
+    let skin = build_skin();
+    let edge = |upper: bool| -> Vec<usize> {
+        (0..skin.vertices.len())
+            .filter(|&i| {
+                skin.vertices[i].slit == Slit::EyeEdge { upper } && skin.vertices[i].theta > 0.0
+            })
+            .collect()
+    };
+    let (ups, los) = (edge(true), edge(false));
+    ups.iter()
+        .filter_map(|&u| {
+            los.iter()
+                .find(|&&l| skin.vertices[l].theta == skin.vertices[u].theta)
+                .map(|&l| (u, l))
+        })
+        .collect()
+}
+
+#[test]
+fn lids_stay_off_the_eyeball_with_every_look_target_alone_blinking_and_wide() {
+    use facewire::headgen::face::{build_skin, eye_center, Slit, EYE_RADIUS};
+    let skin = build_skin();
+    let blink = target(Channel::EyeBlinkLeft);
+    let wide = target(Channel::EyeWideLeft);
+    for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
+        for (up, value) in [(true, 1.0), (false, -1.0)] {
+            let t = look_target(k, up);
+            // The eyeball follows its socket when the eyes move apart.
+            let mut e = eye_center();
+            if s.name == "eye_spacing" {
+                e.x += looks::eye_spacing_shift(value);
+            }
+            for extra in [None, Some(blink), Some(wide)] {
+                let mut weights = vec![(t, 1.0)];
+                weights.extend(extra.map(|x| (x, 1.0)));
+                let pos = skin_weighted(&weights);
+                let pivot = facewire::headgen::HEAD_PIVOT;
+                for (i, v) in skin.vertices.iter().enumerate() {
+                    if pos[i][0] <= 0.0 || matches!(v.slit, Slit::EyeInner { .. }) {
+                        continue;
+                    }
+                    let p = glam::Vec3::from(pos[i]);
+                    let r = (p - e).length();
+                    assert!(
+                        r >= EYE_RADIUS,
+                        "{} {} with {extra:?}: skin at {:?} ({v:?}) is {} mm inside the eyeball",
+                        s.name,
+                        value,
+                        p - pivot,
+                        (EYE_RADIUS - r) * 1e3
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn blinking_still_closes_the_lids_on_a_reshaped_eye() {
+    let blink = target(Channel::EyeBlinkLeft);
+    let pairs = eye_edge_pairs();
+    assert!(pairs.len() > 8, "only {} lid edge pairs", pairs.len());
+    let base = skin_weighted(&[(blink, 1.0)]);
+    let worst_gap = |pos: &[V3]| {
+        pairs
+            .iter()
+            .map(|&(u, l)| len(sub(pos[u], pos[l])))
+            .fold(0.0f32, f32::max)
+    };
+    let closed = worst_gap(&base);
+    assert!(
+        closed < 1e-4,
+        "a plain blink leaves the lids {closed} m apart"
+    );
+    for name in ["eye_size", "eye_tilt", "eye_spacing"] {
+        for up in [true, false] {
+            let pos = skin_weighted(&[(blink, 1.0), (look_target(slider(name), up), 1.0)]);
+            let gap = worst_gap(&pos);
+            assert!(
+                gap < 3e-4,
+                "{name} {up}: blinked lids are {} mm apart",
+                gap * 1e3
+            );
+        }
+    }
+}
+
+/// Renders the generated head at `size`² pixels, front view, with the given Face target
+/// weights (by index) and the correctives they drive; `eye_spacing` moves the eye nodes by
+/// `spacing`, as the renderer's mapping will.
+fn render_targets(size: u32, weights: &[(usize, f32)], spacing: f32) -> facewire::image::RgbaImage {
+    render_targets_framed(size, weights, spacing, None)
+}
+
+/// [`render_targets`] with the camera moved `zoom` times closer and raised by `lift` head
+/// heights, when given.
+fn render_targets_framed(
+    size: u32,
+    weights: &[(usize, f32)],
+    spacing: f32,
+    framing: Option<(f32, f32)>,
+) -> facewire::image::RgbaImage {
+    use facewire::app::Scene;
+    use facewire::render::headless::HeadlessContext;
+    let mut avatar = facewire::avatar::load_slice(glb(), "generated head").expect("loads");
+    for node in &mut avatar.nodes {
+        match node.name.as_deref() {
+            Some("LeftEye") => node.translation.x += spacing,
+            Some("RightEye") => node.translation.x -= spacing,
+            _ => {}
+        }
+    }
+    let face = avatar
+        .meshes
+        .iter()
+        .position(|m| m.name.as_deref() == Some("Face"))
+        .expect("a Face mesh");
+    let all = with_correctives(weights);
+    let ctx = HeadlessContext::new(size, size).expect("headless context");
+    let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
+    if let Some((zoom, lift)) = framing {
+        let mut camera = *scene.camera();
+        camera.zoom = zoom;
+        camera.offset_y = lift;
+        scene.set_camera(camera);
+    }
+    scene.set_pose(|pose| pose.weights[face].copy_from_slice(&all));
+    ctx.bind();
+    scene.draw(&facewire::render::DrawTarget {
+        width: size,
+        height: size,
+        clear_color: [0.0, 0.7, 0.25, 1.0],
+        alpha: false,
+    });
+    let image = ctx.read_rgba();
+    drop(scene);
+    image
+}
+
+#[test]
+fn rendered_blink_hides_the_iris_on_a_reshaped_eye() {
+    const SIZE: u32 = 256;
+    let viewer_right_eye = (0.5, 0.3, 0.75, 0.6);
+    let blink = target(Channel::EyeBlinkLeft);
+    for name in ["eye_size", "eye_tilt", "eye_spacing"] {
+        for (up, value) in [(true, 1.0), (false, -1.0)] {
+            let look = look_target(slider(name), up);
+            let spacing = if name == "eye_spacing" {
+                looks::eye_spacing_shift(value)
+            } else {
+                0.0
+            };
+            let open = render_targets(SIZE, &[(look, 1.0)], spacing);
+            let shut = render_targets(SIZE, &[(look, 1.0), (blink, 1.0)], spacing);
+            let (o, b) = (
+                count(&open, viewer_right_eye, iris_blue),
+                count(&shut, viewer_right_eye, iris_blue),
+            );
+            assert!(o > 40, "{name} {value}: the open iris shows {o} pixels");
+            assert!(
+                b * 20 < o,
+                "{name} {value}: the blinked iris still shows {b} of {o} pixels"
+            );
+        }
+    }
+}
+
+#[test]
+fn rendered_reshaped_mouths_show_no_dark_tears_when_closed() {
+    use Channel::*;
+    const SIZE: u32 = 256;
+    // A close-up of the mouth, where a smile or a pout keeps the lips closed: anything dark
+    // below the lips is the mouth's inside showing through the skin.
+    let lower_face = (0.15, 0.77, 0.85, 0.95);
+    let close_up = Some((3.5, -0.15));
+    let (w, f) = (slider("mouth_width"), slider("lip_fullness"));
+    // (mouthFunnel parts the lips, so its opening grows with the mouth; the triangle test
+    // covers it.)
+    for expr in [&[MouthSmileLeft, MouthSmileRight][..], &[MouthPucker]] {
+        let base: Vec<(usize, f32)> = expr.iter().map(|&c| (target(c), 1.0)).collect();
+        let plain = count(
+            &render_targets_framed(SIZE, &base, 0.0, close_up),
+            lower_face,
+            dark,
+        );
+        for (a, b) in [(true, true), (false, false), (true, false), (false, true)] {
+            let mut weights = base.clone();
+            weights.extend([(look_target(w, a), 1.0), (look_target(f, b), 1.0)]);
+            let n = count(
+                &render_targets_framed(SIZE, &weights, 0.0, close_up),
+                lower_face,
+                dark,
+            );
+            assert!(
+                n <= plain,
+                "mouth_width {a} lip_fullness {b} with {expr:?}: {n} dark pixels (plain {plain})"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_slider_and_expression_at_once_stays_within_the_gpu_target_limit() {
+    // A slider drives one of its two ends, and a corrective is active only when both its inputs
+    // are: with every slider set (at its end with more correctives) and every expression
+    // active, the GPU path must still keep every active target.
+    let (_, names) = face();
+    let correctives = |look: &str| {
+        names
+            .iter()
+            .filter(|n| n.split_once('*').is_some_and(|(a, _)| a == look))
+            .count()
+    };
+    let worst: usize = looks::LOOK_SLIDERS
+        .iter()
+        .map(|s| 1 + correctives(s.up).max(correctives(s.down)))
+        .sum::<usize>()
+        + 52;
+    assert!(
+        worst <= facewire::render::MAX_ACTIVE_TARGETS,
+        "up to {worst} targets active at once, the GPU path keeps {}",
+        facewire::render::MAX_ACTIVE_TARGETS
+    );
+}
+
+#[test]
+fn the_mouth_stays_closed_at_rest_with_every_look_target() {
+    let pairs = lip_edge_pairs();
+    for (name, t) in look_targets() {
+        let pos = skin_weighted(&[(t, 1.0)]);
+        for &(up, lo) in &pairs {
+            let gap = len(sub(pos[up], pos[lo]));
+            assert!(gap < 1e-5, "{name}: the closed lips are {gap} m apart");
+        }
+    }
+}
+
+/// Skin triangles around the mouth that turn away with `weights` compared with `reference`:
+/// whose facing turns by more than 90°, or that clearly face the camera (front view, towards
+/// +Z) in `reference` and face away from it with `weights`, so back-face culling opens a hole
+/// in the lips or folds them over.
+fn flipped_mouth_triangles(reference: &[(usize, f32)], weights: &[(usize, f32)]) -> usize {
+    let (prims, _) = face();
+    let (doc, buffers, _) = gltf::import_slice(glb()).unwrap();
+    let mesh = doc.meshes().find(|m| m.name() == Some("Face")).unwrap();
+    let p = mesh.primitives().next().unwrap();
+    let indices: Vec<u32> = p
+        .reader(|b| Some(&buffers[b.index()]))
+        .read_indices()
+        .unwrap()
+        .into_u32()
+        .collect();
+    let rest = model_positions(&prims[0]);
+    let before = skin_weighted(reference);
+    let posed = skin_weighted(weights);
+    let mouth_y = facewire::headgen::face::mouth_y();
+    let normal = |q: &[V3], t: &[u32]| {
+        let (a, b, c) = (q[t[0] as usize], q[t[1] as usize], q[t[2] as usize]);
+        glam::Vec3::from(sub(b, a)).cross(glam::Vec3::from(sub(c, a)))
+    };
+    indices
+        .chunks_exact(3)
+        .filter(|t| {
+            let a = rest[t[0] as usize];
+            (a[1] - mouth_y).abs() < 0.03 && a[0].abs() < 0.045 && a[2] > 0.05
+        })
+        .filter(|t| {
+            let (n0, n1) = (normal(&before, t), normal(&posed, t));
+            if n0.length() < 1e-12 || n1.length() < 1e-12 {
+                return false;
+            }
+            let turned = n0.dot(n1) < 0.0;
+            let hidden = n0.z > 0.3 * n0.length() && n1.z <= 0.0;
+            turned || hidden
+        })
+        .count()
+}
+
+/// Pairs of the lips' edges near the corners (the outer third of the mouth) where the upper
+/// edge ends up more than `tolerance` below the lower one: crossed lips.
+fn crossed_lip_edges(weights: &[(usize, f32)], tolerance: f32) -> usize {
+    let rest = skin_weighted(&[]);
+    let pos = skin_weighted(weights);
+    let pairs = lip_edge_pairs();
+    let widest = pairs
+        .iter()
+        .map(|&(u, _)| rest[u][0].abs())
+        .fold(0.0f32, f32::max);
+    pairs
+        .iter()
+        .filter(|&&(u, _)| rest[u][0].abs() > 0.66 * widest)
+        .filter(|&&(u, l)| pos[u][1] < pos[l][1] - tolerance)
+        .count()
+}
+
+#[test]
+fn reshaped_mouths_open_smile_and_pucker_without_inverting() {
+    use Channel::*;
+    let expressions: [&[Channel]; 7] = [
+        &[JawOpen],
+        &[MouthSmileLeft, MouthSmileRight],
+        &[MouthPucker],
+        &[MouthFunnel],
+        &[MouthStretchLeft, MouthStretchRight],
+        &[JawOpen, MouthSmileLeft, MouthSmileRight],
+        &[MouthSmileLeft],
+    ];
+    let mut looks: Vec<Vec<(usize, f32)>> = Vec::new();
+    for name in ["mouth_width", "lip_fullness", "jaw_width", "chin_length"] {
+        for up in [true, false] {
+            looks.push(vec![(look_target(slider(name), up), 1.0)]);
+        }
+    }
+    // Both mouth sliders at once, as a character creator would set them.
+    for (a, b) in [(true, true), (true, false), (false, true), (false, false)] {
+        looks.push(vec![
+            (look_target(slider("mouth_width"), a), 1.0),
+            (look_target(slider("lip_fullness"), b), 1.0),
+        ]);
+    }
+    for expr in expressions {
+        let base: Vec<(usize, f32)> = expr.iter().map(|&c| (target(c), 1.0)).collect();
+        let crossed_before = crossed_lip_edges(&base, 2e-4);
+        for look in &looks {
+            let mut weights = base.clone();
+            weights.extend(look);
+            let names: Vec<&str> = look.iter().map(|&(t, _)| face().1[t].as_str()).collect();
+            // Against the plain expression, not neutral: jawOpen with a smile already turns a
+            // few corner triangles over by itself.
+            let flipped = flipped_mouth_triangles(&base, &weights);
+            assert!(
+                flipped == 0,
+                "{names:?} with {expr:?}: {flipped} triangles turn away from the plain expression"
+            );
+            let crossed = crossed_lip_edges(&weights, 2e-4);
+            assert!(
+                crossed <= crossed_before,
+                "{names:?} with {expr:?}: {crossed} lip edge pairs cross at the corners \
+                 (plain: {crossed_before})"
+            );
+        }
+    }
+    // With jawOpen the reshaped lips still part.
+    let pairs = lip_edge_pairs();
+    for name in ["mouth_width", "lip_fullness"] {
+        for up in [true, false] {
+            let pos =
+                skin_weighted(&[(target(JawOpen), 1.0), (look_target(slider(name), up), 1.0)]);
+            let open = pairs
+                .iter()
+                .map(|&(u, l)| pos[u][1] - pos[l][1])
+                .fold(0.0f32, f32::max);
+            assert!(
+                open > 0.005,
+                "{name} {up}: jawOpen parts the lips by {open}"
+            );
+        }
+    }
 }

@@ -833,6 +833,16 @@ fn default_head_renders_on_both_paths() {
             *w = ((m * 7 + t * 13) % 10) as f32 / 10.0;
         }
     }
+    // As the runtime poses it: a face-shape slider drives one of its two ends, and corrective
+    // targets follow their inputs, so no more targets are active than the GPU path keeps.
+    for (m, mesh) in avatar.meshes.iter().enumerate() {
+        for (t, name) in mesh.target_names.iter().enumerate() {
+            if name.starts_with("look_") && name.ends_with("_down") {
+                expressive.weights[m][t] = 0.0;
+            }
+        }
+    }
+    facewire::avatar::correctives::Correctives::resolve(&avatar).apply(&mut expressive);
     poses.push(("expressive", expressive));
     for (name, pose) in &poses {
         let a = render(&ctx, &mut cpu, pose, &camera, &opaque());

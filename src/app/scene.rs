@@ -5,6 +5,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::arkit::FaceFrame;
+use crate::avatar::correctives::Correctives;
 use crate::avatar::spring::SpringSim;
 use crate::avatar::{Avatar, Pose};
 use crate::config::{CameraConfig, LayersSection};
@@ -39,6 +40,8 @@ pub struct Scene {
     wrinkle_maps: Vec<WrinkleMap>,
     /// The look: face-shape slider values and colours.
     look: LookState,
+    /// The avatar's corrective targets (`a*b`), set from their inputs after everything else.
+    correctives: Correctives,
 }
 
 impl Scene {
@@ -73,6 +76,7 @@ impl Scene {
             stepped: None,
             wrinkle_maps: Vec::new(),
             look: LookState::new(&avatar, mapping.sliders()),
+            correctives: Correctives::resolve(&avatar),
             pose: rest.clone(),
             rest,
             mapping,
@@ -208,8 +212,10 @@ impl Scene {
         self.finish_pose();
     }
 
-    /// What follows from the targets' weights: the wrinkle maps' strengths.
+    /// What follows from the targets' weights: the correctives' weights, then the wrinkle
+    /// maps' strengths.
     fn finish_pose(&mut self) {
+        self.correctives.apply(&mut self.pose);
         crate::mapping::wrinkles::apply(&self.mapping.wrinkles, &mut self.pose);
     }
 

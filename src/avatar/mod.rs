@@ -6,6 +6,7 @@
 
 pub mod blend;
 pub mod bust;
+pub mod correctives;
 mod deltas;
 pub mod humanoid;
 mod load;

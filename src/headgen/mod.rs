@@ -1,10 +1,13 @@
 //! The generator of facewire's default avatar head (`models/default_head.glb`): a stylised,
-//! friendly head built from code, with all 52 ARKit morph targets.
+//! friendly head built from code, with all 52 ARKit morph targets and face-shape ("look") targets.
 //!
 //! - [`face`]: proportions and the skin surface with its eye and mouth slits.
 //! - [`parts`]: neck (its own root node, so it stays put while the head turns), mouth
 //!   interior, hair cap and eyeball.
 //! - [`targets`]: the ARKit morph targets as displacement fields.
+//! - [`looks`]: the face-shape ("look") targets, two per slider, after the 52 ARKit ones.
+//! - [`correctives`]: corrective targets for a look target and an expression together
+//!   (`look_eye_size_up*eyeBlinkLeft`), after the look targets.
 //! - [`texture`]: the painted texture atlas.
 //! - [`glb`]: the GLB writer.
 //! - [`mesh`], [`math`]: building blocks (triangle builder, normals, mirror map, portable trig).
@@ -13,8 +16,10 @@
 //! [`generate`] returns the same bytes on every machine and the committed file can be checked
 //! byte for byte.
 
+pub mod correctives;
 pub mod face;
 pub mod glb;
+pub mod looks;
 pub mod math;
 pub mod mesh;
 pub mod parts;
@@ -37,6 +42,9 @@ pub const HEAD_PIVOT: Vec3 = Vec3::new(0.0, 0.075, -0.015);
 
 /// Position deltas shorter than this are dropped (m).
 const POSITION_EPS: f32 = 1e-6;
+/// Corrective position deltas shorter than this are dropped (m): a hundredth of a millimetre is
+/// invisible, and the correctives are many.
+const CORRECTIVE_EPS: f32 = 1e-5;
 /// Normal deltas shorter than this are dropped.
 const NORMAL_EPS: f32 = 1e-4;
 
@@ -66,6 +74,28 @@ pub fn document() -> Document {
             targets[k].push(target(b, &normals[k], d));
         }
     }
+    for slider in &looks::LOOK_SLIDERS {
+        for value in [1.0, -1.0] {
+            let deltas = looks::deltas(&rig, slider, value);
+            for (k, (b, d)) in builders.iter().zip(deltas).enumerate() {
+                targets[k].push(target(b, &normals[k], d));
+            }
+        }
+    }
+    let correctives = correctives::correctives(&rig);
+    for c in &correctives {
+        let look = looks::deltas(&rig, &c.slider, c.value);
+        let expr = rig.deltas(c.channel);
+        for (k, b) in builders.iter().enumerate() {
+            targets[k].push(corrective_target(
+                b,
+                &normals[k],
+                &look[k],
+                &expr[k],
+                &c.deltas[k],
+            ));
+        }
+    }
     let materials = [SKIN, MOUTH, HAIR];
     let primitives = builders
         .iter()
@@ -76,7 +106,13 @@ pub fn document() -> Document {
         .collect();
     let face = MeshDef {
         name: "Face".into(),
-        target_names: Channel::ALL.iter().map(|c| c.name().to_string()).collect(),
+        target_names: Channel::ALL
+            .iter()
+            .map(|c| c.name())
+            .chain(looks::target_names())
+            .map(str::to_string)
+            .chain(correctives.iter().map(|c| c.name.clone()))
+            .collect(),
         primitives,
     };
     let eye = parts::eyeball();
@@ -198,6 +234,51 @@ fn target(b: &MeshBuilder, base_normals: &[Vec3], mut deltas: Vec<Vec3>) -> Targ
         positions: deltas,
         normals,
     }
+}
+
+/// A corrective target of one primitive: position deltas below [`CORRECTIVE_EPS`] dropped, and
+/// the normal deltas that make the blended normals those of the combined surface (look and
+/// expression applied together, minus what the two targets' own normal deltas add).
+fn corrective_target(
+    b: &MeshBuilder,
+    base_normals: &[Vec3],
+    look: &[Vec3],
+    expr: &[Vec3],
+    correction: &[Vec3],
+) -> TargetDef {
+    let positions: Vec<Vec3> = correction
+        .iter()
+        .map(|d| {
+            if d.length() < CORRECTIVE_EPS {
+                Vec3::ZERO
+            } else {
+                *d
+            }
+        })
+        .collect();
+    let shape = |parts: &[&[Vec3]]| -> Vec<Vec3> {
+        let moved: Vec<Vec3> = b
+            .positions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| parts.iter().fold(*p, |q, d| q + d[i]))
+            .collect();
+        b.normals_of(&moved)
+    };
+    let both = shape(&[look, expr, &positions]);
+    let only_look = shape(&[look]);
+    let only_expr = shape(&[expr]);
+    let normals = (0..b.positions.len())
+        .map(|i| {
+            let dn = both[i] - only_look[i] - only_expr[i] + base_normals[i];
+            if positions[i] == Vec3::ZERO || dn.length() < NORMAL_EPS {
+                Vec3::ZERO
+            } else {
+                dn
+            }
+        })
+        .collect();
+    TargetDef { positions, normals }
 }
 
 /// A glTF primitive from a builder, with positions made relative to `origin`.

@@ -207,13 +207,16 @@ fn check_with(file: &MappingFile, avatar: &Avatar, mut errors: Vec<MappingError>
             }
         }
     }
+    // A corrective (`a*b`) is driven by its two inputs.
+    let correctives = crate::avatar::correctives::Correctives::resolve(avatar);
     for (mesh, m) in avatar.meshes.iter().enumerate() {
         for (target, name) in m.target_names.iter().enumerate() {
             let by_target = compiled
                 .targets
                 .iter()
                 .any(|b| b.mesh == mesh && b.target == target)
-                || compiled.sliders.drives(mesh, target);
+                || compiled.sliders.drives(mesh, target)
+                || correctives.drives(mesh, target);
             if !by_target
                 && compiled
                     .expression_slots
