@@ -12,7 +12,8 @@
 //! This module holds construction and the per-frame orchestration; the sibling modules own the
 //! parts: `variants` (programs and uniforms), `materials` (materials and textures),
 //! `primitives` (mesh uploads), `morph` (both morph paths), `skins` (joint matrices), `nodes`
-//! (world transforms) and `passes` (draw order and drawing one primitive).
+//! (world transforms), `lod` (levels of detail) and `passes` (draw order and drawing one
+//! primitive).
 
 #![allow(unsafe_code)]
 
@@ -24,6 +25,7 @@ use glow::HasContext;
 
 use super::debug::gl_string;
 use super::effects::{GpuEffects, LiveMaterial};
+use super::lod::Lods;
 use super::materials::{gpu_material, upload_texture, upload_textures, GpuMaterial};
 use super::morph::{resolve_path, MAX_ACTIVE_TARGETS};
 use super::nodes::NodeInfo;
@@ -33,7 +35,7 @@ use super::primitives::{upload_meshes, GpuMesh};
 use super::skins::{assign_skins, gpu_skins, upload_joint_texture, GpuSkin, NodeSkin};
 use super::variants::{build_programs, set_globals, Bound, ShaderVariant, UNIT_JOINTS};
 use super::RenderError;
-use super::{check_gl, Camera, DrawTarget, MorphMode, MorphPath};
+use super::{check_gl, Camera, DrawTarget, LodMode, MorphMode, MorphPath};
 use crate::avatar::{Avatar, Pose, Sampler};
 
 /// Draws one avatar. Holds every GL object the avatar needs; drop it before the context (see
@@ -80,6 +82,8 @@ pub struct Renderer {
     pub(super) visited: Vec<bool>,
     /// Traversal stack (reused).
     pub(super) stack: Vec<(usize, Mat4)>,
+    /// Levels of detail: the mode, this frame's choice, and the nodes and meshes it hides.
+    pub(super) lods: Lods,
     /// The morph path in use.
     pub(super) path: MorphPath,
     /// `GL_RENDERER`, for logs and the morph path decision.
@@ -108,6 +112,9 @@ impl Renderer {
     /// driver's buffer-texture size. Invalid data is skipped with a warning, never a panic:
     /// primitives without vertices or with out-of-range indices, textures whose byte count does
     /// not match their size, dangling material, texture, mesh and node indices.
+    ///
+    /// Every level of detail is uploaded; the renderer starts in [`LodMode::Auto`] (see
+    /// [`Renderer::set_lod`]).
     pub fn new(
         gl: Rc<glow::Context>,
         avatar: &Avatar,
@@ -201,6 +208,7 @@ impl Renderer {
             world: vec![Mat4::IDENTITY; count],
             visited: vec![false; count],
             stack: Vec::with_capacity(count),
+            lods: Lods::new(avatar, LodMode::Auto),
             path,
             renderer_name,
             gl,
@@ -255,7 +263,9 @@ impl Renderer {
     ///
     /// Weights come from `pose.weights[mesh][target]`: each is passed through
     /// [`sanitize_weight`](super::sanitize_weight), missing entries count as 0 and extra ones
-    /// are ignored. Node rotations from `pose.rotations` are applied after each node's rest
+    /// are ignored. One level of each level-of-detail group is drawn (see [`Renderer::set_lod`]);
+    /// the others, with their subtrees, are skipped, and so is the morph work of meshes only
+    /// they draw. Node rotations from `pose.rotations` are applied after each node's rest
     /// rotation (non-finite or zero quaternions count as identity), and translations from
     /// `pose.translations` are added to its rest translation (non-finite ones count as zero); morphing happens before
     /// skinning and the node transforms. Each material's colours and UV scale and offset come
@@ -273,12 +283,15 @@ impl Renderer {
         self.update_weights(pose);
         self.wrinkles.weights = super::wrinkles::sanitize(&pose.wrinkles);
         self.update_materials(pose);
+        self.update_world(pose);
+        self.upload_joint_matrices();
+        // After the transforms, which auto mode measures by; before the morphs, which hidden
+        // levels skip.
+        self.select_lods(camera);
         match self.path {
             MorphPath::Cpu => self.upload_cpu_morphs(),
             MorphPath::Gpu => self.build_active_lists(),
         }
-        self.update_world(pose);
-        self.upload_joint_matrices();
 
         let gl = &*self.gl;
         let clear = target.effective_clear();
