@@ -502,6 +502,99 @@ mod tests {
         }
     }
 
+    /// [`quad_avatar`] with a second level: a copy of its mesh on a sibling node.
+    fn lod_avatar() -> Avatar {
+        let mut avatar = quad_avatar();
+        avatar.meshes.push(avatar.meshes[0].clone());
+        avatar.nodes.push(node(Some(0), vec![], Vec3::X, Some(1)));
+        avatar.nodes[0].children.push(2);
+        avatar.lods = vec![crate::avatar::LodGroup {
+            levels: vec![1, 2],
+            coverage: Vec::new(),
+        }];
+        avatar
+    }
+
+    #[test]
+    fn hidden_levels_get_no_morph_work_and_switching_does_not_allocate() {
+        let ctx = match super::super::headless::HeadlessContext::new(32, 32) {
+            Ok(ctx) => ctx,
+            Err(e) => panic!("headless context: {e}"),
+        };
+        let avatar = lod_avatar();
+        let near = Camera::framing(avatar.bounds().unwrap(), 1.0);
+        let far = Camera {
+            eye: near.eye + (near.eye - near.target) * 50.0,
+            far: near.far * 100.0,
+            ..near
+        };
+        let target = DrawTarget {
+            width: 32,
+            height: 32,
+            clear_color: [0.0, 0.0, 0.0, 0.0],
+            alpha: true,
+        };
+        for mode in [MorphMode::Cpu, MorphMode::Gpu] {
+            let mut renderer = Renderer::new(ctx.gl(), &avatar, mode).unwrap();
+            let mut pose = avatar.rest_pose();
+            pose.weights[0][0] = 0.7;
+            pose.weights[1][0] = 0.7;
+            renderer.set_lod(LodMode::Fixed(1));
+            ctx.bind();
+            renderer.draw(&pose, &near, &target);
+            assert_eq!(renderer.lod_levels(), [1]);
+            assert_eq!(renderer.lods.mesh_drawn, [false, true], "{mode}");
+            assert_eq!(renderer.lods.hidden, [false, true, false], "{mode}");
+            match mode {
+                MorphMode::Cpu => {
+                    assert_eq!(
+                        renderer.meshes[0].uploaded,
+                        [0.0, 0.0],
+                        "hidden: not blended"
+                    );
+                    assert_eq!(renderer.meshes[1].uploaded, [0.7, 0.0]);
+                }
+                _ => {
+                    assert_eq!(renderer.meshes[0].active_count, 0, "hidden: no list");
+                    assert_eq!(renderer.meshes[1].active_count, 1);
+                }
+            }
+            // Back on level 0, its mesh catches up.
+            renderer.set_lod(LodMode::Fixed(0));
+            renderer.draw(&pose, &near, &target);
+            assert_eq!(renderer.lods.mesh_drawn, [true, false]);
+            if mode == MorphMode::Cpu {
+                assert_eq!(renderer.meshes[0].uploaded, [0.7, 0.0]);
+            } else {
+                assert_eq!(renderer.meshes[0].active_count, 1);
+            }
+
+            ALLOCATIONS.with(|n| n.set(0));
+            COUNTING.with(|c| c.set(true));
+            for frame in 0..24 {
+                renderer.set_lod(match frame % 3 {
+                    0 => LodMode::Auto,
+                    1 => LodMode::Fixed(1),
+                    _ => LodMode::Fixed(7),
+                });
+                pose.weights[frame % 2][1] = frame as f32 * 0.05;
+                let camera = if frame % 4 < 2 { &near } else { &far };
+                renderer.draw(&pose, camera, &target);
+            }
+            COUNTING.with(|c| c.set(false));
+            assert_eq!(
+                ALLOCATIONS.with(|n| n.get()),
+                0,
+                "{mode} path allocated while switching levels"
+            );
+            renderer.set_lod(LodMode::Auto);
+            renderer.draw(&pose, &near, &target);
+            assert_eq!(renderer.lod_levels(), [0], "near: level 0");
+            renderer.draw(&pose, &far, &target);
+            assert_eq!(renderer.lod_levels(), [1], "far: the last level");
+        }
+    }
+
     #[test]
     fn draw_does_not_allocate_after_the_first_frame() {
         let ctx = match super::super::headless::HeadlessContext::new(32, 32) {
