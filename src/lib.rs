@@ -53,9 +53,9 @@
 //! - [`looks`]: look presets (`config/looks/NAME.toml`): face-shape slider values and colours,
 //!   checked against the mapping's sliders, saved atomically, or made at random.
 //! - [`avatar`]: glTF/GLB/VRM loading into CPU structures and the CPU reference blend; a
-//!   humanoid's bones, its arms' rest pose and the bust the camera frames.
+//!   humanoid's bones, its arms' rest pose, the bust the camera frames and levels of detail.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths,
-//!   skins, materials, draw passes.
+//!   skins, materials, levels of detail, draw passes.
 //! - [`panel`]: the control panel's contents (egui): meters, layers, state, actions, errors.
 //! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
 //! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use facewire::app::{self, LiveRun};
 use facewire::calibrate::{self, Profile};
-use facewire::config::{Config, MorphMode};
+use facewire::config::{Config, LodMode, MorphMode};
 use facewire::record::{self, Recording, ReplayOptions};
 use facewire::session::{self, HeadAngles, Replay, Size};
 use facewire::{fsutil, headgen, sheet};
@@ -71,6 +71,9 @@ struct RenderArgs {
     /// Morph path: auto, gpu or cpu.
     #[arg(long, value_name = "MODE")]
     morph: Option<MorphMode>,
+    /// Level of detail: auto, or a level (0 the most detailed).
+    #[arg(long, value_name = "auto|LEVEL")]
+    lod: Option<LodMode>,
     /// Transparent background with premultiplied alpha.
     #[arg(long)]
     transparent: bool,
@@ -339,6 +342,9 @@ fn apply_render_args(config: &mut Config, args: &RenderArgs) {
     }
     if let Some(m) = args.morph {
         config.render.morph = m;
+    }
+    if let Some(lod) = args.lod {
+        config.render.lod = lod;
     }
     if args.transparent {
         config.window.transparent = true;

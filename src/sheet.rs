@@ -742,6 +742,8 @@ pub fn render_sheet_with(
     let ctx = HeadlessContext::new(options.panel, options.panel)?;
     // Declared after the context, so it is dropped first, while the context is alive.
     let mut renderer = Renderer::new(ctx.gl(), &avatar, options.morph)?;
+    // The sheet shows each target on the most detailed level.
+    renderer.set_lod(crate::config::LodMode::Fixed(0));
     let wrinkles: Vec<crate::render::WrinkleMap> =
         mapping.wrinkles.iter().map(Into::into).collect();
     if let Err(error) = renderer.set_wrinkles(&avatar, &wrinkles) {

@@ -197,6 +197,7 @@ pub fn run_offscreen(
     let config = run.config;
     let ctx = HeadlessContext::new(size.0, size.1)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
+    scene.set_lod(config.render.lod);
     scene.set_spring_bones(config.render.spring_bones);
     scene.set_mapping(mapping);
     scene.set_camera(config.camera);
@@ -315,6 +316,7 @@ pub fn snapshot(
 ) -> Result<crate::image::RgbaImage, LiveError> {
     let ctx = HeadlessContext::new(size.0, size.1)?;
     let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph)?;
+    scene.set_lod(config.render.lod);
     scene.set_mapping(mapping);
     scene.set_camera(config.camera);
     if let Some(look) = session::load_look(config, scene.mapping())? {

@@ -90,6 +90,11 @@ impl Scene {
         self.renderer.morph_path()
     }
 
+    /// Sets the level-of-detail mode (`render.lod`) for the frames to come.
+    pub fn set_lod(&mut self, mode: crate::config::LodMode) {
+        self.renderer.set_lod(mode);
+    }
+
     /// The loaded avatar.
     pub fn avatar(&self) -> &Avatar {
         &self.avatar

@@ -17,6 +17,7 @@ mod accessor;
 mod compression;
 mod extensions;
 mod ktx;
+mod lod;
 mod material;
 mod mesh;
 mod scene;
@@ -296,7 +297,8 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
         .map(|node| node.skin().map(|skin| skin.index()))
         .collect();
     loader.check_joints(&meshes, &skins, &nodes, &node_skins)?;
-    let roots = loader.roots(&nodes);
+    let mut roots = loader.roots(&nodes);
+    let lods = lod::groups(&loader.raw_lods(), &mut nodes, &mut roots, file);
     let vrm = super::vrm::attach(document.extensions(), &mut nodes, &roots, &meshes, file);
     let springs = super::spring::parse(document.extensions(), &nodes, file);
     Ok(Avatar {
@@ -311,6 +313,7 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
         node_skins,
         vrm,
         springs,
+        lods,
     })
 }
 

@@ -10,6 +10,7 @@ pub mod correctives;
 mod deltas;
 pub mod humanoid;
 mod load;
+pub mod lod;
 pub mod lookat;
 pub mod material_binds;
 pub mod mtoon;
@@ -22,6 +23,7 @@ pub use bust::Bust;
 pub use deltas::Deltas;
 pub use humanoid::{Bone, Humanoid, Side};
 pub use load::{load, load_slice, AvatarError};
+pub use lod::LodGroup;
 pub use material_binds::MaterialOverride;
 pub use mtoon::{Outline, OutlineMode, Toon};
 pub use rest_pose::{relax_arms, ArmRest, ArmStart, RelaxedArm};
@@ -59,6 +61,10 @@ pub struct Avatar {
     /// Spring bones (VRM 0.x `secondaryAnimation`, VRM 1.0 `VRMC_springBone`), if the file has
     /// any; [`spring::SpringSim`] moves them.
     pub springs: Option<spring::SpringRig>,
+    /// Levels of detail (`MSFT_lod` on nodes): groups of nodes of which one level is drawn.
+    /// The loader keeps only consistent groups: every node in at most one group, no level
+    /// inside another level's subtree, every level reached from the scene's roots.
+    pub lods: Vec<LodGroup>,
 }
 
 /// A skin: the joints that deform a mesh and the matrices that bring its vertices into each

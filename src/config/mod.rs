@@ -522,6 +522,87 @@ impl fmt::Display for MorphMode {
     }
 }
 
+/// Which level of detail the renderer draws of each `MSFT_lod` group (`render.lod` in
+/// `facewire.toml`): `"auto"` or a level number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum LodMode {
+    /// Pick each frame by how much of the viewport's height the group's level 0 covers (the
+    /// file's `MSFT_screencoverage` thresholds, else level 0 from 0.5, level 1 from 0.25,
+    /// level 2 below).
+    #[default]
+    Auto,
+    /// Always this level, or a group's last level when it has fewer.
+    Fixed(u32),
+}
+
+/// The error for a `render.lod` value that is neither `auto` nor a level number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown level of detail {0:?} (expected \"auto\" or a level number: 0, 1, 2, ...)")]
+pub struct ParseLodModeError(pub String);
+
+impl std::str::FromStr for LodMode {
+    type Err = ParseLodModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let trimmed = s.trim();
+        if trimmed.eq_ignore_ascii_case("auto") {
+            return Ok(LodMode::Auto);
+        }
+        trimmed
+            .parse::<u32>()
+            .map(LodMode::Fixed)
+            .map_err(|_| ParseLodModeError(s.to_owned()))
+    }
+}
+
+impl fmt::Display for LodMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LodMode::Auto => f.write_str("auto"),
+            LodMode::Fixed(level) => write!(f, "{level}"),
+        }
+    }
+}
+
+impl serde::Serialize for LodMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            LodMode::Auto => s.serialize_str("auto"),
+            LodMode::Fixed(level) => s.serialize_u32(*level),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LodMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = LodMode;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"auto\" or a level number (0, 1, 2, ...)")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LodMode, E> {
+                v.parse().map_err(E::custom)
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<LodMode, E> {
+                u32::try_from(v)
+                    .map(LodMode::Fixed)
+                    .map_err(|_| E::custom(ParseLodModeError(v.to_string())))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<LodMode, E> {
+                u32::try_from(v)
+                    .map(LodMode::Fixed)
+                    .map_err(|_| E::custom(ParseLodModeError(v.to_string())))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
 /// `[render]`: the avatar and how it is drawn.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -533,6 +614,8 @@ pub struct RenderSection {
     pub mapping: PathBuf,
     /// Morph path: "auto", "gpu" or "cpu".
     pub morph: MorphMode,
+    /// Level of detail of models with `MSFT_lod` groups: "auto" or a level number.
+    pub lod: LodMode,
     /// Frame rate of headless runs, frames per second.
     pub headless_fps: u32,
     /// The folder whose avatars (`.glb`, `.gltf`, `.vrm`) the control panel offers.
@@ -550,6 +633,7 @@ impl Default for RenderSection {
             model: PathBuf::new(),
             mapping: PathBuf::new(),
             morph: MorphMode::Auto,
+            lod: LodMode::Auto,
             headless_fps: 60,
             models_dir: PathBuf::from("models"),
             spring_bones: true,
@@ -765,6 +849,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("f.toml:2:3:"), "{err}");
+    }
+
+    #[test]
+    fn lod_reads_auto_and_levels_and_locates_bad_values() {
+        let lod = |text: &str| Config::parse(&format!("[render]\n{text}\n"), "f.toml");
+        assert_eq!(Config::default().render.lod, LodMode::Auto);
+        assert_eq!(lod("lod = \"auto\"").unwrap().render.lod, LodMode::Auto);
+        assert_eq!(lod("lod = \"AUTO\"").unwrap().render.lod, LodMode::Auto);
+        assert_eq!(lod("lod = 0").unwrap().render.lod, LodMode::Fixed(0));
+        assert_eq!(lod("lod = 2").unwrap().render.lod, LodMode::Fixed(2));
+        assert_eq!(lod("lod = 7").unwrap().render.lod, LodMode::Fixed(7));
+        for bad in [
+            "lod = \"high\"",
+            "lod = -1",
+            "lod = 1.5",
+            "lod = true",
+            "lod = 99999999999",
+        ] {
+            let err = lod(bad).unwrap_err().to_string();
+            assert!(err.starts_with("f.toml:2:"), "{bad}: {err}");
+        }
+        let err = lod("lod = \"high\"").unwrap_err().to_string();
+        assert!(err.contains("\"auto\""), "{err}");
+        assert_eq!("auto".parse(), Ok(LodMode::Auto));
+        assert_eq!(" 1 ".parse(), Ok(LodMode::Fixed(1)));
+        assert!("-1".parse::<LodMode>().is_err());
+        assert_eq!(LodMode::Fixed(2).to_string(), "2");
+        assert_eq!(LodMode::Auto.to_string(), "auto");
     }
 
     #[test]

@@ -154,6 +154,16 @@ impl Camera {
         (camera, radius, size.y)
     }
 
+    /// The vertical field of view the projection uses: [`Camera::fov_y`] clamped to 0.01..=3.1
+    /// radians, [`FRAMING_FOV_Y`] when it is not finite.
+    pub(super) fn fov_y_sanitized(&self) -> f32 {
+        if self.fov_y.is_finite() {
+            self.fov_y.clamp(0.01, 3.1)
+        } else {
+            FRAMING_FOV_Y
+        }
+    }
+
     /// The world-to-view matrix.
     pub fn view(&self) -> Mat4 {
         let (forward, up) = self.basis_forward_up();
@@ -162,11 +172,7 @@ impl Camera {
 
     /// The view-to-clip matrix (OpenGL depth range -1..1).
     pub fn projection(&self) -> Mat4 {
-        let fov = if self.fov_y.is_finite() {
-            self.fov_y.clamp(0.01, 3.1)
-        } else {
-            FRAMING_FOV_Y
-        };
+        let fov = self.fov_y_sanitized();
         let aspect = if self.aspect.is_finite() && self.aspect > 0.0 {
             self.aspect
         } else {

@@ -35,6 +35,7 @@ mod camera;
 mod debug;
 mod effects;
 pub mod headless;
+mod lod;
 mod materials;
 mod morph;
 mod nodes;
@@ -134,7 +135,7 @@ pub enum RenderError {
     },
 }
 
-pub use crate::config::{MorphMode, ParseMorphModeError};
+pub use crate::config::{LodMode, MorphMode, ParseLodModeError, ParseMorphModeError};
 
 /// The morph implementation a [`Renderer`] actually uses, resolved once at construction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

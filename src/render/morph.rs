@@ -71,11 +71,14 @@ impl Renderer {
         }
     }
 
-    /// CPU path: re-blends and uploads the primitives of meshes whose weights changed.
+    /// CPU path: re-blends and uploads the primitives of meshes whose weights changed, among
+    /// the meshes drawn this frame.
     pub(super) fn upload_cpu_morphs(&mut self) {
         let gl = &*self.gl;
-        for mesh in &mut self.meshes {
-            if mesh.weights == mesh.uploaded {
+        for (index, mesh) in self.meshes.iter_mut().enumerate() {
+            // A mesh no drawn node shows keeps its old vertices until one does.
+            let drawn = self.lods.mesh_drawn.get(index).copied().unwrap_or(true);
+            if !drawn || mesh.weights == mesh.uploaded {
                 continue;
             }
             for prim in &mut mesh.primitives {
@@ -103,8 +106,12 @@ impl Renderer {
     /// largest [`MAX_ACTIVE_TARGETS`] (by magnitude) when there are more. "Non-zero" means at
     /// least [`WEIGHT_EPSILON`] in magnitude, the same threshold [`CpuBlender`] skips below, so
     /// both paths sum the same targets.
+    /// Meshes no drawn node shows keep their old lists.
     pub(super) fn build_active_lists(&mut self) {
-        for mesh in &mut self.meshes {
+        for (index, mesh) in self.meshes.iter_mut().enumerate() {
+            if !self.lods.mesh_drawn.get(index).copied().unwrap_or(true) {
+                continue;
+            }
             let (count, dropped) = fill_active_list(
                 &mesh.weights,
                 &mut mesh.order,

@@ -53,7 +53,8 @@ pub(super) fn count_blended(
 }
 
 impl Renderer {
-    /// Draws the opaque and masked primitives of the nodes reached this frame, in node order,
+    /// Draws the opaque and masked primitives of the nodes reached this frame and not hidden by
+    /// a level-of-detail choice, in node order,
     /// each MToon outline right after its surface; lists the blended ones in `blended` (cleared
     /// first) for [`Renderer::draw_blended`].
     pub(super) fn draw_opaque(
@@ -68,7 +69,7 @@ impl Renderer {
             let Some(mesh_index) = node.mesh else {
                 continue;
             };
-            if !self.visited[index] {
+            if !self.visited[index] || self.lod_hidden(index) {
                 continue;
             }
             let Some(mesh) = self.meshes.get(mesh_index) else {

@@ -12,7 +12,8 @@
 //! This module holds construction and the per-frame orchestration; the sibling modules own the
 //! parts: `variants` (programs and uniforms), `materials` (materials and textures),
 //! `primitives` (mesh uploads), `morph` (both morph paths), `skins` (joint matrices), `nodes`
-//! (world transforms) and `passes` (draw order and drawing one primitive).
+//! (world transforms), `lod` (levels of detail) and `passes` (draw order and drawing one
+//! primitive).
 
 #![allow(unsafe_code)]
 
@@ -24,6 +25,7 @@ use glow::HasContext;
 
 use super::debug::gl_string;
 use super::effects::{GpuEffects, LiveMaterial};
+use super::lod::Lods;
 use super::materials::{gpu_material, upload_texture, upload_textures, GpuMaterial};
 use super::morph::{resolve_path, MAX_ACTIVE_TARGETS};
 use super::nodes::NodeInfo;
@@ -33,7 +35,7 @@ use super::primitives::{upload_meshes, GpuMesh};
 use super::skins::{assign_skins, gpu_skins, upload_joint_texture, GpuSkin, NodeSkin};
 use super::variants::{build_programs, set_globals, Bound, ShaderVariant, UNIT_JOINTS};
 use super::RenderError;
-use super::{check_gl, Camera, DrawTarget, MorphMode, MorphPath};
+use super::{check_gl, Camera, DrawTarget, LodMode, MorphMode, MorphPath};
 use crate::avatar::{Avatar, Pose, Sampler};
 
 /// Draws one avatar. Holds every GL object the avatar needs; drop it before the context (see
@@ -80,6 +82,8 @@ pub struct Renderer {
     pub(super) visited: Vec<bool>,
     /// Traversal stack (reused).
     pub(super) stack: Vec<(usize, Mat4)>,
+    /// Levels of detail: the mode, this frame's choice, and the nodes and meshes it hides.
+    pub(super) lods: Lods,
     /// The morph path in use.
     pub(super) path: MorphPath,
     /// `GL_RENDERER`, for logs and the morph path decision.
@@ -108,6 +112,9 @@ impl Renderer {
     /// driver's buffer-texture size. Invalid data is skipped with a warning, never a panic:
     /// primitives without vertices or with out-of-range indices, textures whose byte count does
     /// not match their size, dangling material, texture, mesh and node indices.
+    ///
+    /// Every level of detail is uploaded; the renderer starts in [`LodMode::Auto`] (see
+    /// [`Renderer::set_lod`]).
     pub fn new(
         gl: Rc<glow::Context>,
         avatar: &Avatar,
@@ -201,6 +208,7 @@ impl Renderer {
             world: vec![Mat4::IDENTITY; count],
             visited: vec![false; count],
             stack: Vec::with_capacity(count),
+            lods: Lods::new(avatar, LodMode::Auto),
             path,
             renderer_name,
             gl,
@@ -255,7 +263,9 @@ impl Renderer {
     ///
     /// Weights come from `pose.weights[mesh][target]`: each is passed through
     /// [`sanitize_weight`](super::sanitize_weight), missing entries count as 0 and extra ones
-    /// are ignored. Node rotations from `pose.rotations` are applied after each node's rest
+    /// are ignored. One level of each level-of-detail group is drawn (see [`Renderer::set_lod`]);
+    /// the others, with their subtrees, are skipped, and so is the morph work of meshes only
+    /// they draw. Node rotations from `pose.rotations` are applied after each node's rest
     /// rotation (non-finite or zero quaternions count as identity), and translations from
     /// `pose.translations` are added to its rest translation (non-finite ones count as zero); morphing happens before
     /// skinning and the node transforms. Each material's colours and UV scale and offset come
@@ -273,12 +283,15 @@ impl Renderer {
         self.update_weights(pose);
         self.wrinkles.weights = super::wrinkles::sanitize(&pose.wrinkles);
         self.update_materials(pose);
+        self.update_world(pose);
+        self.upload_joint_matrices();
+        // After the transforms, which auto mode measures by; before the morphs, which hidden
+        // levels skip.
+        self.select_lods(camera);
         match self.path {
             MorphPath::Cpu => self.upload_cpu_morphs(),
             MorphPath::Gpu => self.build_active_lists(),
         }
-        self.update_world(pose);
-        self.upload_joint_matrices();
 
         let gl = &*self.gl;
         let clear = target.effective_clear();
@@ -486,6 +499,99 @@ mod tests {
                 sampler: Default::default(),
             }],
             ..Default::default()
+        }
+    }
+
+    /// [`quad_avatar`] with a second level: a copy of its mesh on a sibling node.
+    fn lod_avatar() -> Avatar {
+        let mut avatar = quad_avatar();
+        avatar.meshes.push(avatar.meshes[0].clone());
+        avatar.nodes.push(node(Some(0), vec![], Vec3::X, Some(1)));
+        avatar.nodes[0].children.push(2);
+        avatar.lods = vec![crate::avatar::LodGroup {
+            levels: vec![1, 2],
+            coverage: Vec::new(),
+        }];
+        avatar
+    }
+
+    #[test]
+    fn hidden_levels_get_no_morph_work_and_switching_does_not_allocate() {
+        let ctx = match super::super::headless::HeadlessContext::new(32, 32) {
+            Ok(ctx) => ctx,
+            Err(e) => panic!("headless context: {e}"),
+        };
+        let avatar = lod_avatar();
+        let near = Camera::framing(avatar.bounds().unwrap(), 1.0);
+        let far = Camera {
+            eye: near.eye + (near.eye - near.target) * 50.0,
+            far: near.far * 100.0,
+            ..near
+        };
+        let target = DrawTarget {
+            width: 32,
+            height: 32,
+            clear_color: [0.0, 0.0, 0.0, 0.0],
+            alpha: true,
+        };
+        for mode in [MorphMode::Cpu, MorphMode::Gpu] {
+            let mut renderer = Renderer::new(ctx.gl(), &avatar, mode).unwrap();
+            let mut pose = avatar.rest_pose();
+            pose.weights[0][0] = 0.7;
+            pose.weights[1][0] = 0.7;
+            renderer.set_lod(LodMode::Fixed(1));
+            ctx.bind();
+            renderer.draw(&pose, &near, &target);
+            assert_eq!(renderer.lod_levels(), [1]);
+            assert_eq!(renderer.lods.mesh_drawn, [false, true], "{mode}");
+            assert_eq!(renderer.lods.hidden, [false, true, false], "{mode}");
+            match mode {
+                MorphMode::Cpu => {
+                    assert_eq!(
+                        renderer.meshes[0].uploaded,
+                        [0.0, 0.0],
+                        "hidden: not blended"
+                    );
+                    assert_eq!(renderer.meshes[1].uploaded, [0.7, 0.0]);
+                }
+                _ => {
+                    assert_eq!(renderer.meshes[0].active_count, 0, "hidden: no list");
+                    assert_eq!(renderer.meshes[1].active_count, 1);
+                }
+            }
+            // Back on level 0, its mesh catches up.
+            renderer.set_lod(LodMode::Fixed(0));
+            renderer.draw(&pose, &near, &target);
+            assert_eq!(renderer.lods.mesh_drawn, [true, false]);
+            if mode == MorphMode::Cpu {
+                assert_eq!(renderer.meshes[0].uploaded, [0.7, 0.0]);
+            } else {
+                assert_eq!(renderer.meshes[0].active_count, 1);
+            }
+
+            ALLOCATIONS.with(|n| n.set(0));
+            COUNTING.with(|c| c.set(true));
+            for frame in 0..24 {
+                renderer.set_lod(match frame % 3 {
+                    0 => LodMode::Auto,
+                    1 => LodMode::Fixed(1),
+                    _ => LodMode::Fixed(7),
+                });
+                pose.weights[frame % 2][1] = frame as f32 * 0.05;
+                let camera = if frame % 4 < 2 { &near } else { &far };
+                renderer.draw(&pose, camera, &target);
+            }
+            COUNTING.with(|c| c.set(false));
+            assert_eq!(
+                ALLOCATIONS.with(|n| n.get()),
+                0,
+                "{mode} path allocated while switching levels"
+            );
+            renderer.set_lod(LodMode::Auto);
+            renderer.draw(&pose, &near, &target);
+            assert_eq!(renderer.lod_levels(), [0], "near: level 0");
+            renderer.draw(&pose, &far, &target);
+            assert_eq!(renderer.lod_levels(), [1], "far: the last level");
         }
     }
 

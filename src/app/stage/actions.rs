@@ -124,6 +124,7 @@ impl StageApp {
         );
         let mut scene = Scene::new(window.gl(), loaded.avatar, self.options.config.render.morph)
             .map_err(|e| format!("cannot draw {name}: {}", with_causes(&e)))?;
+        scene.set_lod(self.options.config.render.lod);
         scene.set_mapping(loaded.mapping);
         scene.set_camera(self.options.config.camera);
         if let Err(e) = scene.set_stack(&self.stack) {

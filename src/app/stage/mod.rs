@@ -540,6 +540,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
         };
         match Scene::new(window.gl(), avatar, self.options.config.render.morph) {
             Ok(mut scene) => {
+                scene.set_lod(self.options.config.render.lod);
                 scene.set_spring_bones(self.options.config.render.spring_bones);
                 scene.set_mapping(mapping);
                 scene.set_camera(self.options.config.camera);

@@ -9,7 +9,7 @@
 
 /// Extensions facewire reads: mesh quantization and meshopt compression (decoded by the
 /// loader), WebP and KTX2/Basis Universal images (decoded by the loader), the texture transform
-/// and unlit materials, and VRM 0.x.
+/// and unlit materials, levels of detail on nodes, and VRM 0.x.
 const SUPPORTED: &[&str] = &[
     "KHR_mesh_quantization",
     "EXT_meshopt_compression",
@@ -17,6 +17,7 @@ const SUPPORTED: &[&str] = &[
     "KHR_texture_basisu",
     "KHR_texture_transform",
     "KHR_materials_unlit",
+    "MSFT_lod",
     "VRM",
 ];
 
