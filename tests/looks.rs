@@ -1,4 +1,4 @@
-//! Face customisation on the default head: wrinkle maps.
+//! Face customisation on the default head: wrinkle maps, face-shape sliders and look presets.
 
 use facewire::app::{Scene, DEFAULT_HEAD_GLB};
 use facewire::arkit::Channel;
@@ -223,4 +223,118 @@ fn a_saved_preset_reloads_and_a_broken_one_keeps_the_last_good_look() {
         face[0] < 190 && face[1] < 140,
         "the face is not the look's skin: {face:?}"
     );
+}
+
+/// Draws the default head with its own mapping in one scene for each look of `looks`.
+fn render_looks(size: u32, looks: &[facewire::looks::Look]) -> Vec<RgbaImage> {
+    let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, facewire::headgen::DEFAULT_HEAD)
+        .expect("loads");
+    let ctx = HeadlessContext::new(size, size).expect("headless context");
+    let mapping = default_mapping(&avatar, true);
+    let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
+    scene.set_mapping(mapping);
+    let mut images = Vec::new();
+    for look in looks {
+        scene.set_look(look.clone());
+        scene.update_look(true);
+        scene.set_frame(None);
+        ctx.bind();
+        scene.draw(&facewire::render::DrawTarget {
+            width: size,
+            height: size,
+            clear_color: [0.0, 0.7, 0.25, 1.0],
+            alpha: false,
+        });
+        images.push(ctx.read_rgba());
+    }
+    drop(scene);
+    images
+}
+
+fn slider_names() -> Vec<(String, f32, f32)> {
+    let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").unwrap();
+    default_mapping(&avatar, true)
+        .sliders()
+        .iter()
+        .map(|s| (s.name.clone(), s.min, s.max))
+        .collect()
+}
+
+#[test]
+fn every_slider_at_zero_draws_exactly_the_default_head_and_each_end_reshapes_it() {
+    use facewire::looks::Look;
+    let sliders = slider_names();
+    assert!(sliders.len() >= 12, "{sliders:?}");
+    let zero = Look {
+        sliders: sliders.iter().map(|(n, _, _)| (n.clone(), 0.0)).collect(),
+        ..Look::default()
+    };
+    let mut looks = vec![Look::default(), zero];
+    for (name, min, max) in &sliders {
+        for end in [*min, *max] {
+            looks.push(Look {
+                sliders: vec![(name.clone(), end)],
+                ..Look::default()
+            });
+        }
+    }
+    let images = render_looks(160, &looks);
+    assert_eq!(
+        differing_rows(&images[0], &images[1]).1,
+        0,
+        "a preset with every slider at 0 is the default head"
+    );
+    for (look, image) in looks[2..].iter().zip(&images[2..]) {
+        let (_, changed) = differing_rows(&images[0], image);
+        assert!(
+            changed > 20,
+            "{:?} changes only {changed} pixels",
+            look.sliders
+        );
+    }
+}
+
+#[test]
+fn the_look_sheet_has_the_neutral_face_and_each_slider_at_both_ends() {
+    let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").unwrap();
+    let mapping = default_mapping(&avatar, true);
+    let entries = facewire::sheet::look_entries(&mapping);
+    let sliders = slider_names();
+    assert_eq!(entries.len(), 1 + 2 * sliders.len());
+    assert_eq!(entries[0].name, "neutral");
+    for (i, (name, min, max)) in sliders.iter().enumerate() {
+        let (low, high) = (&entries[1 + 2 * i], &entries[2 + 2 * i]);
+        assert_eq!((&low.name, &high.name), (name, name));
+        assert!(low
+            .caption
+            .as_deref()
+            .unwrap()
+            .ends_with(&format!("{min:+}")));
+        assert!(high
+            .caption
+            .as_deref()
+            .unwrap()
+            .ends_with(&format!("{max:+}")));
+    }
+    // The command draws it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("looks.png");
+    let status = crate::pipeline::facewire()
+        .args([
+            "sheet",
+            "--looks",
+            "--size",
+            "64",
+            "--columns",
+            "5",
+            "--morph",
+            "cpu",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sheet = RgbaImage::load_png(&out).unwrap();
+    assert!(sheet.width >= 5 * 64 && sheet.height >= 5 * 64);
 }

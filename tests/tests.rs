@@ -15,7 +15,7 @@ mod headgen;
 /// Headless rendering on llvmpipe: snapshots, morph path agreement.
 mod render;
 
-/// Face customisation on the default head: wrinkle maps.
+/// Face customisation on the default head: wrinkle maps, face-shape sliders and look presets.
 mod looks;
 
 /// The whole pipeline through the `facewire` binary: snapshot, run --headless, listen.
