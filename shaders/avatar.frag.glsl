@@ -166,21 +166,36 @@ vec3 emission() {
 #endif
 
 #ifdef WRINKLES
-// Up to four wrinkle normal maps, blended into the normal by this material's weights (0 for a
-// material a map does not apply to). Each is a tangent-space map in two channels of its
-// texture (linear, not sRGB): red and green, or blue and alpha where u_wrinkle_alpha is 1; a
-// byte b reads as (b - 128) / 127, so a flat texel is exactly no tilt. Tangent space: x along
-// increasing u, y along decreasing v (up in the image), z out of the surface.
-uniform vec4 u_wrinkle_weight;
-uniform vec4 u_wrinkle_alpha;
+// Wrinkle normal maps, blended into the normal by this material's weights. Up to four textures,
+// each holding two maps: one in red and green (weight u_wrinkle_rg), one in blue and alpha
+// (u_wrinkle_ba), 0 for a map that does not apply to the material. A byte b reads as
+// (b - 128) / 127, so a flat texel is exactly no tilt. Each map is flat outside its rectangle
+// of texture coordinates (u0, v0, u1, v1): a fragment outside every rectangle samples nothing,
+// which keeps the cost to the few pixels a wrinkle covers. Tangent space: x along increasing u,
+// y along decreasing v (up in the image), z out of the surface.
+uniform vec4 u_wrinkle_rg;
+uniform vec4 u_wrinkle_ba;
+uniform vec4 u_wrinkle_rect_rg[4];
+uniform vec4 u_wrinkle_rect_ba[4];
 uniform sampler2D u_wrinkle_tex0;
 uniform sampler2D u_wrinkle_tex1;
 uniform sampler2D u_wrinkle_tex2;
 uniform sampler2D u_wrinkle_tex3;
 
-vec2 wrinkle_tilt(sampler2D tex, float alpha_channels) {
-    vec4 t = texture(tex, v_uv) * (255.0 / 127.0) - (128.0 / 127.0);
-    return mix(t.xy, t.zw, alpha_channels);
+bool inside(vec4 rect) {
+    return all(greaterThanEqual(v_uv, rect.xy)) && all(lessThanEqual(v_uv, rect.zw));
+}
+
+// The weighted tilt of one texture's two maps at this fragment (explicit gradients: the
+// branch on the rectangles is not uniform).
+vec2 wrinkle_tilt(sampler2D tex, float w_rg, float w_ba, vec4 r_rg, vec4 r_ba, vec2 dx, vec2 dy) {
+    float rg = (w_rg > 0.0 && inside(r_rg)) ? w_rg : 0.0;
+    float ba = (w_ba > 0.0 && inside(r_ba)) ? w_ba : 0.0;
+    if (rg + ba <= 0.0) {
+        return vec2(0.0);
+    }
+    vec4 t = textureGrad(tex, v_uv, dx, dy) * (255.0 / 127.0) - (128.0 / 127.0);
+    return rg * t.xy + ba * t.zw;
 }
 
 // The normal `n` tilted by the weighted wrinkle maps, in a tangent frame found from the screen
@@ -188,26 +203,31 @@ vec2 wrinkle_tilt(sampler2D tex, float alpha_channels) {
 // mirrored UV layout is handled). Where the maps are flat, `n` comes back untouched.
 vec3 wrinkled(vec3 n) {
     // Only weights set for the whole draw: the branch is uniform, so derivatives are defined.
-    if (dot(u_wrinkle_weight, vec4(1.0)) <= 0.0) {
+    vec4 any_weight = u_wrinkle_rg + u_wrinkle_ba;
+    if (dot(any_weight, vec4(1.0)) <= 0.0) {
         return n;
-    }
-    vec2 tilt = vec2(0.0);
-    if (u_wrinkle_weight.x > 0.0) {
-        tilt += u_wrinkle_weight.x * wrinkle_tilt(u_wrinkle_tex0, u_wrinkle_alpha.x);
-    }
-    if (u_wrinkle_weight.y > 0.0) {
-        tilt += u_wrinkle_weight.y * wrinkle_tilt(u_wrinkle_tex1, u_wrinkle_alpha.y);
-    }
-    if (u_wrinkle_weight.z > 0.0) {
-        tilt += u_wrinkle_weight.z * wrinkle_tilt(u_wrinkle_tex2, u_wrinkle_alpha.z);
-    }
-    if (u_wrinkle_weight.w > 0.0) {
-        tilt += u_wrinkle_weight.w * wrinkle_tilt(u_wrinkle_tex3, u_wrinkle_alpha.w);
     }
     vec3 dpx = dFdx(v_world_pos);
     vec3 dpy = dFdy(v_world_pos);
     vec2 dtx = dFdx(v_uv);
     vec2 dty = dFdy(v_uv);
+    vec2 tilt = vec2(0.0);
+    if (any_weight.x > 0.0) {
+        tilt += wrinkle_tilt(u_wrinkle_tex0, u_wrinkle_rg.x, u_wrinkle_ba.x,
+                             u_wrinkle_rect_rg[0], u_wrinkle_rect_ba[0], dtx, dty);
+    }
+    if (any_weight.y > 0.0) {
+        tilt += wrinkle_tilt(u_wrinkle_tex1, u_wrinkle_rg.y, u_wrinkle_ba.y,
+                             u_wrinkle_rect_rg[1], u_wrinkle_rect_ba[1], dtx, dty);
+    }
+    if (any_weight.z > 0.0) {
+        tilt += wrinkle_tilt(u_wrinkle_tex2, u_wrinkle_rg.z, u_wrinkle_ba.z,
+                             u_wrinkle_rect_rg[2], u_wrinkle_rect_ba[2], dtx, dty);
+    }
+    if (any_weight.w > 0.0) {
+        tilt += wrinkle_tilt(u_wrinkle_tex3, u_wrinkle_rg.w, u_wrinkle_ba.w,
+                             u_wrinkle_rect_rg[3], u_wrinkle_rect_ba[3], dtx, dty);
+    }
     float det = dtx.x * dty.y - dty.x * dtx.y;
     if (tilt == vec2(0.0) || abs(det) < 1e-12) {
         return n;

@@ -88,7 +88,8 @@ impl Renderer {
                     });
                     continue;
                 }
-                let u = self.bind(bound, material, index, mesh);
+                let wrinkled = self.wrinkled(prim.material.filter(|_| material.is_some()));
+                let u = self.bind(bound, material, wrinkled, index, mesh);
                 self.draw_primitive(u, index, prim, material, false);
                 if material
                     .and_then(|m| m.toon.as_ref())
@@ -126,7 +127,8 @@ impl Renderer {
                 let z_write = material
                     .and_then(|m| m.toon.as_ref())
                     .is_some_and(|t| t.z_write);
-                let u = self.bind(bound, material, draw.node, mesh);
+                let wrinkled = self.wrinkled(prim.material.filter(|_| material.is_some()));
+                let u = self.bind(bound, material, wrinkled, draw.node, mesh);
                 // SAFETY: as above.
                 unsafe { gl.depth_mask(z_write) };
                 self.draw_primitive(u, draw.node, prim, material, false);

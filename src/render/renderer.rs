@@ -330,6 +330,11 @@ impl Renderer {
         for program in &self.programs {
             set_globals(gl, program, camera, lights, aspect);
         }
+        if let Some((programs, _)) = self.wrinkles.programs() {
+            for program in programs {
+                set_globals(gl, program, camera, lights, aspect);
+            }
+        }
         // SAFETY: as above.
         unsafe {
             // Primitives without vertex colours read this constant instead.
@@ -343,7 +348,7 @@ impl Renderer {
         }
         let mut bound = Bound {
             program: 0,
-            node: [usize::MAX; 3],
+            node: [usize::MAX; 6],
         };
 
         // Opaque and masked primitives, in node order; blended ones are listed for later.

@@ -30,8 +30,9 @@ pub(super) struct ShaderVariant {
 pub(super) struct Bound {
     /// The index in `Renderer::programs` of the program in use.
     pub(super) program: usize,
-    /// Per program, the node whose uniforms it holds this frame (`usize::MAX`: none yet).
-    pub(super) node: [usize; 3],
+    /// Per program, the node whose uniforms it holds this frame (`usize::MAX`: none yet): the
+    /// plain programs first, then the wrinkle maps' ones.
+    pub(super) node: [usize; 6],
 }
 
 /// Uniform locations of an avatar program (`None` where the driver optimised one away).
@@ -73,8 +74,10 @@ pub(super) struct Uniforms {
     pub(super) matcap_color: Option<glow::UniformLocation>,
     pub(super) matcap_source: Option<glow::UniformLocation>,
     pub(super) view_rotation: Option<glow::UniformLocation>,
-    pub(super) wrinkle_weight: Option<glow::UniformLocation>,
-    pub(super) wrinkle_alpha: Option<glow::UniformLocation>,
+    pub(super) wrinkle_rg: Option<glow::UniformLocation>,
+    pub(super) wrinkle_ba: Option<glow::UniformLocation>,
+    pub(super) wrinkle_rect_rg: Option<glow::UniformLocation>,
+    pub(super) wrinkle_rect_ba: Option<glow::UniformLocation>,
 }
 
 /// Texture units: base colour, morph deltas, MToon shade texture, joint matrices, emissive
@@ -158,18 +161,24 @@ pub(super) fn build_programs(
 }
 
 impl Renderer {
-    /// Makes the program variant `material` needs current, with node `node`'s uniforms, and
-    /// returns its uniform locations.
+    /// Makes the program variant `material` needs current (`wrinkled`: the one that blends
+    /// the wrinkle maps), with node `node`'s uniforms, and returns its uniform locations.
     pub(super) fn bind(
         &self,
         bound: &mut Bound,
         material: Option<&GpuMaterial>,
+        wrinkled: bool,
         node: usize,
         mesh: &GpuMesh,
     ) -> &Uniforms {
         let shading = material.map_or(SHADING_STANDARD, |m| m.shading);
-        let index = self.program_for.get(shading).copied().unwrap_or(0);
-        let shader = &self.programs[index];
+        let (programs, program_for, offset) = match self.wrinkles.programs() {
+            Some((programs, program_for)) if wrinkled => (programs, program_for, 3),
+            _ => (&self.programs[..], &self.program_for, 0),
+        };
+        let local = program_for.get(shading).copied().unwrap_or(0);
+        let shader = &programs[local];
+        let index = local + offset;
         if bound.program != index {
             // SAFETY: the program was linked on this context and is owned by self.
             unsafe { self.gl.use_program(Some(shader.program.raw())) };
@@ -251,8 +260,10 @@ impl Uniforms {
             rim_source: find("u_rim_source"),
             matcap_color: find("u_matcap_color"),
             matcap_source: find("u_matcap_source"),
-            wrinkle_weight: find("u_wrinkle_weight"),
-            wrinkle_alpha: find("u_wrinkle_alpha"),
+            wrinkle_rg: find("u_wrinkle_rg"),
+            wrinkle_ba: find("u_wrinkle_ba"),
+            wrinkle_rect_rg: find("u_wrinkle_rect_rg"),
+            wrinkle_rect_ba: find("u_wrinkle_rect_ba"),
             view_rotation: find("u_view_rotation"),
         }
     }

@@ -10,7 +10,7 @@ use glow::HasContext;
 use super::materials::upload_texture_as;
 use super::objects::Texture;
 use super::renderer::Renderer;
-use super::variants::{build_programs, Uniforms, UNIT_WRINKLES};
+use super::variants::{build_programs, ShaderVariant, Uniforms, UNIT_WRINKLES};
 use super::RenderError;
 use crate::avatar::{Avatar, MAX_WRINKLE_MAPS};
 
@@ -40,26 +40,69 @@ impl From<&crate::mapping::wrinkles::CompiledWrinkle> for WrinkleMap {
 pub(super) struct GpuWrinkles {
     /// The maps, in the order of [`crate::avatar::Pose::wrinkles`].
     maps: Vec<WrinkleMap>,
-    /// Per map, its uploaded texture's index in `textures`.
+    /// Per map, its texture's index in `textures` (its unit).
     slots: Vec<usize>,
     /// The uploaded textures (one per distinct avatar texture).
     textures: Vec<(usize, Texture)>,
+    /// Per texture, the rectangles of texture coordinates (u0, v0, u1, v1) outside which its
+    /// red-green and its blue-alpha maps are flat; an empty one (u0 > u1) where a map is flat
+    /// everywhere.
+    rects: [[[f32; 4]; 2]; MAX_WRINKLE_MAPS],
     /// This frame's weights (sanitised), in map order.
     pub(super) weights: [f32; MAX_WRINKLE_MAPS],
+    /// The program variants with `WRINKLES`, and for each shading its index among them; built
+    /// while some map is set. A draw uses them only when a map shows on its material: a
+    /// software rasteriser runs both sides of a branch, so the plain programs cost nothing
+    /// extra for the frames and materials without wrinkles.
+    programs: Option<(Vec<ShaderVariant>, [usize; 3])>,
 }
 
 impl GpuWrinkles {
-    /// Whether any map is set (the programs then carry `WRINKLES`).
-    pub(super) fn active(&self) -> bool {
-        !self.maps.is_empty()
+    /// The `WRINKLES` programs, while some map is set.
+    pub(super) fn programs(&self) -> Option<(&[ShaderVariant], &[usize; 3])> {
+        self.programs.as_ref().map(|(p, f)| (&p[..], f))
     }
+}
+
+/// Strengths below this draw no wrinkle (invisible, and the plain program is cheaper).
+const MIN_STRENGTH: f32 = 0.01;
+
+/// Texels a map's rectangle reaches past its last non-flat texel: the lower mipmap levels
+/// spread a line a little.
+const RECT_MARGIN: u32 = 6;
+
+/// The rectangle of texture coordinates holding every non-flat texel (a channel pair not both
+/// exactly 128) of the two channels from `first` of `rgba`, widened by [`RECT_MARGIN`] texels;
+/// an empty rectangle when the map is flat.
+pub(super) fn flat_outside(rgba: &[u8], width: u32, height: u32, first: usize) -> [f32; 4] {
+    let (mut x0, mut y0, mut x1, mut y1) = (u32::MAX, u32::MAX, 0, 0);
+    for (i, texel) in rgba.chunks_exact(4).enumerate() {
+        if texel[first] != 128 || texel[first + 1] != 128 {
+            let (x, y) = (i as u32 % width.max(1), i as u32 / width.max(1));
+            x0 = x0.min(x);
+            y0 = y0.min(y);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+        }
+    }
+    if x0 > x1 {
+        return [1.0, 1.0, 0.0, 0.0];
+    }
+    let (w, h) = (width.max(1) as f32, height.max(1) as f32);
+    [
+        x0.saturating_sub(RECT_MARGIN) as f32 / w,
+        y0.saturating_sub(RECT_MARGIN) as f32 / h,
+        (x1 + 1 + RECT_MARGIN).min(width) as f32 / w,
+        (y1 + 1 + RECT_MARGIN).min(height) as f32 / h,
+    ]
 }
 
 impl Renderer {
     /// Sets the wrinkle maps to draw (at most [`MAX_WRINKLE_MAPS`]; an empty list removes
     /// them). Each texture must still hold its pixels (textures no material samples keep them,
-    /// see [`Avatar::release_texture_pixels`]); it is uploaded as linear data with mipmaps.
-    /// The programs are rebuilt when wrinkles switch on or off. On an error nothing changes.
+    /// see [`Avatar::release_texture_pixels`]); it is uploaded once as linear data with
+    /// mipmaps, and where each map is flat is found from its pixels. The programs are rebuilt
+    /// when wrinkles switch on or off. On an error nothing changes.
     pub fn set_wrinkles(
         &mut self,
         avatar: &Avatar,
@@ -72,12 +115,9 @@ impl Renderer {
             )));
         }
         let mut textures: Vec<(usize, Texture)> = Vec::new();
+        let mut rects = [[[1.0, 1.0, 0.0, 0.0]; 2]; MAX_WRINKLE_MAPS];
         let mut slots = Vec::with_capacity(maps.len());
         for map in maps {
-            if let Some(at) = textures.iter().position(|(t, _)| *t == map.texture) {
-                slots.push(at);
-                continue;
-            }
             let texture = avatar.textures.get(map.texture).ok_or_else(|| {
                 RenderError::Texture(format!("the model has no texture {}", map.texture))
             })?;
@@ -89,59 +129,94 @@ impl Renderer {
                     map.texture
                 )));
             }
-            let uploaded = upload_texture_as(
-                &self.gl,
-                texture.width,
-                texture.height,
-                &texture.rgba,
-                texture.sampler,
-                false,
-            )?;
-            slots.push(textures.len());
-            textures.push((map.texture, uploaded));
+            let slot = match textures.iter().position(|(t, _)| *t == map.texture) {
+                Some(at) => at,
+                None => {
+                    let uploaded = upload_texture_as(
+                        &self.gl,
+                        texture.width,
+                        texture.height,
+                        &texture.rgba,
+                        texture.sampler,
+                        false,
+                    )?;
+                    textures.push((map.texture, uploaded));
+                    textures.len() - 1
+                }
+            };
+            let pair = usize::from(map.blue_alpha);
+            rects[slot][pair] =
+                flat_outside(&texture.rgba, texture.width, texture.height, 2 * pair);
+            slots.push(slot);
         }
-        let wanted = !maps.is_empty();
-        if self.wrinkles.active() != wanted {
-            let (programs, program_for) = build_programs(
+        let programs = if maps.is_empty() {
+            None
+        } else if let Some(built) = self.wrinkles.programs.take() {
+            Some(built)
+        } else {
+            Some(build_programs(
                 &self.gl,
                 avatar,
                 self.path,
                 self.max_active,
-                !maps.is_empty(),
-            )?;
-            self.programs = programs;
-            self.program_for = program_for;
-        }
+                true,
+            )?)
+        };
         self.wrinkles = GpuWrinkles {
             maps: maps.to_vec(),
             slots,
             textures,
+            rects,
             weights: [0.0; MAX_WRINKLE_MAPS],
+            programs,
         };
         tracing::info!(maps = maps.len(), "wrinkle maps set");
         Ok(())
     }
 
+    /// Whether some wrinkle map shows on `material` this frame.
+    pub(super) fn wrinkled(&self, material: Option<usize>) -> bool {
+        let w = &self.wrinkles;
+        material.is_some_and(|m| {
+            w.maps
+                .iter()
+                .zip(&w.weights)
+                .any(|(map, &weight)| weight > 0.0 && map.materials.contains(&m))
+        })
+    }
+
     /// Sets the wrinkle uniforms of the program in use for a primitive of `material`, binding
     /// the textures of the maps that show on it.
     pub(super) fn set_wrinkle_uniforms(&self, u: &Uniforms, material: Option<usize>) {
-        if !self.wrinkles.active() {
+        if !self.wrinkled(material) {
             return;
         }
         let w = &self.wrinkles;
-        let mut weights = [0.0f32; MAX_WRINKLE_MAPS];
-        let mut alpha = [0.0f32; MAX_WRINKLE_MAPS];
+        let mut rg = [0.0f32; MAX_WRINKLE_MAPS];
+        let mut ba = [0.0f32; MAX_WRINKLE_MAPS];
         for (i, map) in w.maps.iter().enumerate() {
             let applies = material.is_some_and(|m| map.materials.contains(&m));
             if applies && w.weights[i] > 0.0 {
-                weights[i] = w.weights[i];
-                alpha[i] = if map.blue_alpha { 1.0 } else { 0.0 };
-                let texture = &w.textures[w.slots[i]].1;
+                let slot = w.slots[i];
+                let weight = if map.blue_alpha {
+                    &mut ba[slot]
+                } else {
+                    &mut rg[slot]
+                };
+                *weight = (*weight + w.weights[i]).min(1.0);
+            }
+        }
+        let mut rect_rg = [0.0f32; 4 * MAX_WRINKLE_MAPS];
+        let mut rect_ba = [0.0f32; 4 * MAX_WRINKLE_MAPS];
+        for (slot, (texture_rects, (_, texture))) in w.rects.iter().zip(&w.textures).enumerate() {
+            rect_rg[4 * slot..4 * slot + 4].copy_from_slice(&texture_rects[0]);
+            rect_ba[4 * slot..4 * slot + 4].copy_from_slice(&texture_rects[1]);
+            if rg[slot] + ba[slot] > 0.0 {
                 // SAFETY: the texture was created on this context and is owned by self; the
                 // unit is one of the program's wrinkle units.
                 unsafe {
                     self.gl
-                        .active_texture(glow::TEXTURE0 + UNIT_WRINKLES + i as u32);
+                        .active_texture(glow::TEXTURE0 + UNIT_WRINKLES + slot as u32);
                     self.gl.bind_texture(glow::TEXTURE_2D, Some(texture.raw()));
                     self.gl.active_texture(glow::TEXTURE0);
                 }
@@ -149,21 +224,55 @@ impl Renderer {
         }
         // SAFETY: the program is in use and the locations belong to it.
         unsafe {
+            self.gl.uniform_4_f32_slice(u.wrinkle_rg.as_ref(), &rg);
+            self.gl.uniform_4_f32_slice(u.wrinkle_ba.as_ref(), &ba);
             self.gl
-                .uniform_4_f32_slice(u.wrinkle_weight.as_ref(), &weights);
+                .uniform_4_f32_slice(u.wrinkle_rect_rg.as_ref(), &rect_rg);
             self.gl
-                .uniform_4_f32_slice(u.wrinkle_alpha.as_ref(), &alpha);
+                .uniform_4_f32_slice(u.wrinkle_rect_ba.as_ref(), &rect_ba);
         }
     }
 }
 
-/// A wrinkle weight made finite and clamped to [0, 1].
+/// A wrinkle weight made finite and clamped to [0, 1]; strengths below [`MIN_STRENGTH`]
+/// count as 0.
 pub(super) fn sanitize(weights: &[f32; MAX_WRINKLE_MAPS]) -> [f32; MAX_WRINKLE_MAPS] {
     weights.map(|w| {
-        if w.is_finite() {
-            w.clamp(0.0, 1.0)
+        if w.is_finite() && w >= MIN_STRENGTH {
+            w.min(1.0)
         } else {
             0.0
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_is_flat_outside_the_rectangle_of_its_non_flat_texels() {
+        let (w, h) = (64u32, 32u32);
+        let mut rgba = vec![128u8; (w * h * 4) as usize];
+        // A red-green texel at (20, 10); the blue-alpha map stays flat.
+        let i = ((10 * w + 20) * 4) as usize;
+        rgba[i + 1] = 140;
+        let rg = flat_outside(&rgba, w, h, 0);
+        let m = RECT_MARGIN as f32;
+        assert_eq!(
+            rg,
+            [
+                (20.0 - m) / 64.0,
+                (10.0 - m) / 32.0,
+                (21.0 + m) / 64.0,
+                (11.0 + m) / 32.0
+            ]
+        );
+        let ba = flat_outside(&rgba, w, h, 2);
+        assert!(ba[0] > ba[2], "a flat map has an empty rectangle: {ba:?}");
+        // At the edge the rectangle stops at the texture's border.
+        rgba[0] = 0;
+        let rg = flat_outside(&rgba, w, h, 0);
+        assert_eq!((rg[0], rg[1]), (0.0, 0.0));
+    }
 }
