@@ -126,8 +126,15 @@ fn node_hierarchy_has_a_head_and_two_eyes() {
         .nodes()
         .find(|n| n.name() == Some("Head"))
         .expect("a Head root");
-    assert!(head.mesh().is_some());
+    // The mapping turns `Head`; the face is its child, so levels of detail can replace it.
+    assert!(head.mesh().is_none(), "the Head pivot carries no mesh");
     let children: Vec<_> = head.children().collect();
+    let face = children
+        .iter()
+        .find(|c| c.name() == Some("Face"))
+        .expect("a Face child of Head");
+    assert_eq!(face.mesh().and_then(|m| m.name()), Some("Face"));
+    assert_eq!(face.transform().decomposed().0, [0.0; 3]);
     let eye = |name: &str| {
         let n = children
             .iter()
@@ -791,7 +798,7 @@ fn turned_head_never_lets_the_background_show_through() {
 #[test]
 fn skin_is_a_closed_consistently_wound_surface_except_inside_the_slits() {
     use facewire::headgen::face::{build_skin, Slit};
-    let skin = build_skin();
+    let skin = build_skin(0);
     // Seam vertices share a normal group with the column they duplicate: weld through it.
     let weld = |v: u32| skin.mesh.groups[v as usize];
     let inner = |v: u32| {
@@ -1184,7 +1191,7 @@ fn every_look_target_stays_inside_the_regions_its_slider_allows() {
 #[test]
 fn broad_look_targets_leave_the_lids_and_the_nose_tip_alone() {
     use facewire::headgen::face::{build_skin, Slit};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let (prims, _) = face();
     let pos = model_positions(&prims[0]);
     // The nose tip: the frontmost centre-line vertex above the mouth.
@@ -1213,7 +1220,7 @@ fn broad_look_targets_leave_the_lids_and_the_nose_tip_alone() {
 #[test]
 fn look_targets_point_the_way_their_names_say() {
     use facewire::headgen::face::{build_skin, eye_center, Slit, EYE_INNER, EYE_OUTER};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let (prims, _) = face();
     let pos = model_positions(&prims[0]);
     let d = |name: &str, up: bool| &prims[0].targets[look_target(slider(name), up)].0;
@@ -1321,7 +1328,7 @@ fn look_targets_point_the_way_their_names_say() {
 /// skin grid (whose vertex order is the skin primitive's).
 fn eye_edge_pairs() -> Vec<(usize, usize)> {
     use facewire::headgen::face::{build_skin, Slit};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let edge = |upper: bool| -> Vec<usize> {
         (0..skin.vertices.len())
             .filter(|&i| {
@@ -1342,7 +1349,7 @@ fn eye_edge_pairs() -> Vec<(usize, usize)> {
 #[test]
 fn lids_stay_off_the_eyeball_with_every_look_target_alone_blinking_and_wide() {
     use facewire::headgen::face::{build_skin, eye_center, Slit, EYE_RADIUS};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let blink = target(Channel::EyeBlinkLeft);
     let wide = target(Channel::EyeWideLeft);
     for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
