@@ -1687,3 +1687,197 @@ fn reshaped_mouths_open_smile_and_pucker_without_inverting() {
         }
     }
 }
+
+/// The head with all its levels of detail (the committed file carries
+/// [`facewire::headgen::SHIPPED_LEVELS`]), as GLB bytes.
+fn glb_with_levels() -> &'static [u8] {
+    static GLB: OnceLock<Vec<u8>> = OnceLock::new();
+    GLB.get_or_init(|| {
+        use facewire::headgen::{document_with_levels, face::LEVELS, glb::write};
+        write(&document_with_levels(LEVELS))
+    })
+}
+
+/// One face level read back: per primitive (positions, triangle count, material, uv bounds,
+/// per target position deltas), and the target names.
+struct Level {
+    name: String,
+    prims: Vec<(Vec<V3>, usize, Option<usize>, [f32; 4], Vec<Vec<V3>>)>,
+    names: Vec<String>,
+}
+
+fn levels() -> &'static Vec<Level> {
+    static LEVELS: OnceLock<Vec<Level>> = OnceLock::new();
+    LEVELS.get_or_init(|| {
+        let (doc, buffers, _) = gltf::import_slice(glb_with_levels()).expect("the head imports");
+        facewire::headgen::FACE_LEVELS
+            .iter()
+            .map(|&name| {
+                let mesh = doc
+                    .meshes()
+                    .find(|m| m.name() == Some(name))
+                    .unwrap_or_else(|| panic!("a {name} mesh"));
+                let extras: serde_json::Value =
+                    serde_json::from_str(mesh.extras().as_ref().expect("extras").get()).unwrap();
+                let names = extras["targetNames"]
+                    .as_array()
+                    .expect("targetNames")
+                    .iter()
+                    .map(|n| n.as_str().unwrap_or_default().to_string())
+                    .collect();
+                let prims = mesh
+                    .primitives()
+                    .map(|p| {
+                        let r = p.reader(|b| Some(&buffers[b.index()]));
+                        let positions: Vec<V3> = r.read_positions().unwrap().collect();
+                        let triangles = r.read_indices().unwrap().into_u32().count() / 3;
+                        let mut bounds = [f32::MAX, f32::MAX, f32::MIN, f32::MIN];
+                        for uv in r.read_tex_coords(0).unwrap().into_f32() {
+                            bounds = [
+                                bounds[0].min(uv[0]),
+                                bounds[1].min(uv[1]),
+                                bounds[2].max(uv[0]),
+                                bounds[3].max(uv[1]),
+                            ];
+                        }
+                        let targets = r
+                            .read_morph_targets()
+                            .map(|(pos, _, _)| pos.expect("position deltas").collect())
+                            .collect();
+                        (positions, triangles, p.material().index(), bounds, targets)
+                    })
+                    .collect();
+                Level {
+                    name: name.to_string(),
+                    prims,
+                    names,
+                }
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn face_levels_have_fewer_triangles_the_same_targets_and_the_same_materials() {
+    let levels = levels();
+    assert_eq!(levels.len(), 3);
+    let tris: Vec<usize> = levels
+        .iter()
+        .map(|l| l.prims.iter().map(|p| p.1).sum())
+        .collect();
+    // About a half and a quarter of level 0.
+    let ratio = |k: usize| tris[k] as f32 / tris[0] as f32;
+    assert!((0.4..0.6).contains(&ratio(1)), "triangles {tris:?}");
+    assert!((0.18..0.32).contains(&ratio(2)), "triangles {tris:?}");
+    let full = &levels[0];
+    assert_eq!(full.names.len(), 204);
+    for level in &levels[1..] {
+        assert_eq!(
+            level.names, full.names,
+            "{} names its targets alike",
+            level.name
+        );
+        assert_eq!(level.prims.len(), full.prims.len());
+        for (p, p0) in level.prims.iter().zip(&full.prims) {
+            assert_eq!(p.2, p0.2, "{}: same material", level.name);
+            assert_eq!(p.4.len(), full.names.len());
+            assert!(
+                p.1 < p0.1,
+                "{}: fewer triangles in every primitive",
+                level.name
+            );
+            // The same atlas regions.
+            for k in 0..4 {
+                assert!((p.3[k] - p0.3[k]).abs() < 0.02, "{}: uv bounds", level.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_face_level_opens_the_jaw_and_blinks_the_left_eye() {
+    for level in levels() {
+        let skin = &level.prims[0];
+        let chin = (0..skin.0.len())
+            .filter(|&i| skin.0[i][0].abs() < 1e-4 && skin.0[i][2] > 0.06)
+            .min_by(|&a, &b| skin.0[a][1].total_cmp(&skin.0[b][1]))
+            .expect("a chin vertex");
+        let d = skin.4[target(Channel::JawOpen)][chin];
+        assert!(
+            d[1] < -0.008,
+            "{}: jawOpen moves the chin by {d:?}",
+            level.name
+        );
+
+        let mut biggest_drop = 0.0f32;
+        for p in &level.prims {
+            for (pos, d) in p.0.iter().zip(&p.4[target(Channel::EyeBlinkLeft)]) {
+                if len(*d) > 0.0 {
+                    assert!(
+                        pos[0] > 0.0,
+                        "{}: eyeBlinkLeft at x = {}",
+                        level.name,
+                        pos[0]
+                    );
+                    biggest_drop = biggest_drop.max(-d[1]);
+                }
+            }
+        }
+        assert!(
+            biggest_drop > 0.01,
+            "{}: the lid drops {biggest_drop}",
+            level.name
+        );
+        // And its mirror image on the right.
+        let right = &skin.4[target(Channel::EyeBlinkRight)];
+        assert!(skin
+            .0
+            .iter()
+            .zip(right)
+            .all(|(p, d)| len(*d) == 0.0 || p[0] < 0.0));
+    }
+}
+
+#[test]
+fn msft_lod_on_face_names_the_coarser_levels_under_head() {
+    let bytes = glb_with_levels();
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let root: serde_json::Value = serde_json::from_slice(&bytes[20..20 + json_len]).unwrap();
+    assert!(root["extensionsUsed"]
+        .as_array()
+        .unwrap()
+        .contains(&"MSFT_lod".into()));
+    let nodes = root["nodes"].as_array().unwrap();
+    let name = |i: usize| nodes[i]["name"].as_str().unwrap_or_default();
+    let mesh_name = |i: usize| {
+        let m = nodes[i]["mesh"].as_u64().unwrap() as usize;
+        root["meshes"][m]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(name(0), "Head");
+    assert!(nodes[0].get("mesh").is_none());
+    assert_eq!(root["scenes"][0]["nodes"], serde_json::json!([0, 6]));
+    assert_eq!(nodes[0]["children"], serde_json::json!([1, 2, 3, 4, 5]));
+    assert_eq!(name(1), "Face");
+    let ids: Vec<usize> = nodes[1]["extensions"]["MSFT_lod"]["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(ids, [4, 5]);
+    for (k, &id) in ids.iter().enumerate() {
+        let want = facewire::headgen::FACE_LEVELS[k + 1];
+        assert_eq!((name(id), mesh_name(id).as_str()), (want, want));
+        assert_eq!(nodes[id]["translation"], serde_json::json!([0.0, 0.0, 0.0]));
+    }
+    // The eyes are Head's children, not Face's: hiding a level keeps them.
+    assert!(nodes[1].get("children").is_none());
+    assert_eq!((name(2), name(3), name(6)), ("LeftEye", "RightEye", "Neck"));
+    // facewire's loader takes the group as it is.
+    let avatar = facewire::avatar::load_slice(bytes, "levels.glb").expect("the head loads");
+    assert_eq!(avatar.lods.len(), 1);
+    assert_eq!(avatar.lods[0].levels, [1, 4, 5]);
+}

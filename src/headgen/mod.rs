@@ -159,8 +159,9 @@ pub fn face_mesh(lod: usize) -> MeshDef {
 }
 
 /// How many levels of detail the committed head carries. All [`face::LEVELS`] do not fit the
-/// file's size budget yet (the coarser levels' targets alone add about 0.8 MB), so the
-/// committed head has level 0 only; [`document_with_levels`] builds the others.
+/// file's 3.5 MB budget yet: the two coarser levels add about 1 MB (their geometry a quarter
+/// of that, the rest their targets), so the committed head has level 0 only;
+/// [`document_with_levels`] builds the others (`facewire gen-head --levels 3`).
 pub const SHIPPED_LEVELS: usize = 1;
 
 /// The default head as a document, before serialisation, with [`SHIPPED_LEVELS`] levels.
