@@ -1698,11 +1698,21 @@ fn glb_with_levels() -> &'static [u8] {
     })
 }
 
-/// One face level read back: per primitive (positions, triangle count, material, uv bounds,
-/// per target position deltas), and the target names.
+/// One primitive of a face level read back.
+struct LevelPrim {
+    positions: Vec<V3>,
+    triangles: usize,
+    material: Option<usize>,
+    /// Texture coordinate bounds: min u, min v, max u, max v.
+    uv_bounds: [f32; 4],
+    /// Per target, the position deltas.
+    targets: Vec<Vec<V3>>,
+}
+
+/// One face level read back, with its target names.
 struct Level {
     name: String,
-    prims: Vec<(Vec<V3>, usize, Option<usize>, [f32; 4], Vec<Vec<V3>>)>,
+    prims: Vec<LevelPrim>,
     names: Vec<String>,
 }
 
@@ -1744,7 +1754,13 @@ fn levels() -> &'static Vec<Level> {
                             .read_morph_targets()
                             .map(|(pos, _, _)| pos.expect("position deltas").collect())
                             .collect();
-                        (positions, triangles, p.material().index(), bounds, targets)
+                        LevelPrim {
+                            positions,
+                            triangles,
+                            material: p.material().index(),
+                            uv_bounds: bounds,
+                            targets,
+                        }
                     })
                     .collect();
                 Level {
@@ -1763,7 +1779,7 @@ fn face_levels_have_fewer_triangles_the_same_targets_and_the_same_materials() {
     assert_eq!(levels.len(), 3);
     let tris: Vec<usize> = levels
         .iter()
-        .map(|l| l.prims.iter().map(|p| p.1).sum())
+        .map(|l| l.prims.iter().map(|p| p.triangles).sum())
         .collect();
     // About a half and a quarter of level 0.
     let ratio = |k: usize| tris[k] as f32 / tris[0] as f32;
@@ -1779,16 +1795,20 @@ fn face_levels_have_fewer_triangles_the_same_targets_and_the_same_materials() {
         );
         assert_eq!(level.prims.len(), full.prims.len());
         for (p, p0) in level.prims.iter().zip(&full.prims) {
-            assert_eq!(p.2, p0.2, "{}: same material", level.name);
-            assert_eq!(p.4.len(), full.names.len());
+            assert_eq!(p.material, p0.material, "{}: same material", level.name);
+            assert_eq!(p.targets.len(), full.names.len());
             assert!(
-                p.1 < p0.1,
+                p.triangles < p0.triangles,
                 "{}: fewer triangles in every primitive",
                 level.name
             );
             // The same atlas regions.
             for k in 0..4 {
-                assert!((p.3[k] - p0.3[k]).abs() < 0.02, "{}: uv bounds", level.name);
+                assert!(
+                    (p.uv_bounds[k] - p0.uv_bounds[k]).abs() < 0.02,
+                    "{}: uv bounds",
+                    level.name
+                );
             }
         }
     }
@@ -1798,11 +1818,11 @@ fn face_levels_have_fewer_triangles_the_same_targets_and_the_same_materials() {
 fn every_face_level_opens_the_jaw_and_blinks_the_left_eye() {
     for level in levels() {
         let skin = &level.prims[0];
-        let chin = (0..skin.0.len())
-            .filter(|&i| skin.0[i][0].abs() < 1e-4 && skin.0[i][2] > 0.06)
-            .min_by(|&a, &b| skin.0[a][1].total_cmp(&skin.0[b][1]))
+        let chin = (0..skin.positions.len())
+            .filter(|&i| skin.positions[i][0].abs() < 1e-4 && skin.positions[i][2] > 0.06)
+            .min_by(|&a, &b| skin.positions[a][1].total_cmp(&skin.positions[b][1]))
             .expect("a chin vertex");
-        let d = skin.4[target(Channel::JawOpen)][chin];
+        let d = skin.targets[target(Channel::JawOpen)][chin];
         assert!(
             d[1] < -0.008,
             "{}: jawOpen moves the chin by {d:?}",
@@ -1811,7 +1831,11 @@ fn every_face_level_opens_the_jaw_and_blinks_the_left_eye() {
 
         let mut biggest_drop = 0.0f32;
         for p in &level.prims {
-            for (pos, d) in p.0.iter().zip(&p.4[target(Channel::EyeBlinkLeft)]) {
+            for (pos, d) in p
+                .positions
+                .iter()
+                .zip(&p.targets[target(Channel::EyeBlinkLeft)])
+            {
                 if len(*d) > 0.0 {
                     assert!(
                         pos[0] > 0.0,
@@ -1829,9 +1853,9 @@ fn every_face_level_opens_the_jaw_and_blinks_the_left_eye() {
             level.name
         );
         // And its mirror image on the right.
-        let right = &skin.4[target(Channel::EyeBlinkRight)];
+        let right = &skin.targets[target(Channel::EyeBlinkRight)];
         assert!(skin
-            .0
+            .positions
             .iter()
             .zip(right)
             .all(|(p, d)| len(*d) == 0.0 || p[0] < 0.0));

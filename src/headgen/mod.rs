@@ -225,9 +225,9 @@ pub fn document_with_levels(levels: usize) -> Document {
         },
     ];
     let mut meshes = vec![face, eye_mesh, neck_mesh];
-    for level in 1..levels {
+    for (level, name) in FACE_LEVELS.iter().enumerate().take(levels).skip(1) {
         nodes.push(NodeDef {
-            name: FACE_LEVELS[level].into(),
+            name: (*name).into(),
             mesh: Some(2 + level),
             ..NodeDef::default()
         });
