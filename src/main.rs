@@ -246,6 +246,9 @@ struct GenHeadArgs {
     /// Where to write the head.
     #[arg(long, default_value = headgen::DEFAULT_HEAD)]
     out: PathBuf,
+    /// Face levels of detail to write (1 to 3; the committed head has the default).
+    #[arg(long, default_value_t = headgen::SHIPPED_LEVELS)]
+    levels: usize,
 }
 
 #[derive(Debug, Args)]
@@ -299,7 +302,7 @@ fn run() -> Result<()> {
         Some(Command::Record(args)) => record_command(&mut config, args),
         Some(Command::Replay(args)) => replay_command(args),
         Some(Command::GenHead(args)) => {
-            let bytes = headgen::generate();
+            let bytes = headgen::glb::write(&headgen::document_with_levels(args.levels));
             fsutil::write_atomic(&args.out, &bytes)
                 .with_context(|| format!("writing {}", args.out.display()))?;
             println!("wrote {} ({} bytes)", args.out.display(), bytes.len());

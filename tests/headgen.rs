@@ -126,8 +126,15 @@ fn node_hierarchy_has_a_head_and_two_eyes() {
         .nodes()
         .find(|n| n.name() == Some("Head"))
         .expect("a Head root");
-    assert!(head.mesh().is_some());
+    // The mapping turns `Head`; the face is its child, so levels of detail can replace it.
+    assert!(head.mesh().is_none(), "the Head pivot carries no mesh");
     let children: Vec<_> = head.children().collect();
+    let face = children
+        .iter()
+        .find(|c| c.name() == Some("Face"))
+        .expect("a Face child of Head");
+    assert_eq!(face.mesh().and_then(|m| m.name()), Some("Face"));
+    assert_eq!(face.transform().decomposed().0, [0.0; 3]);
     let eye = |name: &str| {
         let n = children
             .iter()
@@ -791,7 +798,7 @@ fn turned_head_never_lets_the_background_show_through() {
 #[test]
 fn skin_is_a_closed_consistently_wound_surface_except_inside_the_slits() {
     use facewire::headgen::face::{build_skin, Slit};
-    let skin = build_skin();
+    let skin = build_skin(0);
     // Seam vertices share a normal group with the column they duplicate: weld through it.
     let weld = |v: u32| skin.mesh.groups[v as usize];
     let inner = |v: u32| {
@@ -1184,7 +1191,7 @@ fn every_look_target_stays_inside_the_regions_its_slider_allows() {
 #[test]
 fn broad_look_targets_leave_the_lids_and_the_nose_tip_alone() {
     use facewire::headgen::face::{build_skin, Slit};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let (prims, _) = face();
     let pos = model_positions(&prims[0]);
     // The nose tip: the frontmost centre-line vertex above the mouth.
@@ -1213,7 +1220,7 @@ fn broad_look_targets_leave_the_lids_and_the_nose_tip_alone() {
 #[test]
 fn look_targets_point_the_way_their_names_say() {
     use facewire::headgen::face::{build_skin, eye_center, Slit, EYE_INNER, EYE_OUTER};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let (prims, _) = face();
     let pos = model_positions(&prims[0]);
     let d = |name: &str, up: bool| &prims[0].targets[look_target(slider(name), up)].0;
@@ -1321,7 +1328,7 @@ fn look_targets_point_the_way_their_names_say() {
 /// skin grid (whose vertex order is the skin primitive's).
 fn eye_edge_pairs() -> Vec<(usize, usize)> {
     use facewire::headgen::face::{build_skin, Slit};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let edge = |upper: bool| -> Vec<usize> {
         (0..skin.vertices.len())
             .filter(|&i| {
@@ -1342,7 +1349,7 @@ fn eye_edge_pairs() -> Vec<(usize, usize)> {
 #[test]
 fn lids_stay_off_the_eyeball_with_every_look_target_alone_blinking_and_wide() {
     use facewire::headgen::face::{build_skin, eye_center, Slit, EYE_RADIUS};
-    let skin = build_skin();
+    let skin = build_skin(0);
     let blink = target(Channel::EyeBlinkLeft);
     let wide = target(Channel::EyeWideLeft);
     for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
@@ -1679,4 +1686,222 @@ fn reshaped_mouths_open_smile_and_pucker_without_inverting() {
             );
         }
     }
+}
+
+/// The head with all its levels of detail (the committed file carries
+/// [`facewire::headgen::SHIPPED_LEVELS`]), as GLB bytes.
+fn glb_with_levels() -> &'static [u8] {
+    static GLB: OnceLock<Vec<u8>> = OnceLock::new();
+    GLB.get_or_init(|| {
+        use facewire::headgen::{document_with_levels, face::LEVELS, glb::write};
+        write(&document_with_levels(LEVELS))
+    })
+}
+
+/// One primitive of a face level read back.
+struct LevelPrim {
+    positions: Vec<V3>,
+    triangles: usize,
+    material: Option<usize>,
+    /// Texture coordinate bounds: min u, min v, max u, max v.
+    uv_bounds: [f32; 4],
+    /// Per target, the position deltas.
+    targets: Vec<Vec<V3>>,
+}
+
+/// One face level read back, with its target names.
+struct Level {
+    name: String,
+    prims: Vec<LevelPrim>,
+    names: Vec<String>,
+}
+
+fn levels() -> &'static Vec<Level> {
+    static LEVELS: OnceLock<Vec<Level>> = OnceLock::new();
+    LEVELS.get_or_init(|| {
+        let (doc, buffers, _) = gltf::import_slice(glb_with_levels()).expect("the head imports");
+        facewire::headgen::FACE_LEVELS
+            .iter()
+            .map(|&name| {
+                let mesh = doc
+                    .meshes()
+                    .find(|m| m.name() == Some(name))
+                    .unwrap_or_else(|| panic!("a {name} mesh"));
+                let extras: serde_json::Value =
+                    serde_json::from_str(mesh.extras().as_ref().expect("extras").get()).unwrap();
+                let names = extras["targetNames"]
+                    .as_array()
+                    .expect("targetNames")
+                    .iter()
+                    .map(|n| n.as_str().unwrap_or_default().to_string())
+                    .collect();
+                let prims = mesh
+                    .primitives()
+                    .map(|p| {
+                        let r = p.reader(|b| Some(&buffers[b.index()]));
+                        let positions: Vec<V3> = r.read_positions().unwrap().collect();
+                        let triangles = r.read_indices().unwrap().into_u32().count() / 3;
+                        let mut bounds = [f32::MAX, f32::MAX, f32::MIN, f32::MIN];
+                        for uv in r.read_tex_coords(0).unwrap().into_f32() {
+                            bounds = [
+                                bounds[0].min(uv[0]),
+                                bounds[1].min(uv[1]),
+                                bounds[2].max(uv[0]),
+                                bounds[3].max(uv[1]),
+                            ];
+                        }
+                        let targets = r
+                            .read_morph_targets()
+                            .map(|(pos, _, _)| pos.expect("position deltas").collect())
+                            .collect();
+                        LevelPrim {
+                            positions,
+                            triangles,
+                            material: p.material().index(),
+                            uv_bounds: bounds,
+                            targets,
+                        }
+                    })
+                    .collect();
+                Level {
+                    name: name.to_string(),
+                    prims,
+                    names,
+                }
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn face_levels_have_fewer_triangles_the_same_targets_and_the_same_materials() {
+    let levels = levels();
+    assert_eq!(levels.len(), 3);
+    let tris: Vec<usize> = levels
+        .iter()
+        .map(|l| l.prims.iter().map(|p| p.triangles).sum())
+        .collect();
+    // About a half and a quarter of level 0.
+    let ratio = |k: usize| tris[k] as f32 / tris[0] as f32;
+    assert!((0.4..0.6).contains(&ratio(1)), "triangles {tris:?}");
+    assert!((0.18..0.32).contains(&ratio(2)), "triangles {tris:?}");
+    let full = &levels[0];
+    assert_eq!(full.names.len(), 204);
+    for level in &levels[1..] {
+        assert_eq!(
+            level.names, full.names,
+            "{} names its targets alike",
+            level.name
+        );
+        assert_eq!(level.prims.len(), full.prims.len());
+        for (p, p0) in level.prims.iter().zip(&full.prims) {
+            assert_eq!(p.material, p0.material, "{}: same material", level.name);
+            assert_eq!(p.targets.len(), full.names.len());
+            assert!(
+                p.triangles < p0.triangles,
+                "{}: fewer triangles in every primitive",
+                level.name
+            );
+            // The same atlas regions.
+            for k in 0..4 {
+                assert!(
+                    (p.uv_bounds[k] - p0.uv_bounds[k]).abs() < 0.02,
+                    "{}: uv bounds",
+                    level.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_face_level_opens_the_jaw_and_blinks_the_left_eye() {
+    for level in levels() {
+        let skin = &level.prims[0];
+        let chin = (0..skin.positions.len())
+            .filter(|&i| skin.positions[i][0].abs() < 1e-4 && skin.positions[i][2] > 0.06)
+            .min_by(|&a, &b| skin.positions[a][1].total_cmp(&skin.positions[b][1]))
+            .expect("a chin vertex");
+        let d = skin.targets[target(Channel::JawOpen)][chin];
+        assert!(
+            d[1] < -0.008,
+            "{}: jawOpen moves the chin by {d:?}",
+            level.name
+        );
+
+        let mut biggest_drop = 0.0f32;
+        for p in &level.prims {
+            for (pos, d) in p
+                .positions
+                .iter()
+                .zip(&p.targets[target(Channel::EyeBlinkLeft)])
+            {
+                if len(*d) > 0.0 {
+                    assert!(
+                        pos[0] > 0.0,
+                        "{}: eyeBlinkLeft at x = {}",
+                        level.name,
+                        pos[0]
+                    );
+                    biggest_drop = biggest_drop.max(-d[1]);
+                }
+            }
+        }
+        assert!(
+            biggest_drop > 0.01,
+            "{}: the lid drops {biggest_drop}",
+            level.name
+        );
+        // And its mirror image on the right.
+        let right = &skin.targets[target(Channel::EyeBlinkRight)];
+        assert!(skin
+            .positions
+            .iter()
+            .zip(right)
+            .all(|(p, d)| len(*d) == 0.0 || p[0] < 0.0));
+    }
+}
+
+#[test]
+fn msft_lod_on_face_names_the_coarser_levels_under_head() {
+    let bytes = glb_with_levels();
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let root: serde_json::Value = serde_json::from_slice(&bytes[20..20 + json_len]).unwrap();
+    assert!(root["extensionsUsed"]
+        .as_array()
+        .unwrap()
+        .contains(&"MSFT_lod".into()));
+    let nodes = root["nodes"].as_array().unwrap();
+    let name = |i: usize| nodes[i]["name"].as_str().unwrap_or_default();
+    let mesh_name = |i: usize| {
+        let m = nodes[i]["mesh"].as_u64().unwrap() as usize;
+        root["meshes"][m]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(name(0), "Head");
+    assert!(nodes[0].get("mesh").is_none());
+    assert_eq!(root["scenes"][0]["nodes"], serde_json::json!([0, 6]));
+    assert_eq!(nodes[0]["children"], serde_json::json!([1, 2, 3, 4, 5]));
+    assert_eq!(name(1), "Face");
+    let ids: Vec<usize> = nodes[1]["extensions"]["MSFT_lod"]["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(ids, [4, 5]);
+    for (k, &id) in ids.iter().enumerate() {
+        let want = facewire::headgen::FACE_LEVELS[k + 1];
+        assert_eq!((name(id), mesh_name(id).as_str()), (want, want));
+        assert_eq!(nodes[id]["translation"], serde_json::json!([0.0, 0.0, 0.0]));
+    }
+    // The eyes are Head's children, not Face's: hiding a level keeps them.
+    assert!(nodes[1].get("children").is_none());
+    assert_eq!((name(2), name(3), name(6)), ("LeftEye", "RightEye", "Neck"));
+    // facewire's loader takes the group as it is.
+    let avatar = facewire::avatar::load_slice(bytes, "levels.glb").expect("the head loads");
+    assert_eq!(avatar.lods.len(), 1);
+    assert_eq!(avatar.lods[0].levels, [1, 4, 5]);
 }

@@ -170,35 +170,77 @@ pub fn piecewise(keys: &[(f32, usize)]) -> Vec<f32> {
     out
 }
 
-/// Grid longitudes: dense across the face, sparse at the back; exactly symmetric.
-pub fn grid_thetas() -> Vec<f32> {
+/// How many levels of detail the generator builds: level 0 is the full mesh, each further level
+/// has about half the triangles of the one before.
+pub const LEVELS: usize = 3;
+
+/// The step count of a key span (or the resolution of a part) at level of detail `lod`: `n` at
+/// level 0, scaled by 2^(-lod/2) beyond (so a grid scaled in both directions loses about half
+/// its triangles per level), rounded, and never below `min`.
+pub fn lod_steps(n: usize, lod: usize, min: usize) -> usize {
+    let halved = n >> (lod / 2);
+    let scaled = if lod % 2 == 1 {
+        (halved * 707 + 500) / 1000
+    } else {
+        halved
+    };
+    scaled.max(min)
+}
+
+/// Like [`lod_steps`], rounded up to an even count (for rings and rows that must keep a
+/// vertex on the centre line).
+pub fn lod_steps_even(n: usize, lod: usize, min: usize) -> usize {
+    let s = lod_steps(n, lod, min);
+    s + s % 2
+}
+
+/// [`piecewise`] with every span's step count scaled to level of detail `lod` (at least one
+/// step per span, so every key is still hit exactly).
+pub fn piecewise_lod(keys: &[(f32, usize)], lod: usize) -> Vec<f32> {
+    let scaled: Vec<(f32, usize)> = keys
+        .iter()
+        .map(|&(value, steps)| (value, lod_steps(steps, lod, 1)))
+        .collect();
+    piecewise(&scaled)
+}
+
+/// Grid longitudes at level of detail `lod`: dense across the face, sparse at the back;
+/// exactly symmetric.
+pub fn grid_thetas(lod: usize) -> Vec<f32> {
     use std::f32::consts::PI;
-    let half = piecewise(&[
-        (0.0, 8),
-        (MOUTH_HALF, 14),
-        (EYE_OUTER, 12),
-        (1.3, 10),
-        (1.85, 10),
-        (PI, 0),
-    ]);
+    let half = piecewise_lod(
+        &[
+            (0.0, 8),
+            (MOUTH_HALF, 14),
+            (EYE_OUTER, 12),
+            (1.3, 10),
+            (1.85, 10),
+            (PI, 0),
+        ],
+        lod,
+    );
     let mut all: Vec<f32> = half.iter().skip(1).rev().map(|t| -t).collect();
     all.extend_from_slice(&half);
     all
 }
 
-/// Grid latitudes, pole to pole, with rows exactly on the mouth and eye slits.
-pub fn grid_phis() -> Vec<f32> {
+/// Grid latitudes at level of detail `lod`, pole to pole, with rows exactly on the mouth and
+/// eye slits.
+pub fn grid_phis(lod: usize) -> Vec<f32> {
     use std::f32::consts::FRAC_PI_2;
-    piecewise(&[
-        (-FRAC_PI_2, 6),
-        (-1.15, 10),
-        (MOUTH_PHI, 10),
-        (-0.55, 12),
-        (EYE_PHI, 12),
-        (0.1, 8),
-        (0.5, 8),
-        (FRAC_PI_2, 0),
-    ])
+    piecewise_lod(
+        &[
+            (-FRAC_PI_2, 6),
+            (-1.15, 10),
+            (MOUTH_PHI, 10),
+            (-0.55, 12),
+            (EYE_PHI, 12),
+            (0.1, 8),
+            (0.5, 8),
+            (FRAC_PI_2, 0),
+        ],
+        lod,
+    )
 }
 
 /// The texture warp: odd, monotone, 1.5 times denser around 0 than at ±1.
@@ -429,11 +471,12 @@ fn in_mouth_slit(theta: f32) -> bool {
     theta.abs() < MOUTH_HALF
 }
 
-/// Builds the skin grid with its slits and lid/lip margins.
-pub fn build_skin() -> Skin {
+/// Builds the skin grid at level of detail `lod` (0 is the full mesh) with its slits and
+/// lid/lip margins.
+pub fn build_skin(lod: usize) -> Skin {
     use std::f32::consts::FRAC_PI_2;
-    let thetas = grid_thetas();
-    let phis = grid_phis();
+    let thetas = grid_thetas(lod);
+    let phis = grid_phis(lod);
     let nc = thetas.len();
     let nr = phis.len();
     let mut skin = Skin::default();
@@ -591,14 +634,28 @@ mod tests {
 
     #[test]
     fn grid_is_symmetric_and_hits_the_slits() {
-        let t = grid_thetas();
-        for (a, b) in t.iter().zip(t.iter().rev()) {
-            assert!(*a == -*b);
+        for lod in 0..LEVELS {
+            let t = grid_thetas(lod);
+            for (a, b) in t.iter().zip(t.iter().rev()) {
+                assert!(*a == -*b);
+            }
+            let p = grid_phis(lod);
+            assert!(p.contains(&EYE_PHI) && p.contains(&MOUTH_PHI));
+            assert!(t.contains(&MOUTH_HALF) && t.contains(&EYE_OUTER));
+            assert!(p.windows(2).all(|w| w[0] < w[1]));
+            assert!(t.windows(2).all(|w| w[0] < w[1]));
         }
-        let p = grid_phis();
-        assert!(p.contains(&EYE_PHI) && p.contains(&MOUTH_PHI));
-        assert!(p.windows(2).all(|w| w[0] < w[1]));
-        assert!(t.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn coarser_levels_have_fewer_grid_lines() {
+        let counts: Vec<(usize, usize)> = (0..LEVELS)
+            .map(|lod| (grid_thetas(lod).len(), grid_phis(lod).len()))
+            .collect();
+        assert_eq!(counts[0], (109, 67));
+        for w in counts.windows(2) {
+            assert!(w[1].0 < w[0].0 && w[1].1 < w[0].1, "{counts:?}");
+        }
     }
 
     #[test]
@@ -611,7 +668,7 @@ mod tests {
 
     #[test]
     fn head_has_the_requested_size_and_the_lips_meet() {
-        let skin = build_skin();
+        let skin = build_skin(0);
         let (mut lo, mut hi) = (f32::MAX, f32::MIN);
         for p in &skin.mesh.positions {
             lo = lo.min(p.y);
@@ -632,7 +689,7 @@ mod tests {
 
     #[test]
     fn open_eye_keeps_the_skin_off_the_eyeball() {
-        let skin = build_skin();
+        let skin = build_skin(0);
         let e = eye_center();
         for (v, p) in skin.vertices.iter().zip(&skin.mesh.positions) {
             if p.x > 0.0 && !matches!(v.slit, Slit::EyeInner { .. }) {

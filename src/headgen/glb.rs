@@ -7,6 +7,8 @@
 //! The JSON is serialised from structs, so its field order is fixed by this file and not by
 //! serde_json's map implementation.
 
+use std::collections::BTreeMap;
+
 use glam::{Vec2, Vec3};
 use serde::Serialize;
 
@@ -39,6 +41,11 @@ pub struct NodeDef {
     pub mesh: Option<usize>,
     /// Child node indices.
     pub children: Vec<usize>,
+    /// The node's coarser levels of detail (`MSFT_lod` ids, finest first); empty for none.
+    pub lod: Vec<usize>,
+    /// Screen coverage thresholds of the node's levels (`extras.MSFT_screencoverage`,
+    /// descending, one per level including this node's); empty for the reader's defaults.
+    pub lod_coverage: Vec<f32>,
 }
 
 /// A mesh; every primitive must carry `target_names.len()` targets.
@@ -74,7 +81,8 @@ pub struct PrimitiveDef {
 pub struct TargetDef {
     /// Position deltas, one per vertex.
     pub positions: Vec<Vec3>,
-    /// Normal deltas, one per vertex.
+    /// Normal deltas, one per vertex; empty for a target without `NORMAL` (readers then keep
+    /// the base normals under it).
     pub normals: Vec<Vec3>,
 }
 
@@ -117,6 +125,8 @@ struct Root {
     #[serde(rename = "bufferViews")]
     buffer_views: Vec<BufferView>,
     buffers: Vec<Buffer>,
+    #[serde(rename = "extensionsUsed", skip_serializing_if = "Vec::is_empty")]
+    extensions_used: Vec<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -138,6 +148,27 @@ struct Node {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     children: Vec<usize>,
     translation: [f32; 3],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extensions: Option<NodeExtensions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extras: Option<NodeExtras>,
+}
+
+#[derive(Serialize)]
+struct NodeExtensions {
+    #[serde(rename = "MSFT_lod")]
+    msft_lod: MsftLod,
+}
+
+#[derive(Serialize)]
+struct MsftLod {
+    ids: Vec<usize>,
+}
+
+#[derive(Serialize)]
+struct NodeExtras {
+    #[serde(rename = "MSFT_screencoverage")]
+    screen_coverage: Vec<f32>,
 }
 
 #[derive(Serialize)]
@@ -160,8 +191,8 @@ struct Extras {
 struct Attributes {
     #[serde(rename = "POSITION")]
     position: usize,
-    #[serde(rename = "NORMAL")]
-    normal: usize,
+    #[serde(rename = "NORMAL", skip_serializing_if = "Option::is_none")]
+    normal: Option<usize>,
     #[serde(rename = "TEXCOORD_0", skip_serializing_if = "Option::is_none")]
     texcoord: Option<usize>,
 }
@@ -293,6 +324,8 @@ struct Bin {
     data: Vec<u8>,
     views: Vec<BufferView>,
     accessors: Vec<Accessor>,
+    /// The shared all-zero target accessor of each vertex count.
+    zeros: BTreeMap<usize, usize>,
 }
 
 impl Bin {
@@ -368,50 +401,80 @@ impl Bin {
 
     /// A sparse target: positions and normals share one index list (every vertex where either
     /// changes). An all-zero target still lists vertex 0, because glTF requires a sparse count
-    /// of at least one and an accessor without a buffer view must be sparse.
+    /// of at least one and an accessor without a buffer view must be sparse; all the all-zero
+    /// targets of one vertex count share one such accessor. A target without normal deltas
+    /// gets no `NORMAL`.
     fn target(&mut self, target: &TargetDef) -> Attributes {
         let n = target.positions.len();
-        let mut listed: Vec<u32> = (0..n)
-            .filter(|&i| target.positions[i] != Vec3::ZERO || target.normals[i] != Vec3::ZERO)
-            .map(|i| i as u32)
-            .collect();
-        if listed.is_empty() {
-            listed.push(0);
-        }
-        let (index_data, component_type) = index_bytes(&listed, n);
-        let index_view = self.view(&index_data, None);
-        let accessor = |values: &[Vec3], bin: &mut Bin| {
-            let picked: Vec<Vec3> = listed.iter().map(|&i| values[i as usize]).collect();
-            let value_view = bin.view(&vec3_bytes(&picked), None);
-            // Bounds cover every element, including the implicit zeros of unlisted vertices.
-            let zeros = (listed.len() < n).then_some(Vec3::ZERO);
-            let (lo, hi) = min_max(picked.iter().copied().chain(zeros));
-            bin.accessor(Accessor {
-                buffer_view: None,
-                component_type: FLOAT,
-                count: n,
-                kind: "VEC3",
-                min: Some(lo.to_array().to_vec()),
-                max: Some(hi.to_array().to_vec()),
-                sparse: Some(Sparse {
-                    count: listed.len(),
-                    indices: SparseIndices {
-                        buffer_view: index_view,
-                        component_type,
-                    },
-                    values: SparseValues {
-                        buffer_view: value_view,
-                    },
-                }),
-            })
+        let has_normals = !target.normals.is_empty();
+        let moves = |i: usize| {
+            target.positions[i] != Vec3::ZERO || (has_normals && target.normals[i] != Vec3::ZERO)
         };
-        let position = accessor(&target.positions, self);
-        let normal = accessor(&target.normals, self);
+        let listed: Vec<u32> = (0..n).filter(|&i| moves(i)).map(|i| i as u32).collect();
+        if listed.is_empty() {
+            let zero = self.zero(n);
+            return Attributes {
+                position: zero,
+                normal: has_normals.then_some(zero),
+                texcoord: None,
+            };
+        }
+        let index_view = self.view(&index_bytes(&listed, n).0, None);
+        let component_type = index_bytes(&[], n).1;
+        let position = self.sparse(&target.positions, &listed, index_view, component_type);
+        let normal =
+            has_normals.then(|| self.sparse(&target.normals, &listed, index_view, component_type));
         Attributes {
             position,
             normal,
             texcoord: None,
         }
+    }
+
+    /// The shared all-zero target accessor for `n` vertices (vertex 0 listed with a zero).
+    fn zero(&mut self, n: usize) -> usize {
+        if let Some(&zero) = self.zeros.get(&n) {
+            return zero;
+        }
+        let (index_data, component_type) = index_bytes(&[0], n);
+        let index_view = self.view(&index_data, None);
+        let zero = self.sparse(&vec![Vec3::ZERO; n], &[0], index_view, component_type);
+        self.zeros.insert(n, zero);
+        zero
+    }
+
+    /// A sparse VEC3 accessor of `n = values.len()` elements holding `values` at `listed`.
+    fn sparse(
+        &mut self,
+        values: &[Vec3],
+        listed: &[u32],
+        index_view: usize,
+        component_type: u32,
+    ) -> usize {
+        let n = values.len();
+        let picked: Vec<Vec3> = listed.iter().map(|&i| values[i as usize]).collect();
+        let value_view = self.view(&vec3_bytes(&picked), None);
+        // Bounds cover every element, including the implicit zeros of unlisted vertices.
+        let zeros = (listed.len() < n).then_some(Vec3::ZERO);
+        let (lo, hi) = min_max(picked.iter().copied().chain(zeros));
+        self.accessor(Accessor {
+            buffer_view: None,
+            component_type: FLOAT,
+            count: n,
+            kind: "VEC3",
+            min: Some(lo.to_array().to_vec()),
+            max: Some(hi.to_array().to_vec()),
+            sparse: Some(Sparse {
+                count: listed.len(),
+                indices: SparseIndices {
+                    buffer_view: index_view,
+                    component_type,
+                },
+                values: SparseValues {
+                    buffer_view: value_view,
+                },
+            }),
+        })
     }
 }
 
@@ -474,7 +537,7 @@ pub fn write_as(doc: &Document, generator: &str) -> Vec<u8> {
             primitives.push(Primitive {
                 attributes: Attributes {
                     position,
-                    normal,
+                    normal: Some(normal),
                     texcoord,
                 },
                 indices,
@@ -525,6 +588,12 @@ pub fn write_as(doc: &Document, generator: &str) -> Vec<u8> {
                 mesh: n.mesh,
                 children: n.children.clone(),
                 translation: n.translation.to_array(),
+                extensions: (!n.lod.is_empty()).then(|| NodeExtensions {
+                    msft_lod: MsftLod { ids: n.lod.clone() },
+                }),
+                extras: (!n.lod_coverage.is_empty()).then(|| NodeExtras {
+                    screen_coverage: n.lod_coverage.clone(),
+                }),
             })
             .collect(),
         meshes,
@@ -574,6 +643,11 @@ pub fn write_as(doc: &Document, generator: &str) -> Vec<u8> {
         buffers: vec![Buffer {
             byte_length: bin.data.len(),
         }],
+        extensions_used: if doc.nodes.iter().any(|n| !n.lod.is_empty()) {
+            vec!["MSFT_lod"]
+        } else {
+            Vec::new()
+        },
     };
     // Serialising plain structs of numbers and strings cannot fail.
     let mut json = serde_json::to_vec(&root).unwrap_or_default();

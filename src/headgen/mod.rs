@@ -47,6 +47,10 @@ const POSITION_EPS: f32 = 1e-6;
 const CORRECTIVE_EPS: f32 = 1e-5;
 /// Normal deltas shorter than this are dropped.
 const NORMAL_EPS: f32 = 1e-4;
+/// Position deltas shorter than this are dropped from the coarser levels' targets (m).
+const LOD_POSITION_EPS: f32 = 3e-4;
+/// Corrective position deltas shorter than this are dropped from the coarser levels (m).
+const LOD_CORRECTIVE_EPS: f32 = 3e-4;
 
 /// Material indices, in glTF order.
 const SKIN: usize = 0;
@@ -59,9 +63,45 @@ pub fn generate() -> Vec<u8> {
     glb::write(&document())
 }
 
-/// The default head as a document, before serialisation.
-pub fn document() -> Document {
-    let rig = Rig::new();
+/// Names of the level-of-detail meshes and nodes, level 0 first.
+pub const FACE_LEVELS: [&str; face::LEVELS] = ["Face", "Face_LOD1", "Face_LOD2"];
+
+/// Drop thresholds of one level of detail's targets.
+#[derive(Debug, Clone, Copy)]
+struct Thresholds {
+    /// Position deltas shorter than this are dropped (m).
+    position: f32,
+    /// Corrective position deltas shorter than this are dropped (m).
+    corrective: f32,
+    /// Normal deltas shorter than this are dropped; `None` writes no normal deltas at all.
+    normal: Option<f32>,
+}
+
+/// The thresholds of level `lod`. Level 0 keeps everything visible up close. The coarser levels
+/// are only drawn small on screen, where a few tenths of a millimetre are well below a pixel:
+/// they drop more, and carry no normal deltas (their expressions shade with the neutral
+/// normals), so the file stays small.
+fn thresholds(lod: usize) -> Thresholds {
+    if lod == 0 {
+        Thresholds {
+            position: POSITION_EPS,
+            corrective: CORRECTIVE_EPS,
+            normal: Some(NORMAL_EPS),
+        }
+    } else {
+        Thresholds {
+            position: LOD_POSITION_EPS,
+            corrective: LOD_CORRECTIVE_EPS,
+            normal: None,
+        }
+    }
+}
+
+/// The face mesh at level of detail `lod` (0 is the full mesh): skin, mouth interior and hair,
+/// with every ARKit, look and corrective target, evaluated on that level's vertices.
+pub fn face_mesh(lod: usize) -> MeshDef {
+    let eps = thresholds(lod);
+    let rig = Rig::new(lod);
     let builders = rig.primitives();
     let normals: Vec<Vec<Vec3>> = builders
         .iter()
@@ -71,14 +111,14 @@ pub fn document() -> Document {
     for channel in Channel::ALL {
         let deltas = rig.deltas(channel);
         for (k, (b, d)) in builders.iter().zip(deltas).enumerate() {
-            targets[k].push(target(b, &normals[k], d));
+            targets[k].push(target(b, &normals[k], d, eps));
         }
     }
     for slider in &looks::LOOK_SLIDERS {
         for value in [1.0, -1.0] {
             let deltas = looks::deltas(&rig, slider, value);
             for (k, (b, d)) in builders.iter().zip(deltas).enumerate() {
-                targets[k].push(target(b, &normals[k], d));
+                targets[k].push(target(b, &normals[k], d, eps));
             }
         }
     }
@@ -93,6 +133,7 @@ pub fn document() -> Document {
                 &look[k],
                 &expr[k],
                 &c.deltas[k],
+                eps,
             ));
         }
     }
@@ -104,8 +145,8 @@ pub fn document() -> Document {
         .zip(materials)
         .map(|(((b, n), t), material)| primitive(b, n, material, t, HEAD_PIVOT))
         .collect();
-    let face = MeshDef {
-        name: "Face".into(),
+    MeshDef {
+        name: FACE_LEVELS[lod].into(),
         target_names: Channel::ALL
             .iter()
             .map(|c| c.name())
@@ -114,7 +155,29 @@ pub fn document() -> Document {
             .chain(correctives.iter().map(|c| c.name.clone()))
             .collect(),
         primitives,
-    };
+    }
+}
+
+/// How many levels of detail the committed head carries. All [`face::LEVELS`] do not fit the
+/// file's 3.5 MB budget yet: the two coarser levels add about 1 MB (their geometry a quarter
+/// of that, the rest their targets), so the committed head has level 0 only;
+/// [`document_with_levels`] builds the others (`facewire gen-head --levels 3`).
+pub const SHIPPED_LEVELS: usize = 1;
+
+/// The default head as a document, before serialisation, with [`SHIPPED_LEVELS`] levels.
+pub fn document() -> Document {
+    document_with_levels(SHIPPED_LEVELS)
+}
+
+/// The default head with `levels` face levels of detail (1 to [`face::LEVELS`]).
+///
+/// Nodes: `Head` (0, the pivot the mapping turns, no mesh) holds `Face` (1, level 0), the eyes
+/// (2, 3) and the coarser levels `Face_LOD1`, `Face_LOD2` (4, 5), which `Face` lists in its
+/// `MSFT_lod`; `Neck` (last) is the other root. The eyes are not under `Face`, so hiding a
+/// level never hides them. Meshes: level 0, eyeball, neck, then the coarser levels.
+pub fn document_with_levels(levels: usize) -> Document {
+    let levels = levels.clamp(1, face::LEVELS);
+    let face = face_mesh(0);
     let eye = parts::eyeball();
     let eye_normals = eye.normals_of(&eye.positions);
     let eye_mesh = MeshDef {
@@ -132,35 +195,53 @@ pub fn document() -> Document {
     let eye_center = face::eye_center();
     let texture = texture::paint();
     let image_png = texture::encode_png(texture::SIZE, texture::SIZE, &texture).unwrap_or_default();
+    // Nodes 4.. are the coarser levels, meshes 3.. their meshes.
+    let lod_nodes: Vec<usize> = (1..levels).map(|l| 3 + l).collect();
+    let neck_node = 3 + levels;
+    let mut nodes = vec![
+        NodeDef {
+            name: "Head".into(),
+            translation: HEAD_PIVOT,
+            children: (1..4).chain(lod_nodes.iter().copied()).collect(),
+            ..NodeDef::default()
+        },
+        NodeDef {
+            name: FACE_LEVELS[0].into(),
+            mesh: Some(0),
+            lod: lod_nodes.clone(),
+            ..NodeDef::default()
+        },
+        NodeDef {
+            name: "LeftEye".into(),
+            translation: eye_center - HEAD_PIVOT,
+            mesh: Some(1),
+            ..NodeDef::default()
+        },
+        NodeDef {
+            name: "RightEye".into(),
+            translation: mesh::mirror(eye_center) - HEAD_PIVOT,
+            mesh: Some(1),
+            ..NodeDef::default()
+        },
+    ];
+    let mut meshes = vec![face, eye_mesh, neck_mesh];
+    for (level, name) in FACE_LEVELS.iter().enumerate().take(levels).skip(1) {
+        nodes.push(NodeDef {
+            name: (*name).into(),
+            mesh: Some(2 + level),
+            ..NodeDef::default()
+        });
+        meshes.push(face_mesh(level));
+    }
+    nodes.push(NodeDef {
+        name: "Neck".into(),
+        mesh: Some(2),
+        ..NodeDef::default()
+    });
     Document {
-        nodes: vec![
-            NodeDef {
-                name: "Head".into(),
-                translation: HEAD_PIVOT,
-                mesh: Some(0),
-                children: vec![1, 2],
-            },
-            NodeDef {
-                name: "LeftEye".into(),
-                translation: eye_center - HEAD_PIVOT,
-                mesh: Some(1),
-                children: Vec::new(),
-            },
-            NodeDef {
-                name: "RightEye".into(),
-                translation: mesh::mirror(eye_center) - HEAD_PIVOT,
-                mesh: Some(1),
-                children: Vec::new(),
-            },
-            NodeDef {
-                name: "Neck".into(),
-                translation: Vec3::ZERO,
-                mesh: Some(2),
-                children: Vec::new(),
-            },
-        ],
-        roots: vec![0, 3],
-        meshes: vec![face, eye_mesh, neck_mesh],
+        nodes,
+        roots: vec![0, neck_node],
+        meshes,
         materials: vec![
             MaterialDef {
                 name: "Skin".into(),
@@ -205,12 +286,23 @@ pub fn document() -> Document {
 
 /// One target of one primitive: thresholded position deltas and the normal deltas of the
 /// deformed surface.
-fn target(b: &MeshBuilder, base_normals: &[Vec3], mut deltas: Vec<Vec3>) -> TargetDef {
+fn target(
+    b: &MeshBuilder,
+    base_normals: &[Vec3],
+    mut deltas: Vec<Vec3>,
+    eps: Thresholds,
+) -> TargetDef {
     for d in &mut deltas {
-        if d.length() < POSITION_EPS {
+        if d.length() < eps.position {
             *d = Vec3::ZERO;
         }
     }
+    let Some(normal_eps) = eps.normal else {
+        return TargetDef {
+            positions: deltas,
+            normals: Vec::new(),
+        };
+    };
     let moved: Vec<Vec3> = b
         .positions
         .iter()
@@ -223,7 +315,7 @@ fn target(b: &MeshBuilder, base_normals: &[Vec3], mut deltas: Vec<Vec3>) -> Targ
         .zip(base_normals)
         .map(|(n, n0)| {
             let dn = *n - *n0;
-            if dn.length() < NORMAL_EPS {
+            if dn.length() < normal_eps {
                 Vec3::ZERO
             } else {
                 dn
@@ -236,7 +328,7 @@ fn target(b: &MeshBuilder, base_normals: &[Vec3], mut deltas: Vec<Vec3>) -> Targ
     }
 }
 
-/// A corrective target of one primitive: position deltas below [`CORRECTIVE_EPS`] dropped, and
+/// A corrective target of one primitive: position deltas below the corrective threshold dropped, and
 /// the normal deltas that make the blended normals those of the combined surface (look and
 /// expression applied together, minus what the two targets' own normal deltas add).
 fn corrective_target(
@@ -245,17 +337,24 @@ fn corrective_target(
     look: &[Vec3],
     expr: &[Vec3],
     correction: &[Vec3],
+    eps: Thresholds,
 ) -> TargetDef {
     let positions: Vec<Vec3> = correction
         .iter()
         .map(|d| {
-            if d.length() < CORRECTIVE_EPS {
+            if d.length() < eps.corrective {
                 Vec3::ZERO
             } else {
                 *d
             }
         })
         .collect();
+    let Some(normal_eps) = eps.normal else {
+        return TargetDef {
+            positions,
+            normals: Vec::new(),
+        };
+    };
     let shape = |parts: &[&[Vec3]]| -> Vec<Vec3> {
         let moved: Vec<Vec3> = b
             .positions
@@ -271,7 +370,7 @@ fn corrective_target(
     let normals = (0..b.positions.len())
         .map(|i| {
             let dn = both[i] - only_look[i] - only_expr[i] + base_normals[i];
-            if positions[i] == Vec3::ZERO || dn.length() < NORMAL_EPS {
+            if positions[i] == Vec3::ZERO || dn.length() < normal_eps {
                 Vec3::ZERO
             } else {
                 dn

@@ -5,7 +5,8 @@ use std::f32::consts::{FRAC_PI_2, PI};
 use glam::{Vec2, Vec3};
 
 use super::face::{
-    base_shape, mouth_y, symmetric_steps, EYE_RADIUS, LIP_DEPTH, MOUTH_PHI, TAG_SEAM,
+    base_shape, lod_steps, lod_steps_even, mouth_y, symmetric_steps, EYE_RADIUS, LIP_DEPTH,
+    MOUTH_PHI, TAG_SEAM,
 };
 use super::math::{cos, lerp, sin, smoothstep};
 use super::mesh::MeshBuilder;
@@ -191,12 +192,12 @@ pub fn tongue_center() -> Vec3 {
     Vec3::new(0.0, m.y - 0.0082, m.z - 0.019)
 }
 
-/// One row of teeth: a curved slab (front, biting edge and back faces).
-fn teeth(upper: bool) -> MeshBuilder {
+/// One row of teeth at level of detail `lod`: a curved slab (front, biting edge and back faces).
+fn teeth(upper: bool, lod: usize) -> MeshBuilder {
     let mut b = MeshBuilder::default();
     let m = base_shape(0.0, MOUTH_PHI);
     let my = mouth_y();
-    let n = 16;
+    let n = lod_steps_even(16, lod, 4);
     let xs = symmetric_steps(n, 0.0102);
     let (s, tag) = if upper {
         (1.0, TAG_TEETH_UP)
@@ -241,27 +242,33 @@ fn teeth(upper: bool) -> MeshBuilder {
     b
 }
 
-/// The mouth interior: cavity (seen from inside), teeth and tongue, with each vertex's part.
-pub fn mouth_interior() -> (MeshBuilder, Vec<MouthPart>) {
+/// The mouth interior at level of detail `lod` (0 is the full mesh): cavity (seen from
+/// inside), teeth and tongue, with each vertex's part.
+pub fn mouth_interior(lod: usize) -> (MeshBuilder, Vec<MouthPart>) {
     let mut b = MeshBuilder::default();
     let mut parts = Vec::new();
     let c = cavity_center();
-    let mut cavity = ellipsoid(c, Vec3::new(0.0162, 0.0105, 0.012), 10, 24, TAG_BAG, |p| {
-        in_rect(BAG_RECT, 0.5 + (p.x - c.x) / 0.04, 0.5 - (p.y - c.y) / 0.03)
-    });
+    let mut cavity = ellipsoid(
+        c,
+        Vec3::new(0.0162, 0.0105, 0.012),
+        lod_steps(10, lod, 4),
+        lod_steps_even(24, lod, 8),
+        TAG_BAG,
+        |p| in_rect(BAG_RECT, 0.5 + (p.x - c.x) / 0.04, 0.5 - (p.y - c.y) / 0.03),
+    );
     cavity.flip();
     b.append(&cavity);
     parts.resize(b.len(), MouthPart::Cavity);
-    b.append(&teeth(true));
+    b.append(&teeth(true, lod));
     parts.resize(b.len(), MouthPart::UpperTeeth);
-    b.append(&teeth(false));
+    b.append(&teeth(false, lod));
     parts.resize(b.len(), MouthPart::LowerTeeth);
     let t = tongue_center();
     let tongue = ellipsoid(
         t,
         Vec3::new(0.0095, 0.004, 0.0085),
-        8,
-        20,
+        lod_steps(8, lod, 4),
+        lod_steps_even(20, lod, 8),
         TAG_TONGUE,
         |p| {
             in_rect(
@@ -308,11 +315,12 @@ pub fn hairline(theta: f32) -> f32 {
     phi - 0.10 * tri * tri * tri * smoothstep(0.98, 0.8, a)
 }
 
-/// The hair cap: a shell over the skull from the hairline to the crown.
-pub fn hair() -> MeshBuilder {
+/// The hair cap at level of detail `lod` (0 is the full mesh): a shell over the skull from the
+/// hairline to the crown.
+pub fn hair(lod: usize) -> MeshBuilder {
     let mut b = MeshBuilder::default();
-    let segments = 128;
-    let rings = 20;
+    let segments = lod_steps_even(128, lod, 16);
+    let rings = lod_steps(20, lod, 4);
     let thetas = symmetric_steps(segments, PI);
     let pivot = Vec3::new(0.0, 0.15, -0.005);
     let mut rows = Vec::new();
@@ -423,7 +431,7 @@ mod tests {
 
     #[test]
     fn cavity_is_seen_from_inside() {
-        let (b, parts) = mouth_interior();
+        let (b, parts) = mouth_interior(0);
         let n = b.normals_of(&b.positions);
         let c = cavity_center();
         for ((p, n), part) in b.positions.iter().zip(&n).zip(&parts) {

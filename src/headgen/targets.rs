@@ -63,14 +63,15 @@ pub struct Rig {
 }
 
 impl Rig {
-    /// Builds the neutral face.
-    pub fn new() -> Rig {
+    /// Builds the neutral face at level of detail `lod` (0 is the full mesh; see
+    /// [`super::face::LEVELS`]).
+    pub fn new(lod: usize) -> Rig {
         let Skin {
             mesh: skin,
             vertices: grid,
-        } = build_skin();
-        let (mouth, mouth_parts) = mouth_interior();
-        let hair = hair();
+        } = build_skin(lod);
+        let (mouth, mouth_parts) = mouth_interior(lod);
+        let hair = hair(lod);
         let mirrors = [
             mirror_map(&skin.positions, &skin.tags),
             mirror_map(&mouth.positions, &mouth.tags),
@@ -127,7 +128,7 @@ impl Rig {
 
 impl Default for Rig {
     fn default() -> Self {
-        Rig::new()
+        Rig::new(0)
     }
 }
 
@@ -561,7 +562,7 @@ mod tests {
 
     #[test]
     fn mirror_maps_are_involutions_that_pair_every_off_centre_vertex() {
-        let rig = Rig::new();
+        let rig = Rig::new(0);
         for (prim, map) in rig.primitives().iter().zip(&rig.mirrors) {
             for (i, &m) in map.iter().enumerate() {
                 assert_eq!(map[m as usize] as usize, i);
@@ -592,7 +593,7 @@ mod tests {
     fn jaw_forward_blends_smoothly_into_the_corners_and_cheeks() {
         // Across any skin edge of the lower face off the lip line the forward motion changes by
         // well under its 7 mm: no step at the mouth corners.
-        let rig = Rig::new();
+        let rig = Rig::new(0);
         let d = &rig.deltas(Channel::JawForward)[0];
         let mut worst = 0.0f32;
         for t in rig.skin.indices.chunks(3) {
@@ -619,7 +620,7 @@ mod tests {
 
     #[test]
     fn every_channel_moves_something() {
-        let rig = Rig::new();
+        let rig = Rig::new(0);
         for ch in Channel::ALL {
             let d = rig.deltas(ch);
             let moved = d.iter().flatten().filter(|v| v.length() > 1e-4).count();

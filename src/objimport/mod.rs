@@ -365,7 +365,7 @@ pub fn import(
             name: "Head".into(),
             translation: Vec3::ZERO,
             mesh: Some(0),
-            children: Vec::new(),
+            ..NodeDef::default()
         }],
         roots: Vec::new(),
         meshes: vec![MeshDef {
