@@ -57,9 +57,45 @@ pub fn open_in_file_manager(folder: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The longest name [`name_problem`] accepts, in characters.
+pub const MAX_NAME: usize = 64;
+
+/// Why `name` cannot be the stem of a file facewire keeps in one of its folders (a performer
+/// profile, a look preset), or `None` when it can: 1 to [`MAX_NAME`] letters, digits, `-`, `_`
+/// or `.`, not starting with `.`, so it is a plain file name on every platform and cannot leave
+/// its folder.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name.chars().count() > MAX_NAME {
+        Some("it is longer than 64 characters")
+    } else if name.contains(['/', '\\']) {
+        Some("it contains a path separator")
+    } else if name.starts_with('.') {
+        Some("it starts with `.`")
+    } else if !name
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        Some("use letters, digits, `-`, `_` and `.` only")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_is_a_plain_file_stem() {
+        assert_eq!(name_problem("alice-2.b_c"), None);
+        assert_eq!(name_problem(""), Some("it is empty"));
+        assert_eq!(name_problem("../x"), Some("it contains a path separator"));
+        assert_eq!(name_problem(".hidden"), Some("it starts with `.`"));
+        assert!(name_problem("a b").is_some());
+        assert!(name_problem(&"x".repeat(MAX_NAME + 1)).is_some());
+    }
 
     #[test]
     fn writes_and_replaces() {

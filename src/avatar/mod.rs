@@ -451,6 +451,19 @@ impl Avatar {
         }
     }
 
+    /// Every name a mapping may give a node by: the nodes' own names, then (for a VRM avatar)
+    /// its humanoid bones' names; for suggesting the nearest to a name that fits none.
+    pub fn node_and_bone_names(&self) -> impl Iterator<Item = &str> {
+        let bones = self
+            .vrm
+            .iter()
+            .flat_map(|v| v.humanoid.iter().map(|(b, _)| b.as_str()));
+        self.nodes
+            .iter()
+            .filter_map(|n| n.name.as_deref())
+            .chain(bones)
+    }
+
     /// The first node whose name equals `name`, ignoring ASCII case.
     pub fn find_node(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| {

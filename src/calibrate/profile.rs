@@ -32,7 +32,7 @@ pub const PROFILE_VERSION: u32 = 1;
 pub const DEFAULT_DIR: &str = "config/profiles";
 
 /// The longest performer name, in characters.
-pub const MAX_NAME: usize = 64;
+pub const MAX_NAME: usize = crate::fsutil::MAX_NAME;
 
 /// Errors loading, parsing or saving a profile.
 #[derive(Debug, thiserror::Error)]
@@ -160,31 +160,13 @@ impl Profile {
     /// or `.`, not starting with `.`, so it is a plain file name on every platform and cannot
     /// leave the profiles folder.
     pub fn validate_name(name: &str) -> Result<(), ProfileError> {
-        let bad = |reason| {
-            Err(ProfileError::BadName {
+        match crate::fsutil::name_problem(name) {
+            Some(reason) => Err(ProfileError::BadName {
                 name: name.to_string(),
                 reason,
-            })
-        };
-        if name.is_empty() {
-            return bad("it is empty");
+            }),
+            None => Ok(()),
         }
-        if name.chars().count() > MAX_NAME {
-            return bad("it is longer than 64 characters");
-        }
-        if name.contains(['/', '\\']) {
-            return bad("it contains a path separator");
-        }
-        if name.starts_with('.') {
-            return bad("it starts with `.`");
-        }
-        if !name
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
-            return bad("use letters, digits, `-`, `_` and `.` only");
-        }
-        Ok(())
     }
 
     /// The performer names that have a profile in `dir`, sorted; empty when the folder does

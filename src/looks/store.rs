@@ -15,34 +15,19 @@ pub const DIR_NAME: &str = "looks";
 pub const DEFAULT_DIR: &str = "config/looks";
 
 /// The longest preset name, in characters.
-pub const MAX_NAME: usize = 64;
+pub const MAX_NAME: usize = crate::fsutil::MAX_NAME;
 
 /// Checks that `name` can be a preset name: 1 to [`MAX_NAME`] letters, digits, `-`, `_` or
 /// `.`, not starting with `.`, so it is a plain file name on every platform and cannot leave
 /// the presets folder.
 pub fn validate_name(name: &str) -> Result<(), LookError> {
-    let bad = |reason| {
-        Err(LookError::BadName {
+    match crate::fsutil::name_problem(name) {
+        Some(reason) => Err(LookError::BadName {
             name: name.to_string(),
             reason,
-        })
-    };
-    if name.is_empty() {
-        return bad("it is empty");
+        }),
+        None => Ok(()),
     }
-    if name.chars().count() > MAX_NAME {
-        return bad("it is longer than 64 characters");
-    }
-    if name.starts_with('.') {
-        return bad("it starts with `.`");
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
-        return bad("use letters, digits, `-`, `_` and `.` only");
-    }
-    Ok(())
 }
 
 /// Whether `arg` names a preset (no path separator, no `.toml`) rather than giving a path.

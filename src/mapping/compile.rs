@@ -149,15 +149,7 @@ fn resolve_bones(
             }
             let found = humanoid(name).or_else(|| avatar.find_node(name));
             if found.is_none() {
-                let bones = avatar
-                    .vrm
-                    .iter()
-                    .flat_map(|v| v.humanoid.iter().map(|(b, _)| b.as_str()));
-                let names = avatar
-                    .nodes
-                    .iter()
-                    .filter_map(|n| n.name.as_deref())
-                    .chain(bones);
+                let names = avatar.node_and_bone_names();
                 let (message, hint) = match crate::diagnostic::nearest(name, names) {
                     Some(best) => (
                         format!("{key}: unknown node `{name}`; did you mean `{best}`?"),

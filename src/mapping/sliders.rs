@@ -529,16 +529,7 @@ fn unknown_node(
     node: &Spanned<String>,
 ) -> MappingError {
     let name = node.get_ref();
-    let bones = avatar
-        .vrm
-        .iter()
-        .flat_map(|v| v.humanoid.iter().map(|(b, _)| b.as_str()));
-    let names = avatar
-        .nodes
-        .iter()
-        .filter_map(|n| n.name.as_deref())
-        .chain(bones);
-    let message = match nearest(name, names) {
+    let message = match nearest(name, avatar.node_and_bone_names()) {
         Some(best) => format!("slider `{slider}`: unknown node `{name}`; did you mean `{best}`?"),
         None => format!("slider `{slider}`: the model has no node named `{name}`"),
     };
