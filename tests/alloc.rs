@@ -191,15 +191,27 @@ fn applying_sliders_allocates_nothing() {
     let rest = avatar.rest_pose();
     let mut pose = rest.clone();
     let mut values = Look::default().values(sliders);
-    let region = Region::new(GLOBAL);
-    for k in 0..1000 {
-        let x = (k as f32 * 0.01).sin();
-        values.set(0, x);
-        values.set(1, -x);
-        pose.clone_from(&rest);
-        sliders.apply(&values, &mut pose);
+    // The counter sees every thread: the test harness reporting another test's result can
+    // allocate while this one counts. An allocation in `apply` would show 1000 times in every
+    // round, so the quietest of three rounds is the one to judge.
+    let mut change = None::<stats_alloc::Stats>;
+    for _ in 0..3 {
+        let region = Region::new(GLOBAL);
+        for k in 0..1000 {
+            let x = (k as f32 * 0.01).sin();
+            values.set(0, x);
+            values.set(1, -x);
+            pose.clone_from(&rest);
+            sliders.apply(&values, &mut pose);
+        }
+        let round = region.change();
+        if change.is_none_or(|c| {
+            round.allocations + round.reallocations < c.allocations + c.reallocations
+        }) {
+            change = Some(round);
+        }
     }
-    let change = region.change();
+    let change = change.unwrap();
     assert_eq!(
         (change.allocations, change.reallocations),
         (0, 0),
