@@ -83,6 +83,24 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     }
 }
 
+/// The names of the `.toml` files in `dir` that pass [`name_problem`], without the extension,
+/// sorted; empty when the folder does not exist (profiles, look presets).
+pub fn list_names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.strip_suffix(".toml")?.to_string();
+            name_problem(&name).is_none().then_some(name)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

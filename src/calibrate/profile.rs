@@ -172,19 +172,7 @@ impl Profile {
     /// The performer names that have a profile in `dir`, sorted; empty when the folder does
     /// not exist.
     pub fn list(dir: &Path) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = entries
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .filter_map(|e| {
-                let name = e.file_name().to_str()?.strip_suffix(".toml")?.to_string();
-                Profile::validate_name(&name).ok().map(|()| name)
-            })
-            .collect();
-        names.sort();
-        names
+        crate::fsutil::list_names(dir)
     }
 
     /// Loads performer `name`'s profile from `dir`. An unknown name is a
