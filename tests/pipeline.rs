@@ -466,6 +466,16 @@ fn start_xvfb() -> Option<(Xvfb, String)> {
 /// Runs facewire with `args` on `display`, waits for its stage, lets it draw for `settle`, and
 /// returns a screenshot of the display and the child (still running or exited) with its log.
 fn screenshot_stage(display: &str, args: &[&str], settle: Duration) -> (RgbaImage, Child, String) {
+    screenshot_stage_then(display, args, settle, |_| {})
+}
+
+/// [`screenshot_stage`], calling `ready` with the log once the stage is ready (before settling).
+fn screenshot_stage_then(
+    display: &str,
+    args: &[&str],
+    settle: Duration,
+    ready: impl FnOnce(&mut ChildLog),
+) -> (RgbaImage, Child, String) {
     let config = live_config(&out_dir("window"));
     let mut child = facewire()
         .env("DISPLAY", display)
@@ -482,6 +492,7 @@ fn screenshot_stage(display: &str, args: &[&str], settle: Duration) -> (RgbaImag
         let _ = child.kill();
         panic!("the stage never became ready:\n{}", log.text);
     }
+    ready(&mut log);
     std::thread::sleep(settle);
     let shot = Command::new("xwd")
         .args(["-root", "-silent", "-display", display])
@@ -549,17 +560,11 @@ fn stage_window_shows_the_head_under_xvfb() {
         return;
     };
     let listen = format!("127.0.0.1:{}", free_udp_port());
-    // A phone that streams a neutral face: the connect card gives way to the head.
+    // A phone that streams a neutral face once the connect card shows: the card gives way to
+    // the head. (A phone already streaming at start skips the card.)
     let to: SocketAddr = listen.parse().unwrap();
-    let phone = std::thread::spawn(move || {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let frame = vmc_frame(&[("jawOpen", 0.0)]);
-        for _ in 0..400 {
-            let _ = sock.send_to(&frame, to);
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
-    let (screen, mut child, log) = screenshot_stage(
+    let mut phone = None;
+    let (screen, mut child, log) = screenshot_stage_then(
         &display,
         &[
             "run",
@@ -570,9 +575,22 @@ fn stage_window_shows_the_head_under_xvfb() {
             "--no-panel",
         ],
         Duration::from_millis(1500),
+        |log| {
+            log.wait_for("Connect your phone");
+            phone = Some(std::thread::spawn(move || {
+                let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let frame = vmc_frame(&[("jawOpen", 0.0)]);
+                for _ in 0..300 {
+                    let _ = sock.send_to(&frame, to);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }));
+        },
     );
     let status = child.wait().unwrap();
-    phone.join().unwrap();
+    if let Some(phone) = phone {
+        phone.join().unwrap();
+    }
     assert!(status.success(), "facewire exited with {status}:\n{log}");
     assert!(
         log.contains("Connect your phone"),
