@@ -95,7 +95,8 @@ fn committed_head_matches_the_generator() {
 
 #[test]
 fn head_is_a_valid_small_glb() {
-    assert!(glb().len() < 3_500_000, "GLB is {} bytes", glb().len());
+    // Three levels of detail, the finest with its normal deltas; the binary embeds the file.
+    assert!(glb().len() < 4_500_000, "GLB is {} bytes", glb().len());
     let gltf = gltf::Gltf::from_slice(glb()).expect("the GLB parses and validates");
     assert!(gltf.materials().count() >= 2);
     let (_, _, images) = gltf::import_slice(glb()).expect("the GLB imports");
@@ -105,17 +106,30 @@ fn head_is_a_valid_small_glb() {
     for image in &images[1..] {
         assert_eq!((image.width, image.height), (512, 512));
     }
-    // Every mesh carries normals and texture coordinates; the whole head (each eyeball counted
-    // once per eye node) has 10,000 to 30,000 vertices.
+    // Every mesh carries normals and texture coordinates; the whole head at its finest level
+    // (each eyeball counted once per eye node) has 10,000 to 30,000 vertices, and each coarser
+    // level of the face fewer than the one before.
     let mut vertices = 0;
+    let mut levels = Vec::new();
     for node in gltf.nodes() {
+        let mut count = 0;
         for p in node.mesh().iter().flat_map(|m| m.primitives()) {
             assert!(p.get(&gltf::Semantic::Normals).is_some());
             assert!(p.get(&gltf::Semantic::TexCoords(0)).is_some());
-            vertices += p.get(&gltf::Semantic::Positions).map_or(0, |a| a.count());
+            count += p.get(&gltf::Semantic::Positions).map_or(0, |a| a.count());
+        }
+        let name = node.name().unwrap_or_default();
+        if name.starts_with("Face") {
+            levels.push((name.to_string(), count));
+        }
+        if !name.starts_with("Face_LOD") {
+            vertices += count;
         }
     }
     assert!((10_000..=30_000).contains(&vertices), "{vertices} vertices");
+    let names: Vec<&str> = levels.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Face", "Face_LOD1", "Face_LOD2"]);
+    assert!(levels.windows(2).all(|w| w[1].1 < w[0].1), "{levels:?}");
 }
 
 #[test]
@@ -180,10 +194,13 @@ fn the_52_targets_come_first_in_canonical_order_then_the_look_targets_then_corre
         assert!((l, e) > last || last == (0, 0), "{name} out of order");
         last = (l, e);
     }
-    // Each one resolves at runtime to its two inputs.
+    // Each one resolves at runtime to its two inputs, in every level of detail of the face.
     let avatar = facewire::avatar::load_slice(glb(), "generated head").unwrap();
     let resolved = facewire::avatar::correctives::Correctives::resolve(&avatar);
-    assert_eq!(resolved.list.len(), rest.len());
+    assert_eq!(
+        resolved.list.len(),
+        rest.len() * facewire::headgen::SHIPPED_LEVELS
+    );
     // The pairs that must have one.
     for want in [
         "look_eye_size_up*eyeBlinkLeft",
@@ -1688,16 +1705,6 @@ fn reshaped_mouths_open_smile_and_pucker_without_inverting() {
     }
 }
 
-/// The head with all its levels of detail (the committed file carries
-/// [`facewire::headgen::SHIPPED_LEVELS`]), as GLB bytes.
-fn glb_with_levels() -> &'static [u8] {
-    static GLB: OnceLock<Vec<u8>> = OnceLock::new();
-    GLB.get_or_init(|| {
-        use facewire::headgen::{document_with_levels, face::LEVELS, glb::write};
-        write(&document_with_levels(LEVELS))
-    })
-}
-
 /// One primitive of a face level read back.
 struct LevelPrim {
     positions: Vec<V3>,
@@ -1719,7 +1726,7 @@ struct Level {
 fn levels() -> &'static Vec<Level> {
     static LEVELS: OnceLock<Vec<Level>> = OnceLock::new();
     LEVELS.get_or_init(|| {
-        let (doc, buffers, _) = gltf::import_slice(glb_with_levels()).expect("the head imports");
+        let (doc, buffers, _) = gltf::import_slice(glb()).expect("the head imports");
         facewire::headgen::FACE_LEVELS
             .iter()
             .map(|&name| {
@@ -1864,7 +1871,7 @@ fn every_face_level_opens_the_jaw_and_blinks_the_left_eye() {
 
 #[test]
 fn msft_lod_on_face_names_the_coarser_levels_under_head() {
-    let bytes = glb_with_levels();
+    let bytes = glb();
     let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
     let root: serde_json::Value = serde_json::from_slice(&bytes[20..20 + json_len]).unwrap();
     assert!(root["extensionsUsed"]
@@ -1904,4 +1911,10 @@ fn msft_lod_on_face_names_the_coarser_levels_under_head() {
     let avatar = facewire::avatar::load_slice(bytes, "levels.glb").expect("the head loads");
     assert_eq!(avatar.lods.len(), 1);
     assert_eq!(avatar.lods[0].levels, [1, 4, 5]);
+    // The coarser levels' meshes (and only they) are drawn only in place of the finest.
+    let coarser: Vec<bool> = (0..avatar.meshes.len())
+        .map(|m| avatar.mesh_is_coarser_level(m))
+        .collect();
+    assert_eq!(coarser, [false, false, false, true, true]);
+    assert!(avatar.in_coarser_level(4) && !avatar.in_coarser_level(1));
 }

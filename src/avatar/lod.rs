@@ -52,6 +52,38 @@ impl LodGroup {
     }
 }
 
+impl super::Avatar {
+    /// Whether node `node` lies inside a coarser level of a group (a level past 0, or in such a
+    /// level's subtree): drawn only in place of a finer level.
+    pub fn in_coarser_level(&self, node: usize) -> bool {
+        let coarser = |n: usize| self.lods.iter().any(|g| g.levels[1..].contains(&n));
+        let mut at = Some(node);
+        // A well-formed hierarchy has no cycles; the step bound guards against one anyway.
+        for _ in 0..=self.nodes.len() {
+            let Some(n) = at else { return false };
+            if coarser(n) {
+                return true;
+            }
+            at = self.nodes.get(n).and_then(|n| n.parent);
+        }
+        false
+    }
+
+    /// Whether mesh `mesh` is drawn only as a coarser level of detail: some node shows it and
+    /// every such node lies [`in a coarser level`](Self::in_coarser_level). Lists of what the
+    /// avatar's targets do (the control panel's) skip these meshes, which repeat the finest
+    /// level's targets under the same names.
+    pub fn mesh_is_coarser_level(&self, mesh: usize) -> bool {
+        let mut users = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.mesh == Some(mesh))
+            .peekable();
+        users.peek().is_some() && users.all(|(i, _)| self.in_coarser_level(i))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

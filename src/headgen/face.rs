@@ -195,13 +195,20 @@ pub fn lod_steps_even(n: usize, lod: usize, min: usize) -> usize {
 }
 
 /// [`piecewise`] with every span's step count scaled to level of detail `lod` (at least one
-/// step per span, so every key is still hit exactly).
-pub fn piecewise_lod(keys: &[(f32, usize)], lod: usize) -> Vec<f32> {
+/// step per span, so every key is still hit exactly). Each key is `(value, steps, floor)`: the
+/// span that starts there never has fewer than `floor` steps, which keeps the eyes' spans fine
+/// enough at the coarse levels that a closed lid still covers the eyeball.
+pub fn piecewise_lod(keys: &[(f32, usize, usize)], lod: usize) -> Vec<f32> {
     let scaled: Vec<(f32, usize)> = keys
         .iter()
-        .map(|&(value, steps)| (value, lod_steps(steps, lod, 1)))
+        .map(|&(value, steps, floor)| (value, lod_steps(steps, lod, floor.max(1))))
         .collect();
     piecewise(&scaled)
+}
+
+/// The fewest steps the spans around the eyes keep at any level: those of level 1.
+fn eye_floor(steps: usize) -> usize {
+    lod_steps(steps, 1, 1)
 }
 
 /// Grid longitudes at level of detail `lod`: dense across the face, sparse at the back;
@@ -210,12 +217,12 @@ pub fn grid_thetas(lod: usize) -> Vec<f32> {
     use std::f32::consts::PI;
     let half = piecewise_lod(
         &[
-            (0.0, 8),
-            (MOUTH_HALF, 14),
-            (EYE_OUTER, 12),
-            (1.3, 10),
-            (1.85, 10),
-            (PI, 0),
+            (0.0, 8, 0),
+            (MOUTH_HALF, 14, eye_floor(14)),
+            (EYE_OUTER, 12, 0),
+            (1.3, 10, 0),
+            (1.85, 10, 0),
+            (PI, 0, 0),
         ],
         lod,
     );
@@ -230,14 +237,14 @@ pub fn grid_phis(lod: usize) -> Vec<f32> {
     use std::f32::consts::FRAC_PI_2;
     piecewise_lod(
         &[
-            (-FRAC_PI_2, 6),
-            (-1.15, 10),
-            (MOUTH_PHI, 10),
-            (-0.55, 12),
-            (EYE_PHI, 12),
-            (0.1, 8),
-            (0.5, 8),
-            (FRAC_PI_2, 0),
+            (-FRAC_PI_2, 6, 0),
+            (-1.15, 10, 0),
+            (MOUTH_PHI, 10, 0),
+            (-0.55, 12, eye_floor(12)),
+            (EYE_PHI, 12, eye_floor(12)),
+            (0.1, 8, 0),
+            (0.5, 8, 0),
+            (FRAC_PI_2, 0, 0),
         ],
         lod,
     )

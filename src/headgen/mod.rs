@@ -158,11 +158,10 @@ pub fn face_mesh(lod: usize) -> MeshDef {
     }
 }
 
-/// How many levels of detail the committed head carries. All [`face::LEVELS`] do not fit the
-/// file's 3.5 MB budget yet: the two coarser levels add about 1 MB (their geometry a quarter
-/// of that, the rest their targets), so the committed head has level 0 only;
-/// [`document_with_levels`] builds the others (`facewire gen-head --levels 3`).
-pub const SHIPPED_LEVELS: usize = 1;
+/// How many levels of detail the committed head carries: all of [`face::LEVELS`] (the two
+/// coarser levels add about 1.1 MB to the file, their geometry a quarter of that, the rest their
+/// position-only targets).
+pub const SHIPPED_LEVELS: usize = face::LEVELS;
 
 /// The default head as a document, before serialisation, with [`SHIPPED_LEVELS`] levels.
 pub fn document() -> Document {

@@ -52,7 +52,8 @@ pub struct CompiledWrinkle {
     pub blue_alpha: bool,
     /// The materials it shades.
     pub materials: Vec<usize>,
-    /// (mesh, target, weight) of every driving target.
+    /// (mesh, target, weight) of each driving target name: one target per name (the first mesh
+    /// that has it, outside the coarser levels of detail).
     pub weights: Vec<(usize, usize, f32)>,
     /// The response curve.
     pub curve: Curve,
@@ -200,7 +201,14 @@ pub(super) fn compile(
                     hint,
                 );
             }
-            weights.extend(found.into_iter().map(|(m, t)| (m, t, weight.0)));
+            // The mapping sets a name's targets alike in every mesh (and in every level of
+            // detail), so one of them, the first outside the coarser levels, gives its weight;
+            // summing them all would count the name once per mesh.
+            let read = found
+                .iter()
+                .find(|&&(m, _)| !avatar.mesh_is_coarser_level(m))
+                .or(found.first());
+            weights.extend(read.map(|&(m, t)| (m, t, weight.0)));
         }
         if spec.weights.0.is_empty() {
             push(

@@ -147,6 +147,9 @@ pub fn channel_rows(
         let Some(driver) = mapping.drivers.get(binding.driver) else {
             continue;
         };
+        if avatar.mesh_is_coarser_level(binding.mesh) {
+            continue;
+        }
         let name = target_label(avatar, binding.mesh, binding.target);
         let weight = pose
             .weights
@@ -178,12 +181,91 @@ pub fn target_label(avatar: &Avatar, mesh: usize, target: usize) -> String {
 }
 
 /// Every target weight of the pose being drawn, as (label, weight), in mesh and target order.
+/// Meshes drawn only as a coarser level of detail are left out: they repeat the finest level's
+/// targets and weights.
 pub fn target_weights(avatar: &Avatar, pose: &Pose) -> Vec<(String, f32)> {
     let mut out = Vec::new();
     for (mesh, weights) in pose.weights.iter().enumerate() {
+        if avatar.mesh_is_coarser_level(mesh) {
+            continue;
+        }
         for (target, &w) in weights.iter().enumerate() {
             out.push((target_label(avatar, mesh, target), w));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::avatar::{LodGroup, Mesh, Node};
+    use crate::mapping::{Driver, TargetBinding};
+    use crate::telemetry::Telemetry;
+    use glam::{Quat, Vec3};
+    use std::time::Instant;
+
+    /// A face (node 0, mesh 0) with one coarser level (node 1, mesh 1) carrying the same
+    /// target, both bound to jawOpen.
+    fn two_levels() -> (Avatar, CompiledMapping, Pose) {
+        let mesh = |name: &str| Mesh {
+            name: Some(name.into()),
+            target_names: vec!["jawOpen".into()],
+            default_weights: vec![0.0],
+            primitives: Vec::new(),
+        };
+        let node = |mesh: usize| Node {
+            name: None,
+            parent: None,
+            children: Vec::new(),
+            translation: Vec3::ZERO,
+            rotation: Quat::IDENTITY,
+            scale: Vec3::ONE,
+            mesh: Some(mesh),
+            weights: None,
+        };
+        let avatar = Avatar {
+            meshes: vec![mesh("Face"), mesh("Face_LOD1")],
+            nodes: vec![node(0), node(1)],
+            roots: vec![0, 1],
+            lods: vec![LodGroup {
+                levels: vec![0, 1],
+                coverage: Vec::new(),
+            }],
+            ..Avatar::default()
+        };
+        let mut mapping = CompiledMapping::auto(&Avatar::default());
+        mapping.drivers = vec![Driver::identity(Channel::JawOpen)];
+        mapping.targets = (0..2)
+            .map(|mesh| TargetBinding {
+                mesh,
+                target: 0,
+                driver: 0,
+            })
+            .collect();
+        let pose = Pose {
+            weights: vec![vec![0.5], vec![0.5]],
+            rotations: Vec::new(),
+            translations: Vec::new(),
+            materials: Vec::new(),
+            wrinkles: [0.0; crate::avatar::MAX_WRINKLE_MAPS],
+        };
+        (avatar, mapping, pose)
+    }
+
+    #[test]
+    fn coarser_levels_are_not_listed_twice() {
+        let (avatar, mapping, pose) = two_levels();
+        assert!(avatar.mesh_is_coarser_level(1) && !avatar.mesh_is_coarser_level(0));
+        let snapshot = Telemetry::new(Instant::now()).snapshot();
+        let rows = channel_rows(&snapshot, &mapping, &avatar, &pose);
+        assert_eq!(
+            rows[Channel::JawOpen.index()].targets,
+            [("Face/jawOpen".to_string(), 0.5)]
+        );
+        assert_eq!(
+            target_weights(&avatar, &pose),
+            [("Face/jawOpen".to_string(), 0.5)]
+        );
+    }
 }
