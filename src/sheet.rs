@@ -437,6 +437,10 @@ pub fn sheet_entries(avatar: &Avatar) -> Vec<SheetEntry> {
     let correctives = Correctives::resolve(avatar);
     let looks = crate::headgen::looks::target_names();
     for (mesh, m) in avatar.meshes.iter().enumerate() {
+        if avatar.mesh_is_coarser_level(mesh) {
+            // The sheet draws level 0; a coarser level repeats its targets.
+            continue;
+        }
         for (target, name) in m.target_names.iter().enumerate() {
             let r = TargetRef { mesh, target };
             let corrective = correctives
@@ -575,12 +579,17 @@ fn model_name(source: &str) -> String {
 fn summary(avatar: &Avatar, entries: &[SheetEntry]) -> String {
     let panels = entries.len().saturating_sub(1);
     let channels = entries.iter().filter(|e| e.channel().is_some()).count();
-    let total: usize = avatar.meshes.iter().map(|m| m.target_count()).sum();
-    let meshes = avatar
-        .meshes
-        .iter()
-        .filter(|m| m.target_count() > 0)
-        .count();
+    // The coarser levels of detail repeat the finest level's targets: not counted.
+    let finest = || {
+        avatar
+            .meshes
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| !avatar.mesh_is_coarser_level(i))
+            .map(|(_, m)| m)
+    };
+    let total: usize = finest().map(|m| m.target_count()).sum();
+    let meshes = finest().filter(|m| m.target_count() > 0).count();
     let mut out = format!(
         "{panels} morph target{}",
         if panels == 1 { "" } else { "s" }
@@ -975,6 +984,42 @@ mod tests {
         );
         assert_eq!(model_name(&a.source), "test head.glb");
         assert_eq!(model_name(""), "model");
+    }
+
+    #[test]
+    fn coarser_levels_of_detail_are_neither_panels_nor_counted() {
+        use crate::avatar::{LodGroup, Node};
+        let node = |mesh: usize| Node {
+            name: None,
+            parent: None,
+            children: Vec::new(),
+            translation: Vec3::ZERO,
+            rotation: glam::Quat::IDENTITY,
+            scale: Vec3::ONE,
+            mesh: Some(mesh),
+            weights: None,
+        };
+        let a = Avatar {
+            nodes: vec![node(0), node(1)],
+            roots: vec![0, 1],
+            lods: vec![LodGroup {
+                levels: vec![0, 1],
+                coverage: Vec::new(),
+            }],
+            ..avatar(vec![
+                mesh("Face", &["jawOpen", "Key"]),
+                mesh("Face_LOD1", &["jawOpen", "Key"]),
+            ])
+        };
+        let entries = sheet_entries(&a);
+        assert_eq!(entries.len(), 3);
+        assert!(entries
+            .iter()
+            .all(|e| e.targets.iter().all(|t| t.mesh == 0)));
+        assert_eq!(
+            summary(&a, &entries),
+            "2 morph targets, 1/52 ARKit channels; all at weight 1"
+        );
     }
 
     #[test]

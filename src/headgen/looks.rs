@@ -121,7 +121,7 @@ pub fn eye_spacing_shift(value: f32) -> f32 {
 }
 
 /// Sideways stretch of the lid opening about the eye centre at `eye_size` ±1 (fraction).
-const EYE_SIZE_STRETCH: f32 = 0.22;
+const EYE_SIZE_STRETCH: f32 = 0.28;
 /// Vertical stretch of the lid opening about the eye centre at `eye_size` ±1 (fraction); the
 /// correctives with the lid expressions keep a blink closing it.
 const EYE_SIZE_RAISE: f32 = 0.1;
@@ -155,8 +155,6 @@ const SOCKET_OUTER: f32 = 0.016;
 /// Radius beyond the eyeball within which `eye_spacing` moves the skin rigidly (m): the whole
 /// lid opening, corners included, so the lids move exactly with the eyeball.
 const SPACING_RIGID: f32 = 0.008;
-/// Band beyond the eyeball where lid vertices are kept at their distance from its centre (m).
-const WRAP_BAND: f32 = 0.006;
 
 /// What kind of vertex a field is evaluated at.
 #[derive(Debug, Clone, Copy)]
@@ -217,7 +215,10 @@ impl Marks {
         let d = p - self.eye;
         let q = p + (map(d) - d) * w;
         let r0 = d.length();
-        let keep = smoothstep(EYE_RADIUS + WRAP_BAND, EYE_RADIUS + 0.002, r0);
+        // Kept at their distance from its centre over the whole socket, the skin slides over
+        // the eye's bulge instead of keeping its depth, which sank it into a ring around a
+        // shrunk opening.
+        let keep = smoothstep(EYE_RADIUS + SOCKET_OUTER, EYE_RADIUS + 0.002, r0);
         // Back onto the sphere it was on, radially: continuous everywhere, so neighbouring lid
         // vertices never part.
         let dq = q - self.eye;
