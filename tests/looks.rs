@@ -146,16 +146,16 @@ fn a_smile_folds_its_own_side_only_and_a_frown_creases_between_the_brows() {
 /// and column while the last good look stays, and a fix shows again.
 #[test]
 fn a_saved_preset_reloads_and_a_broken_one_keeps_the_last_good_look() {
-    use std::io::{BufRead, BufReader};
+    use crate::pipeline::{scripted_run, step};
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     let dir = tempfile::tempdir().unwrap();
     let preset = dir.path().join("p.toml");
     std::fs::write(&preset, "[colors]\nhair = \"#202020\"\n").unwrap();
     let out = dir.path().join("last.png");
     let port = crate::pipeline::free_udp_port();
-    let mut child = crate::pipeline::facewire()
+    let child = crate::pipeline::facewire()
         .arg("--config")
         .arg(crate::pipeline::patient_config(dir.path()))
         .args(["run", "--headless", "--exit-after", "12", "--morph", "cpu"])
@@ -173,48 +173,33 @@ fn a_saved_preset_reloads_and_a_broken_one_keeps_the_last_good_look() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let start = Instant::now();
-    let mut log = String::new();
-    let mut step = 0;
     let reloads = |log: &str| log.matches("look reloaded").count();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "stuck at step {step}:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-        log.extend(rx.try_iter().map(|l| l + "\n"));
-        match step {
-            0 if log.contains("headless renderer ready") && log.contains("watching the look") => {
-                std::thread::sleep(Duration::from_millis(300));
-                std::fs::write(&preset, "[colors]\nhair = \"#e0c080\"\n").unwrap();
-                step = 1;
-            }
-            1 if reloads(&log) == 1 => {
-                std::fs::write(&preset, "[sliders]\nnot_a_slider = 0.5\n").unwrap();
-                step = 2;
-            }
-            2 if log.contains("look reload failed") => {
-                assert!(log.contains("p.toml:2:1"), "the error is located:\n{log}");
-                std::fs::write(&preset, "[colors]\nskin = \"#8a5a44\"\n").unwrap();
-                step = 3;
-            }
-            3 if reloads(&log) == 2 => step = 4,
-            _ => {}
-        }
-    }
-    log.extend(rx.iter().map(|l| l + "\n"));
-    assert!(child.wait().unwrap().success(), "{log}");
-    assert_eq!(
-        step, 4,
-        "the reloads did not all happen within the run:\n{log}"
+    let write = |text: &str| std::fs::write(&preset, text).unwrap();
+    // A valid change, an unknown slider, then a fix.
+    scripted_run(
+        child,
+        || {},
+        vec![
+            step(
+                |log| log.contains("headless renderer ready") && log.contains("watching the look"),
+                |_| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    write("[colors]\nhair = \"#e0c080\"\n");
+                },
+            ),
+            step(
+                |log| reloads(log) == 1,
+                |_| write("[sliders]\nnot_a_slider = 0.5\n"),
+            ),
+            step(
+                |log| log.contains("look reload failed"),
+                |log| {
+                    assert!(log.contains("p.toml:2:1"), "the error is located:\n{log}");
+                    write("[colors]\nskin = \"#8a5a44\"\n");
+                },
+            ),
+            step(|log| reloads(log) == 2, |_| {}),
+        ],
     );
     // The last look's dark skin shows on the face (the centre of the frame).
     let got = RgbaImage::load_png(&out).unwrap();

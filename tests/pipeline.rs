@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use facewire::image::RgbaImage;
 
-use crate::support::{facewire_bin, repo, vmc_frame};
+use crate::support::{changed_pixels, facewire_bin, repo, vmc_frame};
 
 pub(crate) fn facewire() -> Command {
     let mut cmd = Command::new(facewire_bin());
@@ -552,6 +552,67 @@ impl ChildLog {
             self.text.push('\n');
         }
     }
+
+    /// Adds everything up to the end of the child's stderr.
+    fn rest(&mut self) {
+        for line in self.lines.iter() {
+            self.text.push_str(&line);
+            self.text.push('\n');
+        }
+    }
+}
+
+/// One step of a [`scripted_run`]: once the log satisfies `when`, `then` runs with the log.
+pub(crate) struct Step<'a> {
+    when: Box<dyn Fn(&str) -> bool + 'a>,
+    then: Box<dyn FnMut(&str) + 'a>,
+}
+
+/// A [`Step`]: when the log satisfies `when`, do `then`.
+pub(crate) fn step<'a>(when: impl Fn(&str) -> bool + 'a, then: impl FnMut(&str) + 'a) -> Step<'a> {
+    Step {
+        when: Box::new(when),
+        then: Box::new(then),
+    }
+}
+
+/// Runs `child` (its stderr piped) to its exit, reading its log every 20 ms and taking `steps`
+/// in order, each once the log satisfies it; `tick` runs before each read (to send a frame,
+/// say). Panics, with the log, when a minute passes, when the child fails, or when the run
+/// ended before every step was taken. Returns the whole log.
+pub(crate) fn scripted_run(
+    mut child: Child,
+    mut tick: impl FnMut(),
+    mut steps: Vec<Step>,
+) -> String {
+    let mut log = ChildLog::new(&mut child);
+    let start = Instant::now();
+    let mut at = 0;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "stuck at step {at}:\n{}",
+            log.text
+        );
+        tick();
+        std::thread::sleep(Duration::from_millis(20));
+        log.drain();
+        if let Some(step) = steps.get_mut(at) {
+            if (step.when)(&log.text) {
+                (step.then)(&log.text);
+                at += 1;
+            }
+        }
+    }
+    log.rest();
+    assert!(child.wait().unwrap().success(), "{}", log.text);
+    assert_eq!(
+        at,
+        steps.len(),
+        "not every step happened within the run:\n{}",
+        log.text
+    );
+    log.text
 }
 
 #[test]
@@ -947,7 +1008,7 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
     let out = dir.path().join("last.png");
     let port = free_udp_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut child = facewire()
+    let child = facewire()
         .arg("--config")
         .arg(patient_config(dir.path()))
         .args(["run", "--headless", "--exit-after", "12", "--morph", "cpu"])
@@ -965,61 +1026,44 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
     let datagrams = [
         vmc_frame(&[("jawOpen", 1.0)]),
         vmc_frame(&[("jawOpen", 0.9995)]),
     ];
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let start = Instant::now();
-    let mut log = String::new();
-    // Steps: 0 wait for the renderer, then write a valid change (nothing mapped) and wait for
-    // the reload; 1 write a broken file and wait for the error; 2 fix it (everything mapped
-    // again) and wait for the second reload; 3 wait for the exit.
-    let mut step = 0;
     let mut i = 0;
     let reloads = |log: &str| log.matches("mapping reloaded").count();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "stuck at step {step}:\n{log}"
-        );
-        let _ = sock.send_to(&datagrams[i % 2], addr);
-        i += 1;
-        std::thread::sleep(Duration::from_millis(20));
-        log.extend(rx.try_iter().map(|l| l + "\n"));
-        match step {
-            0 if log.contains("headless renderer ready")
-                && log.contains("watching the mapping") =>
-            {
-                std::thread::sleep(Duration::from_millis(300));
-                std::fs::write(&mapping, "version = 1\n[targets]\nauto = false\n").unwrap();
-                step = 1;
-            }
-            1 if reloads(&log) == 1 => {
-                std::fs::write(&mapping, "version = 1\n[targets]\nauto = 3\n").unwrap();
-                step = 2;
-            }
-            2 if log.contains("mapping reload failed") => {
-                assert!(log.contains("m.toml:3:"), "the error is located:\n{log}");
-                std::fs::write(&mapping, "version = 1\n[targets]\nauto = true\n").unwrap();
-                step = 3;
-            }
-            3 if reloads(&log) == 2 => step = 4,
-            _ => {}
-        }
-    }
-    log.extend(rx.iter().map(|l| l + "\n"));
-    assert!(child.wait().unwrap().success(), "{log}");
-    assert_eq!(
-        step, 4,
-        "the reloads did not all happen within the run:\n{log}"
+    let write = |text: &str| std::fs::write(&mapping, text).unwrap();
+    // A valid change (nothing mapped), a broken file, then the fix (everything mapped again).
+    let log = scripted_run(
+        child,
+        || {
+            let _ = sock.send_to(&datagrams[i % 2], addr);
+            i += 1;
+        },
+        vec![
+            step(
+                |log| {
+                    log.contains("headless renderer ready") && log.contains("watching the mapping")
+                },
+                |_| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    write("version = 1\n[targets]\nauto = false\n");
+                },
+            ),
+            step(
+                |log| reloads(log) == 1,
+                |_| write("version = 1\n[targets]\nauto = 3\n"),
+            ),
+            step(
+                |log| log.contains("mapping reload failed"),
+                |log| {
+                    assert!(log.contains("m.toml:3:"), "the error is located:\n{log}");
+                    write("version = 1\n[targets]\nauto = true\n");
+                },
+            ),
+            step(|log| reloads(log) == 2, |_| {}),
+        ],
     );
     // The fixed mapping maps everything again: the jaw follows the phone's jawOpen = 1.
     let got = RgbaImage::load_png(&out).unwrap();
@@ -1041,7 +1085,7 @@ fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
         phones_off(&std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap());
     std::fs::write(&config, &original).unwrap();
     let port = free_udp_port();
-    let mut child = facewire()
+    let child = facewire()
         .arg("--config")
         .arg(&config)
         .args(["run", "--headless", "--exit-after", "12", "--size", "64x64"])
@@ -1050,56 +1094,43 @@ fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let start = Instant::now();
-    let mut log = String::new();
-    let mut step = 0;
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "stuck at step {step}:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-        log.extend(rx.try_iter().map(|l| l + "\n"));
-        match step {
-            0 if log.contains("watching the configuration") => {
-                std::thread::sleep(Duration::from_millis(300));
-                std::fs::write(&config, original.replace("hold = 0.2", "hold = 0.3")).unwrap();
-                step = 1;
-            }
-            1 if log.contains("smoothing and tracking settings reloaded") => {
-                std::fs::write(&config, original.replace("hold = 0.2", "hold = \"long\"")).unwrap();
-                step = 2;
-            }
-            2 if log.contains("configuration reload failed") => {
-                assert!(log.contains("cfg.toml:"), "the error is located:\n{log}");
-                std::fs::write(&config, original.replace("width = 1280", "width = 1920")).unwrap();
-                step = 3;
-            }
-            3 if log.contains("take effect when facewire restarts") => {
-                assert!(log.contains("[window]"), "{log}");
-                std::fs::write(
-                    &config,
-                    original
-                        .replace("width = 1280", "width = 1920")
-                        .replace("zoom = 1.0", "zoom = 1.5"),
-                )
-                .unwrap();
-                step = 4;
-            }
-            4 if log.contains("camera framing reloaded") => step = 5,
-            _ => {}
-        }
-    }
-    log.extend(rx.iter().map(|l| l + "\n"));
-    assert!(child.wait().unwrap().success(), "{log}");
-    assert_eq!(step, 5, "not every reload happened within the run:\n{log}");
+    let write = |text: String| std::fs::write(&config, text).unwrap();
+    scripted_run(
+        child,
+        || {},
+        vec![
+            step(
+                |log| log.contains("watching the configuration"),
+                |_| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    write(original.replace("hold = 0.2", "hold = 0.3"));
+                },
+            ),
+            step(
+                |log| log.contains("smoothing and tracking settings reloaded"),
+                |_| write(original.replace("hold = 0.2", "hold = \"long\"")),
+            ),
+            step(
+                |log| log.contains("configuration reload failed"),
+                |log| {
+                    assert!(log.contains("cfg.toml:"), "the error is located:\n{log}");
+                    write(original.replace("width = 1280", "width = 1920"));
+                },
+            ),
+            step(
+                |log| log.contains("take effect when facewire restarts"),
+                |log| {
+                    assert!(log.contains("[window]"), "{log}");
+                    write(
+                        original
+                            .replace("width = 1280", "width = 1920")
+                            .replace("zoom = 1.0", "zoom = 1.5"),
+                    );
+                },
+            ),
+            step(|log| log.contains("camera framing reloaded"), |_| {}),
+        ],
+    );
 }
 
 /// A headless run with nothing in the listed settings but `extra_toml`, listening on a free
@@ -1223,6 +1254,44 @@ fn render_on_change_draws_each_new_frame() {
     assert!(drawn <= received + 30, "{report}");
 }
 
+/// The default head's levels of detail: "auto" draws level 0 at the default framing and a
+/// coarser level, exactly, when the camera is zoomed out.
+#[test]
+fn auto_level_of_detail_follows_the_framing() {
+    let dir = out_dir("lod");
+    let far = dir.join("far.toml");
+    std::fs::write(&far, "[camera]\nzoom = 0.3\n").unwrap();
+    let shot = |config: Option<&Path>, lod: &str, name: &str| {
+        let mut extra = vec!["--lod", lod];
+        if let Some(c) = config {
+            extra.extend(["--config", c.to_str().unwrap()]);
+        }
+        snapshot_with(&extra, "", "cpu", "200x200", &dir.join(name))
+    };
+    let near_auto = shot(None, "auto", "near_auto.png");
+    let near_0 = shot(None, "0", "near_0.png");
+    assert!(
+        changed_pixels(&near_auto, &near_0, 0).is_empty(),
+        "auto is not level 0 at the default framing"
+    );
+    let far_auto = shot(Some(&far), "auto", "far_auto.png");
+    let far_levels: Vec<RgbaImage> = (0..3)
+        .map(|l| shot(Some(&far), &l.to_string(), &format!("far_{l}.png")))
+        .collect();
+    assert!(
+        !changed_pixels(&far_levels[0], &far_levels[2], 0).is_empty(),
+        "the levels draw alike"
+    );
+    let picked = far_levels
+        .iter()
+        .position(|img| changed_pixels(img, &far_auto, 0).is_empty());
+    assert!(
+        matches!(picked, Some(1 | 2)),
+        "zoomed out, auto draws level {picked:?} (see {})",
+        dir.display()
+    );
+}
+
 #[test]
 fn snapshot_uses_the_configured_camera() {
     let dir = out_dir("camera");
@@ -1306,7 +1375,7 @@ fn a_layer_drives_the_mouth_while_the_phone_drives_the_eyes() {
         ("jawOpen=0.9", "the layer's jaw alone"),
     ] {
         let one = snapshot(alone, "cpu", "256x256", &dir.join("alone.png"));
-        let changed = crate::support::changed_pixels(&got, &one, 8);
+        let changed = changed_pixels(&got, &one, 8);
         assert!(changed.len() > 50, "the frame looks like {what}");
     }
 }
