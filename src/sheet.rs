@@ -595,7 +595,8 @@ fn summary(avatar: &Avatar, entries: &[SheetEntry]) -> String {
         if panels == 1 { "" } else { "s" }
     );
     if total != panels {
-        out.push_str(&format!(" ({total} on {meshes} meshes)"));
+        let plural = if meshes == 1 { "" } else { "es" };
+        out.push_str(&format!(" ({total} on {meshes} mesh{plural})"));
     }
     out.push_str(&format!(
         ", {channels}/{} ARKit channels; all at weight 1",
