@@ -20,7 +20,6 @@ use facewire::avatar::correctives::Correctives;
 use facewire::headgen::looks::{eye_spacing_shift, LOOK_SLIDERS};
 use facewire::image::RgbaImage;
 use facewire::render::headless::HeadlessContext;
-use facewire::render::DrawTarget;
 
 const SIZE: u32 = 512;
 
@@ -92,14 +91,7 @@ fn main() {
             }
             correctives.apply(pose);
         });
-        ctx.bind();
-        scene.draw(&DrawTarget {
-            width: SIZE,
-            height: SIZE,
-            clear_color: [0.2, 0.22, 0.25, 1.0],
-            alpha: false,
-        });
-        let image = ctx.read_rgba();
+        let image = scene.draw_image(&ctx, [0.2, 0.22, 0.25, 1.0], false);
         drop(scene);
         image
             .save_png(&out.join(format!("{name}.png")))

@@ -638,14 +638,7 @@ fn render_posed(
     }
     frame.head = head;
     scene.set_frame(Some(&frame));
-    ctx.bind();
-    scene.draw(&facewire::render::DrawTarget {
-        width: size,
-        height: size,
-        clear_color: clear,
-        alpha: false,
-    });
-    let image = ctx.read_rgba();
+    let image = scene.draw_image(&ctx, clear, false);
     drop(scene);
     image
 }
@@ -1472,14 +1465,7 @@ fn render_targets_framed(
         scene.set_camera(camera);
     }
     scene.set_pose(|pose| pose.weights[face].copy_from_slice(&all));
-    ctx.bind();
-    scene.draw(&facewire::render::DrawTarget {
-        width: size,
-        height: size,
-        clear_color: [0.0, 0.7, 0.25, 1.0],
-        alpha: false,
-    });
-    let image = ctx.read_rgba();
+    let image = scene.draw_image(&ctx, [0.0, 0.7, 0.25, 1.0], false);
     drop(scene);
     image
 }

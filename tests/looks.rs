@@ -37,14 +37,7 @@ fn render(size: u32, weights: &[(Channel, f32)], wrinkles: bool) -> RgbaImage {
         frame.set(ch, v);
     }
     scene.set_frame(Some(&frame));
-    ctx.bind();
-    scene.draw(&facewire::render::DrawTarget {
-        width: size,
-        height: size,
-        clear_color: [0.0, 0.7, 0.25, 1.0],
-        alpha: false,
-    });
-    let image = ctx.read_rgba();
+    let image = scene.draw_image(&ctx, [0.0, 0.7, 0.25, 1.0], false);
     drop(scene);
     image
 }
@@ -223,14 +216,7 @@ fn render_looks(size: u32, looks: &[facewire::looks::Look]) -> Vec<RgbaImage> {
         scene.set_look(look.clone());
         scene.update_look(true);
         scene.set_frame(None);
-        ctx.bind();
-        scene.draw(&facewire::render::DrawTarget {
-            width: size,
-            height: size,
-            clear_color: [0.0, 0.7, 0.25, 1.0],
-            alpha: false,
-        });
-        images.push(ctx.read_rgba());
+        images.push(scene.draw_image(&ctx, [0.0, 0.7, 0.25, 1.0], false));
     }
     drop(scene);
     images

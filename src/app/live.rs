@@ -325,14 +325,7 @@ pub fn snapshot(
     }
     let (clear_color, alpha) = session::background(config);
     scene.set_frame(Some(frame));
-    ctx.bind();
-    scene.draw(&crate::render::DrawTarget {
-        width: size.0,
-        height: size.1,
-        clear_color,
-        alpha,
-    });
-    Ok(ctx.read_rgba())
+    Ok(scene.draw_image(&ctx, clear_color, alpha))
 }
 
 /// The guided calibration routine on live input: prompts on the terminal and, with `stage`

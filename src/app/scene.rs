@@ -264,6 +264,25 @@ impl Scene {
         let camera = Camera::framed(self.bounds, aspect, &self.camera).reaching(self.reach);
         self.renderer.draw(&self.pose, &camera, target);
     }
+
+    /// Draws the scene into the whole of `ctx` (which must be the context the scene was made
+    /// in) over `clear_color` (`alpha`: keep the background transparent) and reads it back.
+    pub fn draw_image(
+        &mut self,
+        ctx: &crate::render::headless::HeadlessContext,
+        clear_color: [f32; 4],
+        alpha: bool,
+    ) -> crate::image::RgbaImage {
+        let (width, height) = ctx.size();
+        ctx.bind();
+        self.draw(&DrawTarget {
+            width,
+            height,
+            clear_color,
+            alpha,
+        });
+        ctx.read_rgba()
+    }
 }
 
 /// Swaps in a reloaded mapping at a frame boundary: `parsed` is the mapping file as re-read
