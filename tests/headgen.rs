@@ -234,38 +234,46 @@ fn every_target_moves_vertices_and_normals() {
     }
 }
 
+/// Each vertex's mirror image across x = 0 in `p`, if it has one. Vertices are paired by
+/// position and texture row (the lips meet at neutral, so the upper and lower lip copies share
+/// positions but not texture coordinates).
+fn mirror_partners(p: &Prim) -> Vec<Option<usize>> {
+    let key = |pos: V3, v: f32| {
+        (
+            (pos[0] * 1e5).round() as i64,
+            (pos[1] * 1e5).round() as i64,
+            (pos[2] * 1e5).round() as i64,
+            (v * 1e4).round() as i64,
+        )
+    };
+    let mut lookup: HashMap<_, Vec<usize>> = HashMap::new();
+    for (i, (pos, uv)) in p.positions.iter().zip(&p.uvs).enumerate() {
+        lookup.entry(key(*pos, uv[1])).or_default().push(i);
+    }
+    p.positions
+        .iter()
+        .zip(&p.uvs)
+        .map(|(pos, uv)| {
+            lookup
+                .get(&key([-pos[0], pos[1], pos[2]], uv[1]))
+                .and_then(|c| c.first().copied())
+        })
+        .collect()
+}
+
 #[test]
 fn left_and_right_targets_mirror_each_other() {
     let (prims, _) = face();
     for p in prims {
-        // Vertices are paired by position and texture row (lips meet at neutral, so the
-        // upper and lower lip copies share positions but not texture coordinates).
-        let key = |pos: V3, v: f32| {
-            (
-                (pos[0] * 1e5).round() as i64,
-                (pos[1] * 1e5).round() as i64,
-                (pos[2] * 1e5).round() as i64,
-                (v * 1e4).round() as i64,
-            )
-        };
-        let mut lookup: HashMap<_, Vec<usize>> = HashMap::new();
-        for (i, (pos, uv)) in p.positions.iter().zip(&p.uvs).enumerate() {
-            lookup.entry(key(*pos, uv[1])).or_default().push(i);
-        }
-        let partner = |i: usize| {
-            let pos = p.positions[i];
-            lookup
-                .get(&key([-pos[0], pos[1], pos[2]], p.uvs[i][1]))
-                .and_then(|c| c.first().copied())
-        };
+        let partners = mirror_partners(p);
         for ch in Channel::ALL {
             let other = ch.mirror();
             if other == ch {
                 continue;
             }
             let (a, b) = (&p.targets[target(ch)], &p.targets[target(other)]);
-            for i in 0..p.positions.len() {
-                let Some(m) = partner(i) else { continue };
+            for (i, partner) in partners.iter().enumerate() {
+                let Some(m) = *partner else { continue };
                 let (da, db) = (a.0[i], b.0[m]);
                 let err = len([da[0] + db[0], da[1] - db[1], da[2] - db[2]]);
                 assert!(
@@ -1112,27 +1120,10 @@ fn every_look_target_moves_vertices_and_normals_and_its_ends_differ() {
 fn look_targets_are_left_right_symmetric() {
     let (prims, _) = face();
     for p in prims {
-        let key = |pos: V3, v: f32| {
-            (
-                (pos[0] * 1e5).round() as i64,
-                (pos[1] * 1e5).round() as i64,
-                (pos[2] * 1e5).round() as i64,
-                (v * 1e4).round() as i64,
-            )
-        };
-        let mut lookup: HashMap<_, Vec<usize>> = HashMap::new();
-        for (i, (pos, uv)) in p.positions.iter().zip(&p.uvs).enumerate() {
-            lookup.entry(key(*pos, uv[1])).or_default().push(i);
-        }
+        let partners = mirror_partners(p);
         let mut pairs = 0;
-        for i in 0..p.positions.len() {
-            let pos = p.positions[i];
-            let Some(m) = lookup
-                .get(&key([-pos[0], pos[1], pos[2]], p.uvs[i][1]))
-                .and_then(|c| c.first().copied())
-            else {
-                continue;
-            };
+        for (i, partner) in partners.iter().enumerate() {
+            let Some(m) = *partner else { continue };
             pairs += 1;
             for (name, t) in look_targets() {
                 let (da, db) = (p.targets[t].0[i], p.targets[t].0[m]);
