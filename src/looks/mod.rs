@@ -275,25 +275,13 @@ pub(crate) mod tests {
     use crate::mapping::{CompiledMapping, MappingFile};
     use glam::{Quat, Vec3};
 
-    /// The default head's twelve sliders, each -1..1 at rest 0.
-    pub(crate) const SLIDERS: [&str; 12] = [
-        "eye_size",
-        "eye_spacing",
-        "eye_tilt",
-        "brow_height",
-        "nose_length",
-        "nose_width",
-        "mouth_width",
-        "lip_fullness",
-        "jaw_width",
-        "chin_length",
-        "cheek_fullness",
-        "face_width",
-    ];
+    /// The default head's twelve sliders' names (each -1..1 at rest 0).
+    pub(crate) fn sliders() -> impl Iterator<Item = &'static str> {
+        crate::headgen::looks::LOOK_SLIDERS.iter().map(|s| s.name)
+    }
 
     pub(crate) fn ranges() -> Vec<SliderRange> {
-        SLIDERS
-            .iter()
+        sliders()
             .map(|n| SliderRange {
                 name: n.to_string(),
                 min: -1.0,
@@ -318,7 +306,7 @@ pub(crate) mod tests {
         };
         let mut names: Vec<String> = vec!["jawOpen".into()];
         let mut text = String::from("version = 1\n");
-        for s in SLIDERS {
+        for s in sliders() {
             names.push(format!("look_{s}_up"));
             names.push(format!("look_{s}_down"));
             let _ = write!(
@@ -410,7 +398,7 @@ pub(crate) mod tests {
         let rest = avatar.rest_pose();
         let mut pose = rest.clone();
         let zeros = Look {
-            sliders: SLIDERS.iter().map(|s| (s.to_string(), 0.0)).collect(),
+            sliders: sliders().map(|s| (s.to_string(), 0.0)).collect(),
             colors: Colors::default(),
         };
         for look in [Look::default(), zeros] {
