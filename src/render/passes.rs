@@ -52,6 +52,9 @@ pub(super) fn count_blended(
         .sum()
 }
 
+/// The texture transform that leaves coordinates as they are (column-major 3x3).
+const IDENTITY_UV: [f32; 9] = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+
 impl Renderer {
     /// Draws the opaque and masked primitives of the nodes reached this frame and not hidden by
     /// a level-of-detail choice, in node order,
@@ -89,12 +92,28 @@ impl Renderer {
                     continue;
                 }
                 let wrinkled = self.wrinkled(prim.material.filter(|_| material.is_some()));
-                let u = self.bind(bound, material, wrinkled, index, mesh);
-                self.draw_primitive(u, index, prim, material, false);
+                // The triangles no wrinkle map reaches draw with the plain program (the split
+                // holds while the texture coordinates are drawn as they are stored).
+                let split = if wrinkled && self.uv_untransformed(prim, material) {
+                    prim.wrinkle_indices
+                } else if wrinkled {
+                    prim.index_count
+                } else {
+                    0
+                };
+                if split > 0 {
+                    let u = self.bind(bound, material, true, index, mesh);
+                    self.draw_range(u, index, prim, material, false, 0..split);
+                }
+                if split < prim.index_count {
+                    let u = self.bind(bound, material, false, index, mesh);
+                    self.draw_range(u, index, prim, material, false, split..prim.index_count);
+                }
                 if material
                     .and_then(|m| m.toon.as_ref())
                     .is_some_and(|t| t.outline.is_some())
                 {
+                    let u = self.bind(bound, material, wrinkled, index, mesh);
                     self.draw_primitive(u, index, prim, material, true);
                 }
             }
@@ -156,7 +175,35 @@ impl Renderer {
         material: Option<&GpuMaterial>,
         outline: bool,
     ) {
-        const IDENTITY_UV: [f32; 9] = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+        self.draw_range(u, node, prim, material, outline, 0..prim.index_count);
+    }
+
+    /// Whether `prim`'s texture coordinates are drawn as stored this frame (no texture
+    /// transform on its material, none animated by an expression).
+    pub(super) fn uv_untransformed(
+        &self,
+        prim: &GpuPrimitive,
+        material: Option<&GpuMaterial>,
+    ) -> bool {
+        let live = prim
+            .material
+            .and_then(|m| self.live.get(m))
+            .filter(|_| material.is_some());
+        live.map_or(material.map_or(IDENTITY_UV, |m| m.uv_transform), |l| {
+            l.uv_transform
+        }) == IDENTITY_UV
+    }
+
+    /// [`Self::draw_primitive`] for the indices in `range` only (whole triangles).
+    pub(super) fn draw_range(
+        &self,
+        u: &Uniforms,
+        node: usize,
+        prim: &GpuPrimitive,
+        material: Option<&GpuMaterial>,
+        outline: bool,
+        range: std::ops::Range<i32>,
+    ) {
         let gl = &*self.gl;
         // This frame's colours and UV transform (material binds), sanitised; the material's
         // own where there is no entry for it.
@@ -260,7 +307,12 @@ impl Renderer {
                 }
             }
             gl.bind_vertex_array(Some(prim.vao.raw()));
-            gl.draw_elements(glow::TRIANGLES, prim.index_count, glow::UNSIGNED_INT, 0);
+            gl.draw_elements(
+                glow::TRIANGLES,
+                range.end - range.start,
+                glow::UNSIGNED_INT,
+                range.start * 4,
+            );
             if self.path == MorphPath::Gpu && matches!(prim.morph, PrimitiveMorph::None) {
                 let mesh_active = self.nodes[node]
                     .mesh

@@ -52,7 +52,13 @@ pub(super) struct GpuPrimitive {
     /// Vertex colours, when the primitive has them.
     pub(super) _color_buffer: Option<Buffer>,
     /// Triangle indices.
-    pub(super) _index_buffer: Buffer,
+    pub(super) index_buffer: Buffer,
+    /// The avatar primitive this one draws (its index in the mesh's list).
+    pub(super) source: usize,
+    /// How many of the indices, from the first, make the triangles some wrinkle map of the
+    /// material may touch (set with the maps, which put those triangles first); the rest are
+    /// flat under every map and draw with the plain program.
+    pub(super) wrinkle_indices: i32,
     /// The largest joint index with a non-zero weight; `None` when the primitive is unskinned.
     pub(super) max_joint: Option<u16>,
     /// Rest-pose centroid of the vertices, in the mesh's (bind) space.
@@ -305,7 +311,9 @@ pub(super) fn upload_primitive(
         _uv_buffer: uv_buffer,
         _skin_buffers: skin_buffers,
         _color_buffer: color_buffer,
-        _index_buffer: index_buffer,
+        index_buffer,
+        source: primitive,
+        wrinkle_indices: index_count,
         max_joint,
         centroid,
         dominant_joint,

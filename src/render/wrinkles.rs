@@ -149,6 +149,7 @@ impl Renderer {
                 flat_outside(&texture.rgba, texture.width, texture.height, 2 * pair);
             slots.push(slot);
         }
+        self.put_wrinkled_triangles_first(avatar, maps, &slots, &rects);
         let programs = if maps.is_empty() {
             None
         } else if let Some(built) = self.wrinkles.programs.take() {
@@ -172,6 +173,57 @@ impl Renderer {
         };
         tracing::info!(maps = maps.len(), "wrinkle maps set");
         Ok(())
+    }
+
+    /// Reorders the triangles of every primitive some of `maps` shade so that those whose
+    /// texture coordinates reach into one of the maps' rectangles come first, and records how
+    /// many indices they take (`GpuPrimitive::wrinkle_indices`): the rest are flat under every
+    /// map, so they draw with the plain program, which a software rasteriser runs far faster.
+    fn put_wrinkled_triangles_first(
+        &mut self,
+        avatar: &Avatar,
+        maps: &[WrinkleMap],
+        slots: &[usize],
+        rects: &[[[f32; 4]; 2]; MAX_WRINKLE_MAPS],
+    ) {
+        for (gpu_mesh, mesh) in self.meshes.iter_mut().zip(&avatar.meshes) {
+            for prim in &mut gpu_mesh.primitives {
+                let Some(material) = prim.material else {
+                    continue;
+                };
+                let shading: Vec<[f32; 4]> = maps
+                    .iter()
+                    .zip(slots)
+                    .filter(|(map, _)| map.materials.contains(&material))
+                    .map(|(map, &slot)| rects[slot][usize::from(map.blue_alpha)])
+                    .collect();
+                let Some(source) = mesh.primitives.get(prim.source) else {
+                    continue;
+                };
+                if shading.is_empty() || source.indices.len() < prim.index_count as usize {
+                    prim.wrinkle_indices = prim.index_count;
+                    continue;
+                }
+                let indices = &source.indices[..prim.index_count as usize];
+                let (ordered, wrinkled) = wrinkled_first(indices, &source.uvs, &shading);
+                // SAFETY: the vertex array and its index buffer were created on this context
+                // and are owned by the primitive; the new list has the same length as the one
+                // uploaded, and indexes the same vertices.
+                unsafe {
+                    self.gl.bind_vertex_array(Some(prim.vao.raw()));
+                    self.gl
+                        .bind_buffer(glow::ELEMENT_ARRAY_BUFFER, Some(prim.index_buffer.raw()));
+                    self.gl.buffer_sub_data_u8_slice(
+                        glow::ELEMENT_ARRAY_BUFFER,
+                        0,
+                        super::objects::bytes_of(&ordered),
+                    );
+                    self.gl.bind_vertex_array(None);
+                    self.gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, None);
+                }
+                prim.wrinkle_indices = wrinkled as i32;
+            }
+        }
     }
 
     /// Whether some wrinkle map shows on `material` this frame.
@@ -234,6 +286,46 @@ impl Renderer {
     }
 }
 
+/// How far past a map's rectangle (in texture coordinates) a triangle still counts as reaching
+/// into it: room for the rounding of interpolated coordinates.
+const RECT_SLACK: f32 = 1e-4;
+
+/// `indices` (whole triangles) reordered so that the triangles whose texture coordinates'
+/// bounds meet one of `rects` (u0, v0, u1, v1; empty ones never) come first, each group in its
+/// original order, and how many indices the first group takes. A vertex without coordinates
+/// counts as (0, 0), as the renderer uploads it.
+pub(super) fn wrinkled_first(
+    indices: &[u32],
+    uvs: &[glam::Vec2],
+    rects: &[[f32; 4]],
+) -> (Vec<u32>, usize) {
+    let uv = |i: u32| uvs.get(i as usize).copied().unwrap_or(glam::Vec2::ZERO);
+    let (mut inside, mut outside) = (Vec::new(), Vec::new());
+    for tri in indices.chunks_exact(3) {
+        let (a, b, c) = (uv(tri[0]), uv(tri[1]), uv(tri[2]));
+        let (lo, hi) = (a.min(b).min(c), a.max(b).max(c));
+        let meets = rects.iter().any(|r| {
+            r[0] <= r[2]
+                && r[1] <= r[3]
+                && hi.x >= r[0] - RECT_SLACK
+                && lo.x <= r[2] + RECT_SLACK
+                && hi.y >= r[1] - RECT_SLACK
+                && lo.y <= r[3] + RECT_SLACK
+        });
+        // A triangle with a coordinate that is not a number goes with the wrinkled ones: the
+        // wrinkle program decides per fragment.
+        let unknown = !(a.is_finite() && b.is_finite() && c.is_finite());
+        if meets || unknown {
+            inside.extend_from_slice(tri);
+        } else {
+            outside.extend_from_slice(tri);
+        }
+    }
+    let count = inside.len();
+    inside.extend(outside);
+    (inside, count)
+}
+
 /// A wrinkle weight made finite and clamped to [0, 1]; strengths below [`MIN_STRENGTH`]
 /// count as 0.
 pub(super) fn sanitize(weights: &[f32; MAX_WRINKLE_MAPS]) -> [f32; MAX_WRINKLE_MAPS] {
@@ -249,6 +341,41 @@ pub(super) fn sanitize(weights: &[f32; MAX_WRINKLE_MAPS]) -> [f32; MAX_WRINKLE_M
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn triangles_reaching_into_a_rectangle_come_first() {
+        use glam::Vec2;
+        // Vertices 0-2 inside the rectangle, 3-5 outside it, 6 on its edge, 7 without
+        // coordinates (counts as the origin), 8 not a number.
+        let uvs = [
+            Vec2::new(0.5, 0.5),
+            Vec2::new(0.6, 0.5),
+            Vec2::new(0.5, 0.6),
+            Vec2::new(0.9, 0.9),
+            Vec2::new(0.95, 0.9),
+            Vec2::new(0.9, 0.95),
+            Vec2::new(0.7, 0.7),
+            Vec2::new(0.0, 0.0),
+            Vec2::new(f32::NAN, 0.0),
+        ];
+        let rect = [[0.4, 0.4, 0.7, 0.7]];
+        let indices = [3, 4, 5, 0, 1, 2, 3, 4, 6, 7, 8, 7];
+        let (ordered, count) = wrinkled_first(&indices, &uvs[..8], &rect);
+        // Vertex 8 is past the coordinates given: it counts as the origin, outside.
+        assert_eq!(ordered, [0, 1, 2, 3, 4, 6, 3, 4, 5, 7, 8, 7]);
+        assert_eq!(count, 6);
+        let (ordered, count) = wrinkled_first(&indices, &uvs, &rect);
+        assert_eq!(ordered, [0, 1, 2, 3, 4, 6, 7, 8, 7, 3, 4, 5]);
+        assert_eq!(count, 9);
+        // A triangle whose bounds span the rectangle meets it, though no corner is inside.
+        let (_, count) = wrinkled_first(&[7, 3, 4], &uvs, &rect);
+        assert_eq!(count, 3);
+        // An empty rectangle (a flat map) takes nothing; no rectangle, nothing.
+        let (_, count) = wrinkled_first(&indices, &uvs[..8], &[[1.0, 1.0, 0.0, 0.0]]);
+        assert_eq!(count, 0);
+        let (ordered, count) = wrinkled_first(&indices, &uvs[..8], &[]);
+        assert_eq!((ordered.as_slice(), count), (&indices[..], 0));
+    }
 
     #[test]
     fn a_map_is_flat_outside_the_rectangle_of_its_non_flat_texels() {
