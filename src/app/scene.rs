@@ -46,7 +46,7 @@ pub struct Scene {
 
 impl Scene {
     /// Uploads `avatar` to the current GL context; the avatar it keeps has no texture pixels
-    /// (the GL holds them).
+    /// and no morph deltas (the renderer holds them).
     pub fn new(
         gl: Rc<glow::Context>,
         mut avatar: Avatar,
@@ -67,6 +67,8 @@ impl Scene {
             tracing::info!(head = %bust.head, neck = %bust.neck, chest = %bust.chest, head_top = bust.head_top, "framing the humanoid's bust");
         }
         let bounds = bust.map_or(bounds, |b| b.region());
+        // The renderer holds the deltas now, and everything measured from them is measured.
+        avatar.release_target_deltas();
         Ok(Scene {
             bounds,
             reach,

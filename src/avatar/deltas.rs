@@ -84,6 +84,12 @@ impl Deltas {
         self.len += 1;
     }
 
+    /// Frees every stored delta, keeping the vertex count: the list then moves nothing.
+    pub fn release(&mut self) {
+        self.indices = Vec::new();
+        self.values = Vec::new();
+    }
+
     /// Number of vertices (stored or not).
     pub fn len(&self) -> usize {
         self.len
@@ -298,6 +304,17 @@ impl<const N: usize> PartialEq<[Vec3; N]> for Deltas {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_released_list_keeps_its_length_and_moves_nothing() {
+        let mut d = Deltas::from_dense(&[Vec3::ZERO, Vec3::X, Vec3::ZERO, Vec3::Y]);
+        assert_eq!(d.entries().count(), 2);
+        d.release();
+        assert_eq!(d.len(), 4);
+        assert_eq!(d.entries().count(), 0);
+        assert_eq!(d.get(1), Some(&Vec3::ZERO));
+        assert_eq!(d.to_vec(), vec![Vec3::ZERO; 4]);
+    }
 
     #[test]
     fn dense_round_trip_keeps_bits_and_drops_zeros() {

@@ -421,6 +421,23 @@ impl Avatar {
         }
     }
 
+    /// Frees every morph target's stored deltas, keeping the targets (their names, their
+    /// vertex counts): for an avatar the renderer has uploaded, whose morph path keeps its own
+    /// copy of them (about 3 MB for the default head). Bounds computed afterwards no longer
+    /// reach as far as the expressions do, and an avatar without its deltas draws without
+    /// expressions if uploaded again.
+    pub fn release_target_deltas(&mut self) {
+        for target in self
+            .meshes
+            .iter_mut()
+            .flat_map(|m| m.primitives.iter_mut())
+            .flat_map(|p| p.targets.iter_mut())
+        {
+            target.positions.release();
+            target.normals.release();
+        }
+    }
+
     /// Whether some material samples texture `index` (base colour, emission, or an MToon
     /// texture).
     pub fn texture_sampled(&self, index: usize) -> bool {
