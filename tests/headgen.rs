@@ -214,21 +214,27 @@ fn the_52_targets_come_first_in_canonical_order_then_the_look_targets_then_corre
     }
 }
 
+/// How many vertices target `t` moves by more than half a millimetre, and how many normals it
+/// turns by more than 0.001, over all of `prims`.
+fn moved_and_turned(prims: &[Prim], t: usize) -> (usize, usize) {
+    let moved = prims
+        .iter()
+        .flat_map(|p| &p.targets[t].0)
+        .filter(|d| len(**d) > 5e-4)
+        .count();
+    let turned = prims
+        .iter()
+        .flat_map(|p| &p.targets[t].1)
+        .filter(|d| len(**d) > 1e-3)
+        .count();
+    (moved, turned)
+}
+
 #[test]
 fn every_target_moves_vertices_and_normals() {
     let (prims, _) = face();
     for ch in Channel::ALL {
-        let t = target(ch);
-        let moved = prims
-            .iter()
-            .flat_map(|p| &p.targets[t].0)
-            .filter(|d| len(**d) > 5e-4)
-            .count();
-        let turned = prims
-            .iter()
-            .flat_map(|p| &p.targets[t].1)
-            .filter(|d| len(**d) > 1e-3)
-            .count();
+        let (moved, turned) = moved_and_turned(prims, target(ch));
         assert!(moved > 0, "{ch} moves nothing by half a millimetre");
         assert!(turned > 0, "{ch} has no normal deltas");
     }
@@ -1090,16 +1096,7 @@ fn look_sliders_are_listed_with_their_target_names() {
 fn every_look_target_moves_vertices_and_normals_and_its_ends_differ() {
     let (prims, _) = face();
     for (name, t) in look_targets() {
-        let moved = prims
-            .iter()
-            .flat_map(|p| &p.targets[t].0)
-            .filter(|d| len(**d) > 5e-4)
-            .count();
-        let turned = prims
-            .iter()
-            .flat_map(|p| &p.targets[t].1)
-            .filter(|d| len(**d) > 1e-3)
-            .count();
+        let (moved, turned) = moved_and_turned(prims, t);
         assert!(moved > 0, "{name} moves nothing by half a millimetre");
         assert!(turned > 0, "{name} has no normal deltas");
     }

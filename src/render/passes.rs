@@ -7,6 +7,7 @@
 use glam::Vec3;
 use glow::HasContext;
 
+use super::effects::LiveMaterial;
 use super::materials::GpuMaterial;
 use super::morph::PrimitiveMorph;
 use super::nodes::NodeInfo;
@@ -185,13 +186,31 @@ impl Renderer {
         prim: &GpuPrimitive,
         material: Option<&GpuMaterial>,
     ) -> bool {
-        let live = prim
-            .material
+        *self.uv_transform(prim, material) == IDENTITY_UV
+    }
+
+    /// This frame's colours and UV transform of `prim`'s material (its material binds,
+    /// sanitised), or `None` where the material has no entry.
+    fn live_material(
+        &self,
+        prim: &GpuPrimitive,
+        material: Option<&GpuMaterial>,
+    ) -> Option<&LiveMaterial> {
+        prim.material
             .and_then(|m| self.live.get(m))
-            .filter(|_| material.is_some());
-        live.map_or(material.map_or(IDENTITY_UV, |m| m.uv_transform), |l| {
-            l.uv_transform
-        }) == IDENTITY_UV
+            .filter(|_| material.is_some())
+    }
+
+    /// The texture transform `prim` is drawn with this frame.
+    fn uv_transform<'a>(
+        &'a self,
+        prim: &GpuPrimitive,
+        material: Option<&'a GpuMaterial>,
+    ) -> &'a [f32; 9] {
+        self.live_material(prim, material)
+            .map_or(material.map_or(&IDENTITY_UV, |m| &m.uv_transform), |l| {
+                &l.uv_transform
+            })
     }
 
     /// [`Self::draw_primitive`] for the indices in `range` only (whole triangles).
@@ -205,12 +224,9 @@ impl Renderer {
         range: std::ops::Range<i32>,
     ) {
         let gl = &*self.gl;
-        // This frame's colours and UV transform (material binds), sanitised; the material's
-        // own where there is no entry for it.
-        let live = prim
-            .material
-            .and_then(|m| self.live.get(m))
-            .filter(|_| material.is_some());
+        // This frame's colours (material binds), sanitised; the material's own where there is
+        // no entry for it.
+        let live = self.live_material(prim, material);
         let base = live.map_or(material.map_or([1.0; 4], |m| m.base_color), |l| {
             l.base_color
         });
@@ -228,9 +244,7 @@ impl Renderer {
             gl.uniform_matrix_3_f32_slice(
                 u.uv_transform.as_ref(),
                 false,
-                live.map_or(material.map_or(&IDENTITY_UV, |m| &m.uv_transform), |l| {
-                    &l.uv_transform
-                }),
+                self.uv_transform(prim, material),
             );
             gl.uniform_1_i32(
                 u.alpha_mode.as_ref(),
