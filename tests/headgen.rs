@@ -16,6 +16,18 @@ fn glb() -> &'static [u8] {
 
 type V3 = [f32; 3];
 
+/// A mesh's morph target names, from its `extras.targetNames`.
+fn target_names(mesh: &gltf::Mesh) -> Vec<String> {
+    let extras: serde_json::Value =
+        serde_json::from_str(mesh.extras().as_ref().expect("mesh extras").get()).unwrap();
+    extras["targetNames"]
+        .as_array()
+        .expect("targetNames")
+        .iter()
+        .map(|n| n.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// One primitive read back through the `gltf` crate.
 struct Prim {
     positions: Vec<V3>,
@@ -33,14 +45,7 @@ fn face() -> &'static (Vec<Prim>, Vec<String>) {
             .meshes()
             .find(|m| m.name() == Some("Face"))
             .expect("a Face mesh");
-        let extras: serde_json::Value =
-            serde_json::from_str(mesh.extras().as_ref().expect("mesh extras").get()).unwrap();
-        let names = extras["targetNames"]
-            .as_array()
-            .expect("targetNames")
-            .iter()
-            .map(|n| n.as_str().unwrap_or_default().to_string())
-            .collect();
+        let names = target_names(&mesh);
         let prims = mesh
             .primitives()
             .map(|p| {
@@ -1708,14 +1713,7 @@ fn levels() -> &'static Vec<Level> {
                     .meshes()
                     .find(|m| m.name() == Some(name))
                     .unwrap_or_else(|| panic!("a {name} mesh"));
-                let extras: serde_json::Value =
-                    serde_json::from_str(mesh.extras().as_ref().expect("extras").get()).unwrap();
-                let names = extras["targetNames"]
-                    .as_array()
-                    .expect("targetNames")
-                    .iter()
-                    .map(|n| n.as_str().unwrap_or_default().to_string())
-                    .collect();
+                let names = target_names(&mesh);
                 let prims = mesh
                     .primitives()
                     .map(|p| {
