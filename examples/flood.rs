@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use facewire::arkit::FaceFrame;
-use facewire::ingest::{spawn, IngestConfig};
+use facewire::ingest::{spawn, IngestConfig, ESTABLISHED_AFTER};
 use rosc::{encoder, OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
 /// The run's settings.
@@ -123,14 +123,16 @@ fn main() {
     let addr = handle.local_addrs()[0];
     let followed = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
 
-    // Two frames from one port: facewire follows this sender before the flood starts.
-    for _ in 0..2 {
+    // Frames from one port until it is established: facewire follows this sender, port and
+    // all, before the flood starts.
+    let warmup_frames = u64::from(ESTABLISHED_AFTER);
+    for _ in 0..warmup_frames {
         followed.send_to(&vmc_frame(0.0), addr).expect("send");
         std::thread::sleep(Duration::from_millis(20));
     }
     let warmup = delivered.load(Ordering::Relaxed);
-    if warmup < 2 {
-        eprintln!("flood: the warm-up frames did not arrive ({warmup} of 2)");
+    if warmup < warmup_frames {
+        eprintln!("flood: the warm-up frames did not arrive ({warmup} of {warmup_frames})");
         std::process::exit(1);
     }
     let drops_before = kernel_drops();

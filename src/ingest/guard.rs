@@ -12,11 +12,12 @@
 //!   facewire switches. The lock is released once its source has sent nothing for
 //!   `ingest.lock_release` seconds, and the next source to send takes it.
 //! - Within the followed host, the port of its latest decoded datagram is *established* once it
-//!   has sent a second datagram. From then on the followed sender is that host and port:
+//!   has sent [`ESTABLISHED_AFTER`] datagrams in a row. From then on the followed sender is that host and port:
 //!   datagrams from the same host's other ports are ignored like another source's, so a flood
 //!   from a second program on the phone or the PC cannot push its garbage through the decoders.
 //!   A one-shot port (`oscsend`) never becomes established, so such senders are followed from
-//!   port to port; a sender that restarts on a new port is followed once the lock is released.
+//!   port to port (two one-shot senders in a row may draw the same ephemeral port by chance;
+//!   three may not); a sender that restarts on a new port is followed once the lock is released.
 //! - [`Guard::screen`] makes that decision from the address alone, right after the receive,
 //!   before anything looks at the datagram's bytes.
 
@@ -34,6 +35,9 @@ pub fn is_allowed(allow: &[Subnet], ip: IpAddr) -> bool {
     allow.is_empty() || allow.iter().any(|s| s.contains(ip))
 }
 
+/// Datagrams in a row from one port of the followed host that make it the established port.
+pub const ESTABLISHED_AFTER: u32 = 3;
+
 /// The source being followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Locked {
@@ -47,7 +51,8 @@ struct Locked {
     last_seen: Instant,
     /// The port of its latest decoded datagram.
     port: u16,
-    /// Datagrams received from that port (saturating); two or more make it established.
+    /// Datagrams received in a row from that port (saturating); [`ESTABLISHED_AFTER`] make it
+    /// established.
     port_datagrams: u32,
 }
 
@@ -69,7 +74,7 @@ impl Locked {
     fn follows(&self, family: Protocol, from: SocketAddr) -> bool {
         self.family == family
             && self.ip == from.ip()
-            && (from.port() == self.port || self.port_datagrams < 2)
+            && (from.port() == self.port || self.port_datagrams < ESTABLISHED_AFTER)
     }
 }
 
@@ -377,13 +382,15 @@ mod tests {
         let sender = sock("10.0.0.1:5000");
         let flood = sock("10.0.0.1:7000");
         assert!(guard.commit(Protocol::Vmc, sender, t0, true));
-        // Before the port's second datagram, another port of the host is let through (oscsend),
-        // but garbage from it does not move the followed port.
-        assert_eq!(guard.screen(Protocol::Vmc, flood, t0), None);
-        assert_eq!(guard.admit(Protocol::Vmc, flood, t0), Admit::Decode);
-        assert!(guard.commit(Protocol::Vmc, flood, t0, false));
-        assert_eq!(guard.admit(Protocol::Vmc, sender, t0), Admit::Decode);
-        assert!(guard.commit(Protocol::Vmc, sender, t0, true));
+        // Until the port has sent three datagrams, another port of the host is let through
+        // (oscsend), but garbage from it does not move the followed port.
+        for _ in 1..ESTABLISHED_AFTER {
+            assert_eq!(guard.screen(Protocol::Vmc, flood, t0), None);
+            assert_eq!(guard.admit(Protocol::Vmc, flood, t0), Admit::Decode);
+            assert!(guard.commit(Protocol::Vmc, flood, t0, false));
+            assert_eq!(guard.admit(Protocol::Vmc, sender, t0), Admit::Decode);
+            assert!(guard.commit(Protocol::Vmc, sender, t0, true));
+        }
         // Established: the other port is turned away on its address alone, and counted once.
         assert_eq!(
             guard.screen(Protocol::Vmc, flood, t0),
@@ -400,7 +407,9 @@ mod tests {
         assert_eq!(guard.screen(Protocol::Vmc, restarted, later), None);
         assert_eq!(guard.admit(Protocol::Vmc, restarted, later), Admit::Decode);
         assert!(guard.commit(Protocol::Vmc, restarted, later, true));
-        assert_eq!(guard.admit(Protocol::Vmc, restarted, later), Admit::Decode);
+        for _ in 1..ESTABLISHED_AFTER {
+            assert_eq!(guard.admit(Protocol::Vmc, restarted, later), Admit::Decode);
+        }
         assert_eq!(
             guard.screen(Protocol::Vmc, sender, later),
             Some(Admit::OtherSource)
@@ -413,7 +422,8 @@ mod tests {
     fn one_shot_ports_are_followed_from_port_to_port() {
         let t0 = Instant::now();
         let mut guard = Guard::new(Vec::new(), None, Duration::from_secs(3));
-        for port in 40000..40010 {
+        // Two senders in a row drew the same ephemeral port: still one-shot senders.
+        for port in [40000, 40001, 40002, 40002, 40003, 40004, 40004, 40005] {
             let from = SocketAddr::new([10, 0, 0, 1].into(), port);
             assert_eq!(guard.screen(Protocol::Vmc, from, t0), None);
             assert_eq!(guard.admit(Protocol::Vmc, from, t0), Admit::Decode);

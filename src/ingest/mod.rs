@@ -49,7 +49,7 @@ pub use config::{
     default_addr, default_port, IngestConfig, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT,
 };
 pub use decoder::{DatagramClass, Decoder, KeyEvent, Outcome, MAX_DATAGRAM, MAX_KEYS, MAX_SENDERS};
-pub use guard::{GuardStats, Subnet, SubnetError};
+pub use guard::{GuardStats, Subnet, SubnetError, ESTABLISHED_AFTER};
 pub use handshake::PhonePorts;
 pub use holder::{udp_port_holder, usual_holder, PortHolder};
 pub use ifacialmocap::{TextSender, FM3D_PORT, FM3D_START, IFM_PORT, IFM_START, IFM_V2_SUFFIX};
