@@ -6,12 +6,16 @@ under a private Xvfb display (so on Mesa's llvmpipe where there is no GPU), with
 control panel, replaying a generated Live Link Face take in which all 52 channels and the head
 move, for each morph path, and prints a Markdown table: frames drawn, frame rate, process CPU
 time (user + system, all threads: replay, calibration, rendering, the panel) and CPU time per
-frame; then the control panel's CPU per refresh.
+frame; then the control panel's CPU per refresh, from the same take beside a 128x72 stage window
+capped at 10 frames per second, with the panel and without. Every run is repeated (`--repeat`,
+in rounds, so a slow spell of a shared machine touches every run alike) and the tables show
+medians with their ranges: single runs on a 2-core VM vary by a fifth.
 
     cargo build --release
-    python3 benches/stage_cpu.py [--seconds 20] [--bin target/release/facewire] [--morph cpu]
+    python3 benches/stage_cpu.py [--seconds 20] [--repeat 3] [--bin target/release/facewire] [--morph cpu]
 
-Needs Xvfb. The window runs at its default cap of 60 frames per second.
+Run it from the repository's root. Needs Xvfb. The window runs at its default cap of 60 frames
+per second.
 """
 
 import argparse
@@ -21,6 +25,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -113,59 +118,98 @@ def panel_refreshes(log: str):
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+def tiny_stage_config(path: str) -> None:
+    """Writes a copy of config/facewire.toml whose stage window is 128x72 at 10 frames a second,
+    so that beside it the control panel's refreshes are most of the process's work."""
+    with open("config/facewire.toml") as f:
+        text = f.read()
+    section = text.index("[window]")
+    end = text.find("\n[", section + 1)
+    window = text[section:end]
+    for key, value in (("width", "128"), ("height", "72"), ("fps_cap", "10")):
+        window, n = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", window, count=1)
+        if n != 1:
+            sys.exit(f"config/facewire.toml: no {key} in [window]")
+    with open(path, "w") as f:
+        f.write(text[:section] + window + text[end:])
+
+
+def spread(values) -> str:
+    """The median of `values`, with their range when there are several."""
+    values = sorted(values)
+    mid = statistics.median(values)
+    if len(values) == 1:
+        return f"{mid:.1f}"
+    return f"{mid:.1f} ({values[0]:.1f}-{values[-1]:.1f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of every run (medians)")
     parser.add_argument("--bin", default="target/release/facewire")
     parser.add_argument("--display", default=":93")
     parser.add_argument("--morph", nargs="+", default=["cpu", "gpu"], choices=["cpu", "gpu"])
     opts = parser.parse_args()
     if not shutil.which("Xvfb"):
         sys.exit("Xvfb is needed (apt-get install xvfb)")
+    if not os.path.exists("config/facewire.toml"):
+        sys.exit("run this from the repository's root (it reads config/facewire.toml)")
     with tempfile.TemporaryDirectory() as tmp:
         csv = os.path.join(tmp, "take.csv")
         with open(csv, "w") as f:
             f.write(take(opts.seconds + 5))
+        tiny = os.path.join(tmp, "tiny.toml")
+        tiny_stage_config(tiny)
         xvfb = start_xvfb(opts.display)
-        panels = []
+        # Per morph path and run: a list of (fps, CPU ms per frame, draw p50 ms) per round, and
+        # the panel's CPU ms per refresh per round.
+        results = {}
+        panels = {}
         try:
-            print("| run | morph path | frames | fps | process CPU (s) | CPU per frame (ms) | stage draw p50 / p99 (ms) |")
-            print("|---|---|---|---|---|---|---|")
-            for morph in opts.morph:
-                frames, cpu = headless(opts.bin, csv, opts.seconds, morph)
-                print(
-                    f"| headless 1280x720, unthrottled | {morph} | {frames} | {frames / opts.seconds:.1f} | "
-                    f"{cpu:.2f} | {1000 * cpu / max(frames, 1):.2f} | |",
-                    flush=True,
-                )
-                closed = None
-                for panel in (False, True):
+            for round_ in range(opts.repeat):
+                for morph in opts.morph:
+                    frames, cpu = headless(opts.bin, csv, opts.seconds, morph)
+                    results.setdefault((morph, "headless 1280x720, unthrottled"), []).append(
+                        (frames / opts.seconds, 1000 * cpu / max(frames, 1), None)
+                    )
+                    for panel in (False, True):
+                        frames, cpu, p50, _ = run(opts.bin, csv, opts.seconds, morph, panel, opts.display)
+                        name = f"window 1280x720, panel {'open' if panel else 'closed'}"
+                        results.setdefault((morph, name), []).append(
+                            (frames / opts.seconds, 1000 * cpu / max(frames, 1), p50 / 1000)
+                        )
+                    # The panel beside a 128x72 stage at 10 fps: the difference between the
+                    # runs with and without it is the panel's, over its refreshes.
+                    extra = ("--config", tiny)
+                    _, closed_cpu, _, _ = run(opts.bin, csv, opts.seconds, morph, False, opts.display, extra)
                     logs = []
-                    frames, cpu, p50, p99 = run(
-                        opts.bin, csv, opts.seconds, morph, panel, opts.display, logs=logs
+                    _, open_cpu, _, _ = run(opts.bin, csv, opts.seconds, morph, True, opts.display, extra, logs)
+                    refreshes, p50 = panel_refreshes(logs[-1])
+                    panels.setdefault(morph, []).append(
+                        (1000 * (open_cpu - closed_cpu) / max(refreshes, 1), p50 / 1000, refreshes)
                     )
-                    print(
-                        f"| window 1280x720, panel {'open' if panel else 'closed'} | {morph} | {frames} | "
-                        f"{frames / opts.seconds:.1f} | {cpu:.2f} | {1000 * cpu / max(frames, 1):.2f} | "
-                        f"{p50 / 1000:.2f} / {p99 / 1000:.2f} |",
-                        flush=True,
-                    )
-                    if not panel:
-                        closed = (frames, cpu)
-                    else:
-                        refreshes, panel_p50 = panel_refreshes(logs[-1])
-                        # The stage's own CPU per frame comes from the run without the panel.
-                        stage_cpu = frames * closed[1] / max(closed[0], 1)
-                        panels.append((morph, refreshes, (cpu - stage_cpu) / max(refreshes, 1), panel_p50))
+                    print(f"round {round_ + 1} of {opts.repeat}, {morph}: done", file=sys.stderr, flush=True)
         finally:
             xvfb.terminate()
             xvfb.wait()
+    print(f"Medians of {opts.repeat} rounds (range in brackets), {opts.seconds:g} s each:")
     print()
-    for morph, refreshes, per, p50 in panels:
+    print("| run | morph path | fps | CPU per frame (ms) | stage draw p50 (ms) |")
+    print("|---|---|---|---|---|")
+    for (morph, name), rows in results.items():
+        draws = [r[2] for r in rows if r[2] is not None]
         print(
-            f"- {morph}: the panel refreshed {refreshes} times, about {1000 * per:.1f} ms of CPU "
-            f"each (the open run's CPU less its frames at the closed run's cost per frame); "
-            f"wall time per refresh p50 {p50 / 1000:.1f} ms"
+            f"| {name} | {morph} | {spread(r[0] for r in rows)} | {spread(r[1] for r in rows)} | "
+            f"{spread(draws) if draws else ''} |"
+        )
+    print()
+    for morph, rows in panels.items():
+        print(
+            f"- {morph}: the control panel beside a 128x72 stage at 10 fps: "
+            f"{spread(r[0] for r in rows)} ms of CPU per refresh (the process's CPU with the panel "
+            f"less without it, over about {round(statistics.median(r[2] for r in rows))} refreshes); "
+            f"wall time per refresh p50 {spread(r[1] for r in rows)} ms"
         )
 
 

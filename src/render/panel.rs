@@ -82,8 +82,11 @@ impl PanelWindow {
             },
         )?;
         let gl = Arc::new(window.load_egui_gl());
+        // No dithering: it only moves gradients and soft edges by a fraction of a level (the
+        // panel's flat fills are left alone), and on a software rasteriser its noise per
+        // fragment cost about a tenth of each refresh.
         let painter =
-            egui_glow::Painter::new(gl, "", None, true).map_err(|e| RenderError::Create {
+            egui_glow::Painter::new(gl, "", None, false).map_err(|e| RenderError::Create {
                 what: "egui painter",
                 message: e.to_string(),
             })?;
