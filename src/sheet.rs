@@ -991,14 +991,8 @@ mod tests {
     fn coarser_levels_of_detail_are_neither_panels_nor_counted() {
         use crate::avatar::{LodGroup, Node};
         let node = |mesh: usize| Node {
-            name: None,
-            parent: None,
-            children: Vec::new(),
-            translation: Vec3::ZERO,
-            rotation: glam::Quat::IDENTITY,
-            scale: Vec3::ONE,
             mesh: Some(mesh),
-            weights: None,
+            ..Node::default()
         };
         let a = Avatar {
             nodes: vec![node(0), node(1)],
@@ -1048,7 +1042,6 @@ mod tests {
     /// A square of four vertices at z = 0 on one node, whose single target moves vertex 0.
     fn quad_avatar(names: &[&str], delta: Vec3) -> Avatar {
         use crate::avatar::{MorphTarget, Node, Primitive};
-        use glam::Quat;
         let positions = vec![
             Vec3::new(-1.0, -1.0, 0.0),
             Vec3::new(1.0, -1.0, 0.0),
@@ -1078,13 +1071,9 @@ mod tests {
             source: "quad.glb".to_owned(),
             nodes: vec![Node {
                 name: Some("Face".to_owned()),
-                parent: None,
-                children: Vec::new(),
                 translation: Vec3::new(0.0, 10.0, 0.0),
-                rotation: Quat::IDENTITY,
-                scale: Vec3::ONE,
                 mesh: Some(0),
-                weights: None,
+                ..Node::default()
             }],
             roots: vec![0],
             meshes: vec![m],

@@ -154,18 +154,13 @@ fn applying_sliders_allocates_nothing() {
     use facewire::avatar::{Avatar, Mesh, Node};
     use facewire::looks::Look;
     use facewire::mapping::{CompiledMapping, MappingFile};
-    use glam::{Quat, Vec3};
+    use glam::Vec3;
 
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let node = |name: &str| Node {
         name: Some(name.into()),
-        parent: None,
-        children: vec![],
-        translation: Vec3::ZERO,
-        rotation: Quat::IDENTITY,
-        scale: Vec3::ONE,
         mesh: Some(0),
-        weights: None,
+        ..Node::default()
     };
     let names: Vec<String> = ["look_eye_size_up", "look_eye_size_down", "Squint"]
         .map(String::from)

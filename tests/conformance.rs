@@ -6,7 +6,7 @@
 use facewire::avatar::{self, Aabb, Avatar, AvatarError, Mesh, MorphTarget, Node, Pose, Primitive};
 use facewire::render::headless::HeadlessContext;
 use facewire::render::{Camera, DrawTarget, MorphMode, Renderer};
-use glam::{Quat, Vec2, Vec3};
+use glam::{Vec2, Vec3};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
@@ -1993,10 +1993,8 @@ fn stretchy_head(targets: usize) -> Avatar {
         parent,
         children,
         translation,
-        rotation: Quat::IDENTITY,
-        scale: Vec3::ONE,
         mesh,
-        weights: None,
+        ..Node::default()
     };
     Avatar {
         source: "stretchy head".to_owned(),

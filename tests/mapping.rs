@@ -11,13 +11,8 @@ use glam::{Quat, Vec3};
 fn node(name: &str, mesh: Option<usize>) -> Node {
     Node {
         name: Some(name.into()),
-        parent: None,
-        children: vec![],
-        translation: Vec3::ZERO,
-        rotation: Quat::IDENTITY,
-        scale: Vec3::ONE,
         mesh,
-        weights: None,
+        ..Node::default()
     }
 }
 

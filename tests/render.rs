@@ -192,10 +192,8 @@ fn synthetic_head() -> Avatar {
         parent,
         children,
         translation,
-        rotation: Quat::IDENTITY,
-        scale: Vec3::ONE,
         mesh,
-        weights: None,
+        ..Node::default()
     };
     Avatar {
         source: "synthetic head".to_owned(),

@@ -279,12 +279,8 @@ pub(crate) mod tests {
         avatar.nodes.push(Node {
             name: Some(name.to_string()),
             parent,
-            children: Vec::new(),
             translation,
-            rotation: Quat::IDENTITY,
-            scale: Vec3::ONE,
-            mesh: None,
-            weights: None,
+            ..Node::default()
         });
         match parent {
             Some(p) => avatar.nodes[p].children.push(index),

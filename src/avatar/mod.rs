@@ -100,6 +100,22 @@ pub struct Node {
     pub weights: Option<Vec<f32>>,
 }
 
+impl Default for Node {
+    /// A nameless root at the origin with the identity transform, no children and no mesh.
+    fn default() -> Node {
+        Node {
+            name: None,
+            parent: None,
+            children: Vec::new(),
+            translation: Vec3::ZERO,
+            rotation: Quat::IDENTITY,
+            scale: Vec3::ONE,
+            mesh: None,
+            weights: None,
+        }
+    }
+}
+
 /// A mesh: primitives sharing one set of morph weights.
 #[derive(Debug, Clone)]
 pub struct Mesh {
@@ -626,14 +642,11 @@ mod tests {
 
     fn node(parent: Option<usize>, children: Vec<usize>, translation: Vec3) -> Node {
         Node {
-            name: None,
             parent,
             children,
             translation,
             rotation: Quat::from_rotation_y(std::f32::consts::FRAC_PI_2),
-            scale: Vec3::ONE,
-            mesh: None,
-            weights: None,
+            ..Node::default()
         }
     }
 

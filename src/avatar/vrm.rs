@@ -867,14 +867,8 @@ mod tests {
 
     fn node(mesh: Option<usize>) -> Node {
         Node {
-            name: None,
-            parent: None,
-            children: Vec::new(),
-            translation: Vec3::ZERO,
-            rotation: Quat::IDENTITY,
-            scale: Vec3::ONE,
             mesh,
-            weights: None,
+            ..Node::default()
         }
     }
 

@@ -273,7 +273,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::avatar::{Avatar, Mesh, Node, Pose};
     use crate::mapping::{CompiledMapping, MappingFile};
-    use glam::{Quat, Vec3};
+    use glam::Vec3;
 
     /// The default head's twelve sliders' names (each -1..1 at rest 0).
     pub(crate) fn sliders() -> impl Iterator<Item = &'static str> {
@@ -296,13 +296,9 @@ pub(crate) mod tests {
     fn rig() -> (Avatar, CompiledMapping) {
         let node = |name: &str, mesh| Node {
             name: Some(name.into()),
-            parent: None,
-            children: vec![],
             translation: Vec3::new(0.0, 1.0, 0.0),
-            rotation: Quat::IDENTITY,
-            scale: Vec3::ONE,
             mesh,
-            weights: None,
+            ..Node::default()
         };
         let mut names: Vec<String> = vec!["jawOpen".into()];
         let mut text = String::from("version = 1\n");

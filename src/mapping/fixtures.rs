@@ -4,19 +4,14 @@ use super::CompiledMapping;
 use crate::arkit::{Channel, FaceFrame, Protocol};
 use crate::avatar::vrm::{Override, Preset};
 use crate::avatar::{Avatar, Mesh, MorphBind, Node};
-use glam::{Quat, Vec3};
+use glam::Vec3;
 use std::time::Instant;
 
 pub(super) fn node(name: &str, mesh: Option<usize>) -> Node {
     Node {
         name: Some(name.into()),
-        parent: None,
-        children: vec![],
-        translation: Vec3::ZERO,
-        rotation: Quat::IDENTITY,
-        scale: Vec3::ONE,
         mesh,
-        weights: None,
+        ..Node::default()
     }
 }
 

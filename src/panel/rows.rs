@@ -202,7 +202,6 @@ mod tests {
     use crate::avatar::{LodGroup, Mesh, Node};
     use crate::mapping::{Driver, TargetBinding};
     use crate::telemetry::Telemetry;
-    use glam::{Quat, Vec3};
     use std::time::Instant;
 
     /// A face (node 0, mesh 0) with one coarser level (node 1, mesh 1) carrying the same
@@ -215,14 +214,8 @@ mod tests {
             primitives: Vec::new(),
         };
         let node = |mesh: usize| Node {
-            name: None,
-            parent: None,
-            children: Vec::new(),
-            translation: Vec3::ZERO,
-            rotation: Quat::IDENTITY,
-            scale: Vec3::ONE,
             mesh: Some(mesh),
-            weights: None,
+            ..Node::default()
         };
         let avatar = Avatar {
             meshes: vec![mesh("Face"), mesh("Face_LOD1")],

@@ -236,19 +236,13 @@ fn is_ancestor(nodes: &[Node], ancestor: usize, node: usize) -> bool {
 mod tests {
     use super::*;
     use crate::avatar::load::load_slice;
-    use glam::{Quat, Vec3};
     use serde_json::json;
 
     fn node(parent: Option<usize>, children: Vec<usize>) -> Node {
         Node {
-            name: None,
             parent,
             children,
-            translation: Vec3::ZERO,
-            rotation: Quat::IDENTITY,
-            scale: Vec3::ONE,
-            mesh: None,
-            weights: None,
+            ..Node::default()
         }
     }
 

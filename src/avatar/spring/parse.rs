@@ -451,20 +451,15 @@ fn vec3_object(value: Option<&Value>) -> Option<Vec3> {
 mod tests {
     use super::*;
     use crate::avatar::spring::SpringIssue;
-    use glam::Quat;
     use serde_json::json;
 
     /// A chain 0 → 1 → 2 → 3 (each 10 cm down) and a lone node 4 with a child 5.
     fn nodes() -> Vec<Node> {
         let node = |parent: Option<usize>, children: Vec<usize>, y: f32| Node {
-            name: None,
             parent,
             children,
             translation: Vec3::new(0.0, y, 0.0),
-            rotation: Quat::IDENTITY,
-            scale: Vec3::ONE,
-            mesh: None,
-            weights: None,
+            ..Node::default()
         };
         vec![
             node(None, vec![1], 1.5),

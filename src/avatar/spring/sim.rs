@@ -460,14 +460,10 @@ mod tests {
 
     fn node(parent: Option<usize>, children: Vec<usize>, translation: Vec3) -> Node {
         Node {
-            name: None,
             parent,
             children,
             translation,
-            rotation: Quat::IDENTITY,
-            scale: Vec3::ONE,
-            mesh: None,
-            weights: None,
+            ..Node::default()
         }
     }
 
