@@ -37,7 +37,7 @@ pub use input::{
     STAGE_HOTKEYS,
 };
 pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError, LiveRun};
-pub use pacing::{effective_cap, percentile, wants_redraw, FramePacer};
+pub use pacing::{effective_cap, percentile, software_advice, wants_redraw, FramePacer, Shortfall};
 pub use placement::{panel_position, Area};
 pub use scene::{reload_look, reload_mapping, Scene};
 pub use stage::{StageApp, StageOptions};

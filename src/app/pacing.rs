@@ -83,6 +83,105 @@ pub fn effective_cap(fps_cap: u32, vsync: bool, refresh_mhz: Option<u32>) -> u32
     }
 }
 
+/// Notices a stage that keeps drawing below its cap: over each stretch of [`Shortfall::SPAN`]
+/// of continuous drawing (no gap between frames longer than [`Shortfall::GAP`], which an idle
+/// `render_on_change` stage or a hidden window makes), it measures the frame rate and reports
+/// it once when the rate stayed under [`Shortfall::SHARE`] of the cap. The stage turns that
+/// into advice (on a software rasteriser, where the CPU draws every pixel).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shortfall {
+    /// The cap in frames per second (0: unpaced, never short).
+    cap: u32,
+    /// The first frame of the stretch being measured.
+    start: Option<Instant>,
+    /// The last frame seen.
+    last: Option<Instant>,
+    /// Frames after `start` in the stretch.
+    frames: u32,
+    /// Whether it was reported already.
+    reported: bool,
+}
+
+impl Shortfall {
+    /// How long a stretch of drawing is measured.
+    pub const SPAN: Duration = Duration::from_secs(10);
+    /// A pause between frames longer than this starts a new stretch.
+    pub const GAP: Duration = Duration::from_millis(500);
+    /// The share of the cap under which the rate counts as short.
+    pub const SHARE: f64 = 0.85;
+
+    /// A watch for a stage paced at `cap` frames per second (0: unpaced).
+    pub fn new(cap: u32) -> Shortfall {
+        Shortfall {
+            cap,
+            start: None,
+            last: None,
+            frames: 0,
+            reported: false,
+        }
+    }
+
+    /// Counts a frame drawn at `at`. Returns the rate of the stretch it ends, the first time
+    /// a whole stretch stayed short of the cap; `None` otherwise.
+    pub fn frame(&mut self, at: Instant) -> Option<f64> {
+        if self.reported || self.cap == 0 {
+            return None;
+        }
+        let gap = self.last.map(|last| at.saturating_duration_since(last));
+        self.last = Some(at);
+        let Some(start) = self.start.filter(|_| gap.is_some_and(|g| g <= Self::GAP)) else {
+            self.start = Some(at);
+            self.frames = 0;
+            return None;
+        };
+        self.frames += 1;
+        let elapsed = at.saturating_duration_since(start);
+        if elapsed < Self::SPAN {
+            return None;
+        }
+        let fps = f64::from(self.frames) / elapsed.as_secs_f64();
+        self.start = Some(at);
+        self.frames = 0;
+        if fps < Self::SHARE * f64::from(self.cap) {
+            self.reported = true;
+            return Some(fps);
+        }
+        None
+    }
+}
+
+/// What to tell a performer whose stage draws `fps` of its `target` frames a second on a
+/// software rasteriser (`renderer`, the driver's name): why, and what helps, leaving out a
+/// coarser level of detail where `lod` already draws one and the panel where it is closed.
+pub fn software_advice(
+    fps: f64,
+    target: u32,
+    renderer: &str,
+    lod: crate::config::LodMode,
+    panel_open: bool,
+) -> String {
+    let mut helps = Vec::new();
+    if matches!(
+        lod,
+        crate::config::LodMode::Auto | crate::config::LodMode::Fixed(0)
+    ) {
+        helps.push("render.lod = 1 draws about a quarter more frames");
+    }
+    if panel_open {
+        helps.push("closing the control panel (P) about a fifth more");
+    }
+    let meanwhile = if helps.is_empty() {
+        String::new()
+    } else {
+        format!("; meanwhile {}", helps.join(" and "))
+    };
+    format!(
+        "the stage draws {fps:.0} of its {target} frames a second on a software rasteriser \
+         ({renderer}), which draws every pixel on the CPU: a GPU driver (Mesa's for AMD and \
+         Intel, NVIDIA's own) draws far faster{meanwhile}"
+    )
+}
+
 /// Whether to draw: always when rendering continuously; with `render_on_change`, only when a
 /// new frame arrived or something else changed (camera, size, prompt, background, mapping).
 pub fn wants_redraw(render_on_change: bool, new_frame: bool, changed: bool) -> bool {
@@ -92,6 +191,110 @@ pub fn wants_redraw(render_on_change: bool, new_frame: bool, changed: bool) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Feeds `watch` frames every `period` from `start` for `span`; returns the first report
+    /// and the time after the last frame.
+    fn draw(
+        watch: &mut Shortfall,
+        start: Instant,
+        period: Duration,
+        span: Duration,
+    ) -> (Option<f64>, Instant) {
+        let mut at = start;
+        let mut report = None;
+        while at < start + span {
+            report = report.or(watch.frame(at));
+            at += period;
+        }
+        (report, at)
+    }
+
+    #[test]
+    fn a_stage_short_of_its_cap_is_reported_once_with_its_rate() {
+        let mut watch = Shortfall::new(60);
+        let t0 = Instant::now();
+        // 30 fps for nine seconds: not a whole stretch yet.
+        let (report, t1) = draw(
+            &mut watch,
+            t0,
+            Duration::from_millis(33),
+            Duration::from_secs(9),
+        );
+        assert_eq!(report, None);
+        // Two more seconds complete it.
+        let (report, t2) = draw(
+            &mut watch,
+            t1,
+            Duration::from_millis(33),
+            Duration::from_secs(2),
+        );
+        let fps = report.expect("ten seconds at 30 of 60 fps are reported");
+        assert!((fps - 30.3).abs() < 0.5, "{fps}");
+        // Once only.
+        let (report, _) = draw(
+            &mut watch,
+            t2,
+            Duration::from_millis(33),
+            Duration::from_secs(30),
+        );
+        assert_eq!(report, None);
+    }
+
+    #[test]
+    fn a_stage_at_its_cap_or_pausing_or_unpaced_is_not_short() {
+        let t0 = Instant::now();
+        let mut at_cap = Shortfall::new(60);
+        let (report, _) = draw(
+            &mut at_cap,
+            t0,
+            Duration::from_micros(16_900),
+            Duration::from_secs(60),
+        );
+        assert_eq!(report, None, "59 of 60 fps is not short");
+        // A stage drawing only on change: bursts at 60 fps with pauses between them, whose
+        // mean rate is low, are not a slow stage.
+        let mut bursts = Shortfall::new(60);
+        let mut at = t0;
+        for _ in 0..20 {
+            let (report, end) = draw(
+                &mut bursts,
+                at,
+                Duration::from_micros(16_700),
+                Duration::from_secs(1),
+            );
+            assert_eq!(report, None);
+            at = end + Duration::from_secs(2);
+        }
+        let mut unpaced = Shortfall::new(0);
+        let (report, _) = draw(
+            &mut unpaced,
+            t0,
+            Duration::from_millis(100),
+            Duration::from_secs(60),
+        );
+        assert_eq!(report, None);
+    }
+
+    #[test]
+    fn software_advice_leaves_out_what_is_already_done() {
+        use crate::config::LodMode;
+        let full = software_advice(31.6, 60, "llvmpipe", LodMode::Auto, true);
+        assert!(
+            full.starts_with("the stage draws 32 of its 60 frames a second"),
+            "{full}"
+        );
+        assert!(full.contains("(llvmpipe)"), "{full}");
+        assert!(
+            full.contains("render.lod = 1") && full.contains("control panel (P)"),
+            "{full}"
+        );
+        let done = software_advice(40.0, 60, "llvmpipe", LodMode::Fixed(1), false);
+        assert!(
+            !done.contains("render.lod") && !done.contains("panel"),
+            "{done}"
+        );
+        assert!(done.ends_with("draws far faster"), "{done}");
+    }
 
     #[test]
     fn percentiles() {

@@ -219,6 +219,8 @@ pub struct PanelModel {
     pub avatar: String,
     /// The stage's timings.
     pub timings: Timings,
+    /// Advice once the stage has kept drawing well below its cap (a software rasteriser).
+    pub advice: Option<String>,
     /// The meters.
     pub rows: Vec<ChannelRow>,
     /// Every target weight drawn.
@@ -453,6 +455,9 @@ fn status(ui: &mut egui::Ui, model: &PanelModel) {
             ui.label(format!("{fps:.0} fps"));
         }
     });
+    if let Some(advice) = &model.advice {
+        ui.label(RichText::new(advice).color(Color32::from_rgb(220, 150, 40)));
+    }
     if let Some(report) = &t.mix {
         ui.label(layers_line(report));
     }
@@ -986,6 +991,7 @@ mod tests {
                 sample_age: Some([Duration::from_millis(8), Duration::from_millis(21)]),
                 ..Timings::default()
             },
+            advice: None,
             profiles: vec!["alice".into()],
             profile: None,
             models: vec!["models/alice.vrm".into()],
@@ -1270,13 +1276,15 @@ mod tests {
             "mapping.toml:3:9: unknown channel `jawOpn`\n  hint: did you mean `jawOpen`?",
             Instant::now(),
         );
-        let m = model(true, RoutineView::Idle);
+        let mut m = model(true, RoutineView::Idle);
+        m.advice = Some("the stage draws 32 of its 60 frames a second".into());
         pass(&ctx, &m, &mut state, Vec::new());
         let (texts, actions) = pass(&ctx, &m, &mut state, Vec::new());
         assert!(actions.is_empty());
         let all: Vec<&str> = texts.iter().map(|(t, _)| t.as_str()).collect();
         for expected in [
             " tracking ",
+            "the stage draws 32 of its 60 frames a second",
             "vmc from 10.0.0.2:39539",
             "60 packets/s, 60 frames/s",
             "malformed 3",

@@ -310,7 +310,12 @@ fn build(
 impl GlWindow {
     /// Whether the context renders on the CPU (llvmpipe, softpipe, SwiftShader).
     fn is_software(&self) -> bool {
-        super::is_software_renderer(&super::debug::gl_string(&self.gl, glow::RENDERER))
+        super::is_software_renderer(&self.renderer())
+    }
+
+    /// The driver's name for the renderer (`GL_RENDERER`).
+    pub fn renderer(&self) -> String {
+        super::debug::gl_string(&self.gl, glow::RENDERER)
     }
 
     /// The window.

@@ -138,6 +138,7 @@ impl StageApp {
         // The old scene's GL objects go while the stage's context is current.
         self.scene = Some(scene);
         self.dirty = true;
+        self.watch_frame_rate();
         tracing::info!(model = %name, "avatar swapped in");
         Ok(format!("{name} in use"))
     }

@@ -14,8 +14,8 @@ use winit::window::WindowId;
 use super::input::PIXELS_PER_NOTCH;
 use super::{
     camera_drag, camera_key, camera_wheel, effective_cap, reload_look, reload_mapping, save_camera,
-    wants_redraw, AppError, AppEvent, Controls, ExpressionKeys, FramePacer, KeyRoute, Scene,
-    StageKey, STAGE_HOTKEYS,
+    software_advice, wants_redraw, AppError, AppEvent, Controls, ExpressionKeys, FramePacer,
+    KeyRoute, Scene, Shortfall, StageKey, STAGE_HOTKEYS,
 };
 use crate::avatar::Avatar;
 use crate::bridge::FrameReceiver;
@@ -92,6 +92,13 @@ pub struct StageApp {
     window: Option<render::window::GlWindow>,
     error: Option<AppError>,
     pacer: FramePacer,
+    /// The frame rate the stage is paced at (its cap, or the display's refresh under vsync;
+    /// 0: unknown or unpaced).
+    fps_target: u32,
+    /// Watches for a stage that keeps drawing well below `fps_target`.
+    shortfall: Shortfall,
+    /// What the panel advises once `shortfall` found the stage short on a software rasteriser.
+    advice: Option<String>,
     /// Something other than a new frame changed since the last draw.
     dirty: bool,
     modifiers: ModifiersState,
@@ -119,6 +126,9 @@ impl StageApp {
             global_keys: None,
             exit_at: options.exit_after.map(|d| Instant::now() + d),
             pacer: FramePacer::new(options.config.window.fps_cap),
+            fps_target: 0,
+            shortfall: Shortfall::new(0),
+            advice: None,
             telemetry: Telemetry::new(Instant::now()),
             controls: None,
             plugins: crate::panel::Approvals::default(),
@@ -287,6 +297,7 @@ impl StageApp {
                 tracing::info!("control panel open");
                 self.panel = Some(panel);
                 self.panel_due = Instant::now();
+                self.watch_frame_rate();
             }
             Err(error) => {
                 tracing::warn!(error = %with_causes(&error), "the control panel cannot open; the stage runs without it");
@@ -297,6 +308,7 @@ impl StageApp {
     fn close_panel(&mut self) {
         self.panel = None;
         self.panel_wanted = false;
+        self.watch_frame_rate();
         tracing::info!("control panel closed (P on the stage opens it again)");
     }
 
@@ -364,6 +376,7 @@ impl StageApp {
                 motion_latency: (self.motion.settings().mode != MotionMode::Off)
                     .then(|| self.motion.latency()),
             },
+            advice: self.advice.clone(),
             profiles,
             profile,
             models,
@@ -495,7 +508,38 @@ impl StageApp {
             tracing::warn!(error = %with_causes(&error), "swap_buffers failed");
         }
         self.stats.record(start, Instant::now(), sample);
+        if let Some(fps) = self.shortfall.frame(start) {
+            self.short_of_target(fps);
+        }
         image
+    }
+
+    /// Starts measuring the frame rate afresh (the stage's load changed), forgetting advice.
+    fn watch_frame_rate(&mut self) {
+        self.shortfall = Shortfall::new(self.fps_target);
+        self.advice = None;
+    }
+
+    /// The stage drew `fps` over a stretch, well below its target: on a software rasteriser,
+    /// says why and what helps (in the log and on the panel).
+    fn short_of_target(&mut self, fps: f64) {
+        let Some(window) = self.window.as_ref() else {
+            return;
+        };
+        let renderer = window.renderer();
+        if !render::is_software_renderer(&renderer) {
+            tracing::info!(fps, target = self.fps_target, %renderer, "the stage draws below its frame cap");
+            return;
+        }
+        let advice = software_advice(
+            fps,
+            self.fps_target,
+            &renderer,
+            self.options.config.render.lod,
+            self.panel.is_some(),
+        );
+        tracing::warn!(fps, target = self.fps_target, %renderer, "{advice}");
+        self.advice = Some(advice);
     }
 }
 
@@ -527,6 +571,10 @@ impl ApplicationHandler<AppEvent> for StageApp {
             .and_then(|m| m.refresh_rate_millihertz());
         let cap = effective_cap(cfg.fps_cap, cfg.vsync, refresh);
         self.pacer = FramePacer::new(cap);
+        self.fps_target = match cap {
+            0 if cfg.vsync => refresh.map_or(0, |mhz| (mhz + 500) / 1000),
+            cap => cap,
+        };
         tracing::info!(
             fps_cap = cfg.fps_cap,
             vsync = cfg.vsync,
@@ -535,6 +583,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
             render_on_change = cfg.render_on_change,
             "stage frame pacing"
         );
+        self.watch_frame_rate();
         let Some((avatar, mapping)) = self.avatar.take() else {
             return;
         };
