@@ -139,9 +139,8 @@ fn a_smile_folds_its_own_side_only_and_a_frown_creases_between_the_brows() {
 /// and column while the last good look stays, and a fix shows again.
 #[test]
 fn a_saved_preset_reloads_and_a_broken_one_keeps_the_last_good_look() {
-    use crate::pipeline::{scripted_run, step};
+    use crate::pipeline::{reload_steps, scripted_run};
     use std::process::Stdio;
-    use std::time::Duration;
 
     let dir = tempfile::tempdir().unwrap();
     let preset = dir.path().join("p.toml");
@@ -166,33 +165,22 @@ fn a_saved_preset_reloads_and_a_broken_one_keeps_the_last_good_look() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let reloads = |log: &str| log.matches("look reloaded").count();
-    let write = |text: &str| std::fs::write(&preset, text).unwrap();
     // A valid change, an unknown slider, then a fix.
     scripted_run(
         child,
         || {},
-        vec![
-            step(
-                |log| log.contains("headless renderer ready") && log.contains("watching the look"),
-                |_| {
-                    std::thread::sleep(Duration::from_millis(300));
-                    write("[colors]\nhair = \"#e0c080\"\n");
-                },
-            ),
-            step(
-                |log| reloads(log) == 1,
-                |_| write("[sliders]\nnot_a_slider = 0.5\n"),
-            ),
-            step(
-                |log| log.contains("look reload failed"),
-                |log| {
-                    assert!(log.contains("p.toml:2:1"), "the error is located:\n{log}");
-                    write("[colors]\nskin = \"#8a5a44\"\n");
-                },
-            ),
-            step(|log| reloads(log) == 2, |_| {}),
-        ],
+        reload_steps(
+            &preset,
+            "watching the look",
+            "look reloaded",
+            "look reload failed",
+            "p.toml:2:1",
+            [
+                "[colors]\nhair = \"#e0c080\"\n",
+                "[sliders]\nnot_a_slider = 0.5\n",
+                "[colors]\nskin = \"#8a5a44\"\n",
+            ],
+        ),
     );
     // The last look's dark skin shows on the face (the centre of the frame).
     let got = RgbaImage::load_png(&out).unwrap();

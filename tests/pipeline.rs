@@ -576,6 +576,40 @@ pub(crate) fn step<'a>(when: impl Fn(&str) -> bool + 'a, then: impl FnMut(&str) 
     }
 }
 
+/// The steps of a headless run's hot-reload check of `file`: once the renderer is ready and the
+/// log says `watching` it, write the first text (a valid change); once `reloaded` shows once,
+/// the second (a broken file); once `failed` shows, check that the log locates the error at
+/// `location`, then write the third (the fix); then wait for the second reload.
+pub(crate) fn reload_steps<'a>(
+    file: &'a Path,
+    watching: &'a str,
+    reloaded: &'a str,
+    failed: &'a str,
+    location: &'a str,
+    [good, broken, fixed]: [&'a str; 3],
+) -> Vec<Step<'a>> {
+    let write = move |text: &str| std::fs::write(file, text).unwrap();
+    let reloads = move |log: &str| log.matches(reloaded).count();
+    vec![
+        step(
+            move |log| log.contains("headless renderer ready") && log.contains(watching),
+            move |_| {
+                std::thread::sleep(Duration::from_millis(300));
+                write(good);
+            },
+        ),
+        step(move |log| reloads(log) == 1, move |_| write(broken)),
+        step(
+            move |log| log.contains(failed),
+            move |log| {
+                assert!(log.contains(location), "the error is located:\n{log}");
+                write(fixed);
+            },
+        ),
+        step(move |log| reloads(log) == 2, |_| {}),
+    ]
+}
+
 /// Runs `child` (its stderr piped) to its exit, reading its log every 20 ms and taking `steps`
 /// in order, each once the log satisfies it; `tick` runs before each read (to send a frame,
 /// say). Panics, with the log, when a minute passes, when the child fails, or when the run
@@ -1032,8 +1066,6 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
     ];
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut i = 0;
-    let reloads = |log: &str| log.matches("mapping reloaded").count();
-    let write = |text: &str| std::fs::write(&mapping, text).unwrap();
     // A valid change (nothing mapped), a broken file, then the fix (everything mapped again).
     let log = scripted_run(
         child,
@@ -1041,29 +1073,18 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
             let _ = sock.send_to(&datagrams[i % 2], addr);
             i += 1;
         },
-        vec![
-            step(
-                |log| {
-                    log.contains("headless renderer ready") && log.contains("watching the mapping")
-                },
-                |_| {
-                    std::thread::sleep(Duration::from_millis(300));
-                    write("version = 1\n[targets]\nauto = false\n");
-                },
-            ),
-            step(
-                |log| reloads(log) == 1,
-                |_| write("version = 1\n[targets]\nauto = 3\n"),
-            ),
-            step(
-                |log| log.contains("mapping reload failed"),
-                |log| {
-                    assert!(log.contains("m.toml:3:"), "the error is located:\n{log}");
-                    write("version = 1\n[targets]\nauto = true\n");
-                },
-            ),
-            step(|log| reloads(log) == 2, |_| {}),
-        ],
+        reload_steps(
+            &mapping,
+            "watching the mapping",
+            "mapping reloaded",
+            "mapping reload failed",
+            "m.toml:3:",
+            [
+                "version = 1\n[targets]\nauto = false\n",
+                "version = 1\n[targets]\nauto = 3\n",
+                "version = 1\n[targets]\nauto = true\n",
+            ],
+        ),
     );
     // The fixed mapping maps everything again: the jaw follows the phone's jawOpen = 1.
     let got = RgbaImage::load_png(&out).unwrap();
