@@ -192,17 +192,21 @@ pub fn wants_redraw(render_on_change: bool, new_frame: bool, changed: bool) -> b
 mod tests {
     use super::*;
 
-    /// Feeds `watch` frames every `period` from `start` for `span`; returns the first report
-    /// and the time after the last frame.
+    /// Feeds `watch` a frame every `period_us` microseconds from `start` for `secs` seconds;
+    /// returns the first report and the time after the last frame.
     fn draw(
         watch: &mut Shortfall,
         start: Instant,
-        period: Duration,
-        span: Duration,
+        period_us: u64,
+        secs: u64,
     ) -> (Option<f64>, Instant) {
+        let (period, end) = (
+            Duration::from_micros(period_us),
+            start + Duration::from_secs(secs),
+        );
         let mut at = start;
         let mut report = None;
-        while at < start + span {
+        while at < end {
             report = report.or(watch.frame(at));
             at += period;
         }
@@ -214,65 +218,36 @@ mod tests {
         let mut watch = Shortfall::new(60);
         let t0 = Instant::now();
         // 30 fps for nine seconds: not a whole stretch yet.
-        let (report, t1) = draw(
-            &mut watch,
-            t0,
-            Duration::from_millis(33),
-            Duration::from_secs(9),
-        );
+        let (report, t1) = draw(&mut watch, t0, 33_000, 9);
         assert_eq!(report, None);
         // Two more seconds complete it.
-        let (report, t2) = draw(
-            &mut watch,
-            t1,
-            Duration::from_millis(33),
-            Duration::from_secs(2),
-        );
+        let (report, t2) = draw(&mut watch, t1, 33_000, 2);
         let fps = report.expect("ten seconds at 30 of 60 fps are reported");
         assert!((fps - 30.3).abs() < 0.5, "{fps}");
         // Once only.
-        let (report, _) = draw(
-            &mut watch,
-            t2,
-            Duration::from_millis(33),
-            Duration::from_secs(30),
-        );
-        assert_eq!(report, None);
+        assert_eq!(draw(&mut watch, t2, 33_000, 30).0, None);
     }
 
     #[test]
     fn a_stage_at_its_cap_or_pausing_or_unpaced_is_not_short() {
         let t0 = Instant::now();
         let mut at_cap = Shortfall::new(60);
-        let (report, _) = draw(
-            &mut at_cap,
-            t0,
-            Duration::from_micros(16_900),
-            Duration::from_secs(60),
+        assert_eq!(
+            draw(&mut at_cap, t0, 16_900, 60).0,
+            None,
+            "59 of 60 fps is not short"
         );
-        assert_eq!(report, None, "59 of 60 fps is not short");
         // A stage drawing only on change: bursts at 60 fps with pauses between them, whose
         // mean rate is low, are not a slow stage.
         let mut bursts = Shortfall::new(60);
         let mut at = t0;
         for _ in 0..20 {
-            let (report, end) = draw(
-                &mut bursts,
-                at,
-                Duration::from_micros(16_700),
-                Duration::from_secs(1),
-            );
+            let (report, end) = draw(&mut bursts, at, 16_700, 1);
             assert_eq!(report, None);
             at = end + Duration::from_secs(2);
         }
         let mut unpaced = Shortfall::new(0);
-        let (report, _) = draw(
-            &mut unpaced,
-            t0,
-            Duration::from_millis(100),
-            Duration::from_secs(60),
-        );
-        assert_eq!(report, None);
+        assert_eq!(draw(&mut unpaced, t0, 100_000, 60).0, None);
     }
 
     #[test]
