@@ -168,7 +168,7 @@ pub fn software_advice(
         helps.push("render.lod = 1 draws about a quarter more frames");
     }
     if panel_open {
-        helps.push("closing the control panel (P) about a fifth more");
+        helps.push("closing the control panel (P) about a sixth more");
     }
     let meanwhile = if helps.is_empty() {
         String::new()
