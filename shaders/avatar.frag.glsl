@@ -10,7 +10,8 @@
 //   EMISSION       (emissive materials, or expressions that make one emit)
 //   OUTLINE        (MToon outlines; MToon programs only)
 //   RIM            (MToon rim light or matcap; MToon programs only)
-//   WRINKLES       (wrinkle normal maps the mapping file declares)
+//   WRINKLES       (wrinkle normal maps the mapping file declares), with WRINKLE_TEXTURES (1-4)
+//                  the number of textures they use
 // and at most one of these, choosing the shading (the portrait lighting without either)
 //   SHADING_UNLIT  (KHR_materials_unlit: the base colour as is)
 //   SHADING_TOON   (MToon)
@@ -216,18 +217,25 @@ vec3 wrinkled(vec3 n) {
         tilt += wrinkle_tilt(u_wrinkle_tex0, u_wrinkle_rg.x, u_wrinkle_ba.x,
                              u_wrinkle_rect_rg[0], u_wrinkle_rect_ba[0], dtx, dty);
     }
+    // Only the textures in use are sampled: a software rasteriser runs an untaken branch too.
+#if WRINKLE_TEXTURES > 1
     if (any_weight.y > 0.0) {
         tilt += wrinkle_tilt(u_wrinkle_tex1, u_wrinkle_rg.y, u_wrinkle_ba.y,
                              u_wrinkle_rect_rg[1], u_wrinkle_rect_ba[1], dtx, dty);
     }
+#endif
+#if WRINKLE_TEXTURES > 2
     if (any_weight.z > 0.0) {
         tilt += wrinkle_tilt(u_wrinkle_tex2, u_wrinkle_rg.z, u_wrinkle_ba.z,
                              u_wrinkle_rect_rg[2], u_wrinkle_rect_ba[2], dtx, dty);
     }
+#endif
+#if WRINKLE_TEXTURES > 3
     if (any_weight.w > 0.0) {
         tilt += wrinkle_tilt(u_wrinkle_tex3, u_wrinkle_rg.w, u_wrinkle_ba.w,
                              u_wrinkle_rect_rg[3], u_wrinkle_rect_ba[3], dtx, dty);
     }
+#endif
     float det = dtx.x * dty.y - dty.x * dtx.y;
     if (tilt == vec2(0.0) || abs(det) < 1e-12) {
         return n;

@@ -131,7 +131,7 @@ impl Renderer {
             .max()
             .unwrap_or(0);
         let max_active = (max_targets.div_ceil(4) * 4).clamp(4, MAX_ACTIVE_TARGETS);
-        let (programs, program_for) = build_programs(&gl, avatar, path, max_active, false)?;
+        let (programs, program_for) = build_programs(&gl, avatar, path, max_active, 0)?;
 
         let white = upload_texture(&gl, 1, 1, &[255; 4], Sampler::default())?;
         let textures = upload_textures(&gl, avatar)?;

@@ -101,7 +101,7 @@ pub(super) const SHADING_TOON: usize = 2;
 
 /// Compiles the program variants `avatar`'s materials use (the standard one always), with room
 /// for `max_active` active targets and the defines of `path` and of the avatar's features
-/// (`wrinkles`: the mapping declares wrinkle maps).
+/// (`wrinkle_textures`: how many textures the mapping's wrinkle maps use, 0 for none).
 /// Returns them with, for each `SHADING_*`, its index in the list (the standard one where not
 /// compiled).
 pub(super) fn build_programs(
@@ -109,14 +109,15 @@ pub(super) fn build_programs(
     avatar: &Avatar,
     path: MorphPath,
     max_active: usize,
-    wrinkles: bool,
+    wrinkle_textures: usize,
 ) -> Result<(Vec<ShaderVariant>, [usize; 3]), RenderError> {
     let mut defines = vec![("MAX_ACTIVE", max_active.to_string())];
     if path == MorphPath::Gpu {
         defines.push(("MORPH_GPU", "1".to_owned()));
     }
-    if wrinkles {
+    if wrinkle_textures > 0 {
         defines.push(("WRINKLES", "1".to_owned()));
+        defines.push(("WRINKLE_TEXTURES", wrinkle_textures.to_string()));
     }
     defines.extend(
         feature_defines(avatar)

@@ -50,10 +50,11 @@ pub(super) struct GpuWrinkles {
     rects: [[[f32; 4]; 2]; MAX_WRINKLE_MAPS],
     /// This frame's weights (sanitised), in map order.
     pub(super) weights: [f32; MAX_WRINKLE_MAPS],
-    /// The program variants with `WRINKLES`, and for each shading its index among them; built
-    /// while some map is set. A draw uses them only when a map shows on its material: a
-    /// software rasteriser runs both sides of a branch, so the plain programs cost nothing
-    /// extra for the frames and materials without wrinkles.
+    /// The program variants with `WRINKLES` (and `WRINKLE_TEXTURES`, the number of
+    /// `textures`), and for each shading its index among them; built while some map is set. A
+    /// draw uses them only when a map shows on its material: a software rasteriser runs both
+    /// sides of a branch, so the plain programs cost nothing extra for the frames and
+    /// materials without wrinkles, and a texture no map uses is not sampled at all.
     programs: Option<(Vec<ShaderVariant>, [usize; 3])>,
 }
 
@@ -150,18 +151,19 @@ impl Renderer {
             slots.push(slot);
         }
         self.put_wrinkled_triangles_first(avatar, maps, &slots, &rects);
-        let programs = if maps.is_empty() {
-            None
-        } else if let Some(built) = self.wrinkles.programs.take() {
-            Some(built)
-        } else {
-            Some(build_programs(
+        // The programs sample only the textures in use, so they are rebuilt when that number
+        // changes.
+        let reuse = self.wrinkles.textures.len() == textures.len();
+        let programs = match self.wrinkles.programs.take() {
+            _ if maps.is_empty() => None,
+            Some(built) if reuse => Some(built),
+            _ => Some(build_programs(
                 &self.gl,
                 avatar,
                 self.path,
                 self.max_active,
-                true,
-            )?)
+                textures.len(),
+            )?),
         };
         self.wrinkles = GpuWrinkles {
             maps: maps.to_vec(),
