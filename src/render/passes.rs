@@ -115,7 +115,7 @@ impl Renderer {
                     .is_some_and(|t| t.outline.is_some())
                 {
                     let u = self.bind(bound, material, wrinkled, index, mesh);
-                    self.draw_primitive(u, index, prim, material, true);
+                    self.draw_range(u, index, prim, material, true, 0..prim.index_count);
                 }
             }
         }
@@ -151,7 +151,7 @@ impl Renderer {
                 let u = self.bind(bound, material, wrinkled, draw.node, mesh);
                 // SAFETY: as above.
                 unsafe { gl.depth_mask(z_write) };
-                self.draw_primitive(u, draw.node, prim, material, false);
+                self.draw_range(u, draw.node, prim, material, false, 0..prim.index_count);
             }
             // SAFETY: as above.
             unsafe {
@@ -164,19 +164,6 @@ impl Renderer {
     /// This frame's world-space centroid of `prim` drawn by node `node`.
     pub(super) fn centroid(&self, node: usize, prim: &GpuPrimitive) -> Vec3 {
         self.placement(node, prim).transform_point3(prim.centroid)
-    }
-
-    /// Draws one primitive with its material: the surface, or (`outline`) its MToon outline's
-    /// inverted hull: front faces culled, pushed out along the normals, in the outline colour.
-    pub(super) fn draw_primitive(
-        &self,
-        u: &Uniforms,
-        node: usize,
-        prim: &GpuPrimitive,
-        material: Option<&GpuMaterial>,
-        outline: bool,
-    ) {
-        self.draw_range(u, node, prim, material, outline, 0..prim.index_count);
     }
 
     /// Whether `prim`'s texture coordinates are drawn as stored this frame (no texture
@@ -213,7 +200,9 @@ impl Renderer {
             })
     }
 
-    /// [`Self::draw_primitive`] for the indices in `range` only (whole triangles).
+    /// Draws the indices in `range` (whole triangles) of one primitive with its material: the
+    /// surface, or (`outline`) its MToon outline's inverted hull: front faces culled, pushed
+    /// out along the normals, in the outline colour.
     pub(super) fn draw_range(
         &self,
         u: &Uniforms,
