@@ -750,10 +750,12 @@ fn texture_transform_rotation_follows_the_extension() {
 // MToon.
 // ---------------------------------------------------------------------------------------------
 
-/// A UV sphere of radius 1 at the origin.
-fn sphere(glb: &mut Glb, material: usize) -> String {
+/// A UV sphere of radius 1 at the origin: positions (which are also its normals), UVs (u around
+/// from the back, v down from the north pole) and indices.
+fn sphere_geometry() -> (Vec<Vec3>, Vec<Vec2>, Vec<u16>) {
     let (rows, columns) = (24u16, 32u16);
     let mut positions = Vec::new();
+    let mut uvs = Vec::new();
     for i in 0..=rows {
         let theta = PI * f32::from(i) / f32::from(rows);
         for j in 0..=columns {
@@ -762,6 +764,10 @@ fn sphere(glb: &mut Glb, material: usize) -> String {
                 theta.sin() * phi.sin(),
                 theta.cos(),
                 theta.sin() * phi.cos(),
+            ));
+            uvs.push(Vec2::new(
+                f32::from(j) / f32::from(columns),
+                f32::from(i) / f32::from(rows),
             ));
         }
     }
@@ -779,6 +785,12 @@ fn sphere(glb: &mut Glb, material: usize) -> String {
             ]);
         }
     }
+    (positions, uvs, indices)
+}
+
+/// A UV sphere of radius 1 at the origin, as a mesh JSON.
+fn sphere(glb: &mut Glb, material: usize) -> String {
+    let (positions, _, indices) = sphere_geometry();
     let p = glb.vec3s(&positions);
     let n = glb.vec3s(&positions);
     let i = glb.indices(&indices);
@@ -912,6 +924,112 @@ fn mtoon_outline_rings_the_silhouette() {
     }
     // The outline does not cover the surface's middle.
     assert_eq!(with.pixel(cx, cy), without.pixel(cx, cy));
+}
+
+// ---------------------------------------------------------------------------------------------
+// An avatar's own wrinkle map.
+// ---------------------------------------------------------------------------------------------
+
+/// A lit sphere whose glTF carries a morph target `Raise` (no deltas) and a texture `lines`: a
+/// tangent-space normal map (red/green) with ridges on its top quarter, which no material uses.
+fn wrinkled_sphere() -> Vec<u8> {
+    let mut glb = Glb::default();
+    let (positions, uvs, indices) = sphere_geometry();
+    let (p, n, uv, i) = (
+        glb.vec3s(&positions),
+        glb.vec3s(&positions),
+        glb.vec2s(&uvs),
+        glb.indices(&indices),
+    );
+    let dp = glb.vec3s(&vec![Vec3::ZERO; positions.len()]);
+    let mesh = format!(
+        r#"{{"primitives":[{{"attributes":{{"POSITION":{p},"NORMAL":{n},"TEXCOORD_0":{uv}}},"indices":{i},"material":0,"targets":[{{"POSITION":{dp}}}]}}],"extras":{{"targetNames":["Raise"]}}}}"#
+    );
+    // Rows of the map tilt the normal up and down in turn (red/green = x/y at 128 = flat), on
+    // v < 0.25 only: the sphere's cap above 45 degrees of latitude.
+    let size = 64;
+    let mut data = Vec::new();
+    for y in 0..size {
+        let tilt: u8 = match (y < size / 4, (y / 2) % 2) {
+            (true, 0) => 40,
+            (true, _) => 216,
+            (false, _) => 128,
+        };
+        for _ in 0..size {
+            data.extend([128, tilt, 128, 255]);
+        }
+    }
+    let map = RgbaImage {
+        width: size,
+        height: size,
+        data,
+    };
+    let view = glb.png(&map);
+    let material = r#"{"name":"Ball","pbrMetallicRoughness":{"baseColorFactor":[0.8,0.7,0.6,1],"metallicFactor":0,"roughnessFactor":0.6}}"#;
+    glb.build(&flat_scene(
+        &[mesh],
+        &[material.to_string()],
+        &format!(
+            r#","images":[{{"bufferView":{view},"mimeType":"image/png"}}],"textures":[{{"name":"lines","source":0}}]"#
+        ),
+    ))
+}
+
+/// The sphere through a mapping that drives `Raise` from browInnerUp, with or without its
+/// `[wrinkles.lines]` table, at browInnerUp = `brow`.
+fn render_wrinkled_sphere(wrinkles: bool, brow: f32) -> RgbaImage {
+    use facewire::mapping::{CompiledMapping, MappingFile};
+    let avatar = avatar::load_slice(&wrinkled_sphere(), "wrinkled sphere").expect("loads");
+    let mut text = String::from("version = 1\n[map]\nRaise = \"browInnerUp\"\n");
+    if wrinkles {
+        text.push_str(
+            "[wrinkles.lines]\ntexture = \"lines\"\nchannels = \"rg\"\nmaterial = \"Ball\"\n\
+             weights = { Raise = 1.0 }\n",
+        );
+    }
+    let file = MappingFile::parse(&text, "sphere.toml").expect("parses");
+    let mapping = CompiledMapping::compile(&file, &avatar).expect("compiles");
+    assert_eq!(mapping.wrinkles.len(), usize::from(wrinkles));
+    let ctx = context(SIZE);
+    let mut scene = facewire::app::Scene::new(ctx.gl(), avatar, MorphMode::Cpu).expect("scene");
+    scene.set_mapping(mapping);
+    let mut frame = facewire::arkit::FaceFrame::empty(
+        facewire::arkit::Protocol::Vmc,
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        std::time::Instant::now(),
+    );
+    frame.set(facewire::arkit::Channel::BrowInnerUp, brow);
+    scene.set_frame(Some(&frame));
+    scene.draw_image(&ctx, BACKGROUND, false)
+}
+
+#[test]
+fn a_gltf_avatar_declares_its_own_wrinkle_map_in_its_mapping() {
+    let plain = render_wrinkled_sphere(false, 0.0);
+    // At rest the map changes no pixel; the target alone (no deltas) changes none either.
+    assert!(changed_pixels(&plain, &render_wrinkled_sphere(true, 0.0), 0).is_empty());
+    assert!(changed_pixels(&plain, &render_wrinkled_sphere(false, 1.0), 0).is_empty());
+    let raised = render_wrinkled_sphere(true, 1.0);
+    save(&plain, "wrinkle_sphere_rest");
+    save(&raised, "wrinkle_sphere_raised");
+    // Raised, the ridges shade the cap and nothing below it.
+    let rows: Vec<u32> = (0..plain.height)
+        .filter(|&y| (0..plain.width).any(|x| !is_background(rgb(&plain, x, y))))
+        .collect();
+    let (top, bottom) = (rows[0], rows[rows.len() - 1]);
+    let centre = (top + bottom) / 2;
+    let changed = changed_pixels(&plain, &raised, 2);
+    assert!(changed.len() > 100, "{} pixels changed", changed.len());
+    assert!(
+        changed.iter().all(|&(_, y)| y < centre),
+        "a changed pixel lies below the sphere's equator (row {centre}): {:?}",
+        changed.iter().max_by_key(|p| p.1)
+    );
+}
+
+fn rgb(image: &RgbaImage, x: u32, y: u32) -> [u8; 3] {
+    let p = image.pixel(x, y);
+    [p[0], p[1], p[2]]
 }
 
 // ---------------------------------------------------------------------------------------------
