@@ -101,14 +101,22 @@ impl FromStr for Size {
         let (w, h) = s
             .split_once(['x', 'X'])
             .ok_or_else(|| format!("`{s}` is not a size; write WIDTHxHEIGHT, e.g. 800x800"))?;
-        let parse = |v: &str| {
-            v.trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (16..=8192).contains(n))
-                .ok_or_else(|| format!("`{v}` is not a size between 16 and 8192"))
+        let parse = |v: &str, side: &str| {
+            let v = v.trim();
+            match v.parse::<u32>() {
+                Ok(n) if (16..=8192).contains(&n) => Ok(n),
+                Ok(n) => Err(format!(
+                    "the {side} {n} is outside 16 to 8192 pixels; write WIDTHxHEIGHT, e.g. 800x800"
+                )),
+                Err(_) if v.is_empty() => Err(format!(
+                    "`{s}` has no {side}; write WIDTHxHEIGHT, e.g. 800x800"
+                )),
+                Err(_) => Err(format!(
+                    "the {side} `{v}` is not a whole number; write WIDTHxHEIGHT, e.g. 800x800"
+                )),
+            }
         };
-        Ok(Size(parse(w)?, parse(h)?))
+        Ok(Size(parse(w, "width")?, parse(h, "height")?))
     }
 }
 
@@ -248,6 +256,12 @@ mod tests {
         assert_eq!("800x600".parse::<Size>(), Ok(Size(800, 600)));
         assert!("8x8".parse::<Size>().is_err());
         assert!("800".parse::<Size>().is_err());
+        // Each message names what is wrong with which side.
+        let err = |s: &str| s.parse::<Size>().unwrap_err();
+        assert!(err("1280x").contains("has no height"), "{}", err("1280x"));
+        assert!(err("x720").contains("has no width"));
+        assert!(err("12x720").contains("the width 12 is outside 16 to 8192"));
+        assert!(err("1280x720x3").contains("the height `720x3` is not a whole number"));
         let q = "90,0,0".parse::<HeadAngles>().unwrap().0;
         assert!(q.dot(Quat::from_rotation_y(90f32.to_radians())).abs() > 1.0 - 1e-6);
         assert!("1,2".parse::<HeadAngles>().is_err());
