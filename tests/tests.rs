@@ -79,3 +79,7 @@ mod api;
 /// The API of a real headless run, driven by an independent client: authentication, hotkeys,
 /// injected values in the frame drawn, a flood of connections, a port in use.
 mod api_live;
+
+/// Hand-edited files (configuration, mapping, look, profile) under mutation: read or refused,
+/// never a panic, never a value that is not finite.
+mod textfuzz;
