@@ -80,6 +80,6 @@ mod api;
 /// injected values in the frame drawn, a flood of connections, a port in use.
 mod api_live;
 
-/// Hand-edited files (configuration, mapping, look, profile) under mutation: read or refused,
+/// Hand-edited files (configuration, mapping, look, expressions, profile) under mutation: read or refused,
 /// never a panic, never a value that is not finite.
 mod textfuzz;

@@ -1,16 +1,16 @@
 //! Hand-edited files under mutation: the configuration, the default head's mapping, a look
-//! preset and a performer profile, each mutated many times (lines dropped, doubled and swapped,
-//! numbers made huge, negative or not numbers, brackets and quotes broken, the text cut short).
-//! Every mutant either reads or is refused with a located message, never a panic; whatever
-//! reads drives only finite weights (none beyond a mapping's largest magnitude), rotations,
-//! translations and wrinkle strengths. A hot reload that panicked would take the stage down
+//! preset, the expressions and a performer profile, each mutated many times (lines dropped,
+//! doubled and swapped, numbers made huge, negative or not numbers, brackets and quotes broken,
+//! the text cut short). Every mutant either reads or is refused with a message at its line and
+//! column, never a panic; whatever reads holds only finite values, and a mapping drives no
+//! weight beyond its largest magnitude. A hot reload that panicked would take the stage down
 //! mid-stream.
 
 use crate::support::{fuzz_cases, fuzz_seed, Rng};
 use facewire::arkit::{Channel, FaceFrame, Protocol};
 use facewire::avatar::{Avatar, Pose};
 use facewire::calibrate::profile::Profile;
-use facewire::config::Config;
+use facewire::config::{Config, ExpressionsSection};
 use facewire::looks::Look;
 use facewire::mapping::{self, CompiledMapping, MappingFile, DEFAULT_HEAD_MAPPING};
 
@@ -282,7 +282,7 @@ fn mutated_looks_read_or_are_refused_and_drive_finite_values() {
 }
 
 #[test]
-fn mutated_configurations_and_profiles_read_or_are_refused() {
+fn mutated_configurations_expressions_and_profiles_read_or_are_refused() {
     let text = std::fs::read_to_string(crate::support::repo().join("config/facewire.toml"))
         .expect("config/facewire.toml");
     fuzz(
@@ -298,6 +298,32 @@ fn mutated_configurations_and_profiles_read_or_are_refused() {
             }
         },
     );
+
+    let text = std::fs::read_to_string(crate::support::repo().join("config/expressions.toml"))
+        .expect("config/expressions.toml");
+    fuzz("expressions", &text, fuzz_cases(600), 0x6578_7072, |text| {
+        match ExpressionsSection::parse_file(text, "expressions.toml") {
+            Ok(section) => {
+                for spec in section.specs.values() {
+                    let values = spec.values.values().chain(spec.targets.values());
+                    let fades = [&spec.fade_in, &spec.fade_out];
+                    assert!(values.map(|v| *v.get_ref()).all(f32::is_finite), "{spec:?}");
+                    assert!(
+                        fades
+                            .iter()
+                            .flat_map(|f| f.as_ref())
+                            .all(|f| f.get_ref().is_finite()),
+                        "{spec:?}"
+                    );
+                }
+                true
+            }
+            Err(e) => {
+                assert_located(&e.to_string(), "expressions.toml");
+                false
+            }
+        }
+    });
 
     let mut profile = Profile::new("fuzz");
     for (k, &c) in Channel::ALL.iter().enumerate().step_by(5) {
