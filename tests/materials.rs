@@ -260,10 +260,15 @@ fn to_pixel(camera: &Camera, p: Vec3, size: u32) -> (u32, u32) {
     )
 }
 
+/// The colour of the pixel at (`x`, `y`), without its alpha.
+fn rgb(image: &RgbaImage, x: u32, y: u32) -> [u8; 3] {
+    let p = image.pixel(x, y);
+    [p[0], p[1], p[2]]
+}
+
 fn pixel_at(image: &RgbaImage, camera: &Camera, p: Vec3) -> [u8; 3] {
     let (x, y) = to_pixel(camera, p, image.width);
-    let px = image.pixel(x, y);
-    [px[0], px[1], px[2]]
+    rgb(image, x, y)
 }
 
 /// Linear to sRGB-encoded 0..=255, as the fragment shader writes it.
@@ -914,8 +919,8 @@ fn mtoon_outline_rings_the_silhouette() {
     let (ex, _) = to_pixel(&camera, right, SIZE);
     let radius = ex - cx;
     for x in [cx - radius - 4, cx + radius + 4] {
-        let p = without.pixel(x, cy);
-        assert!(is_background([p[0], p[1], p[2]]), "{x}: {p:?}");
+        let p = rgb(&without, x, cy);
+        assert!(is_background(p), "{x}: {p:?}");
         let q = with.pixel(x, cy);
         assert!(
             q[0] > 200 && q[1] < 30 && q[2] < 30,
@@ -1027,11 +1032,6 @@ fn a_gltf_avatar_declares_its_own_wrinkle_map_in_its_mapping() {
     );
 }
 
-fn rgb(image: &RgbaImage, x: u32, y: u32) -> [u8; 3] {
-    let p = image.pixel(x, y);
-    [p[0], p[1], p[2]]
-}
-
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
 // ---------------------------------------------------------------------------------------------
@@ -1073,8 +1073,7 @@ fn object_pixels(image: &RgbaImage) -> usize {
     let mut n = 0;
     for y in 0..image.height {
         for x in 0..image.width {
-            let p = image.pixel(x, y);
-            n += usize::from(!is_background([p[0], p[1], p[2]]));
+            n += usize::from(!is_background(rgb(image, x, y)));
         }
     }
     n
