@@ -82,4 +82,4 @@ mod api_live;
 
 /// Hand-edited files (configuration, mapping, look, expressions, profile) under mutation: read or refused,
 /// never a panic, never a value that is not finite.
-mod textfuzz;
+mod hand_edited;
