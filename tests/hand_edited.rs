@@ -142,7 +142,7 @@ fn default_head() -> Avatar {
     facewire::avatar::load_slice(facewire::app::DEFAULT_HEAD_GLB, "default head").expect("loads")
 }
 
-/// A frame with every channel at `value` and the head turned.
+/// A frame with every channel at `value`, the head and eyes turned by it.
 fn frame(value: f32) -> FaceFrame {
     let mut f = FaceFrame::empty(
         Protocol::Vmc,
@@ -152,6 +152,10 @@ fn frame(value: f32) -> FaceFrame {
     for &c in Channel::ALL.iter() {
         f.set(c, value);
     }
+    let turn = glam::Quat::from_euler(glam::EulerRot::YXZ, value, -value * 0.5, value * 0.3);
+    f.head = Some(turn);
+    f.left_eye = Some(turn);
+    f.right_eye = Some(turn);
     f
 }
 
