@@ -7,7 +7,7 @@
 //! mid-stream.
 
 use crate::support::{fuzz_cases, fuzz_seed, Rng};
-use facewire::arkit::{Channel, FaceFrame, Protocol};
+use facewire::arkit::{Channel, FaceFrame};
 use facewire::avatar::{Avatar, Pose};
 use facewire::calibrate::profile::Profile;
 use facewire::config::{Config, ExpressionsSection};
@@ -144,14 +144,8 @@ fn default_head() -> Avatar {
 
 /// A frame with every channel at `value`, the head and eyes turned by it.
 fn frame(value: f32) -> FaceFrame {
-    let mut f = FaceFrame::empty(
-        Protocol::Vmc,
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        std::time::Instant::now(),
-    );
-    for &c in Channel::ALL.iter() {
-        f.set(c, value);
-    }
+    let all: Vec<(Channel, f32)> = Channel::ALL.iter().map(|&c| (c, value)).collect();
+    let mut f = crate::support::frame(&all);
     let turn = glam::Quat::from_euler(glam::EulerRot::YXZ, value, -value * 0.5, value * 0.3);
     f.head = Some(turn);
     f.left_eye = Some(turn);

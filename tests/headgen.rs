@@ -647,14 +647,7 @@ fn render_posed(
     }
     .expect("headless context");
     let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
-    let mut frame = facewire::arkit::FaceFrame::empty(
-        facewire::arkit::Protocol::Vmc,
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        std::time::Instant::now(),
-    );
-    for &(ch, v) in weights {
-        frame.set(ch, v);
-    }
+    let mut frame = crate::support::frame(weights);
     frame.head = head;
     scene.set_frame(Some(&frame));
     let image = scene.draw_image(&ctx, clear, false);

@@ -28,15 +28,7 @@ fn render(size: u32, weights: &[(Channel, f32)], wrinkles: bool) -> RgbaImage {
     let mapping = default_mapping(&avatar, wrinkles);
     let mut scene = Scene::new(ctx.gl(), avatar, facewire::config::MorphMode::Cpu).expect("scene");
     scene.set_mapping(mapping);
-    let mut frame = facewire::arkit::FaceFrame::empty(
-        facewire::arkit::Protocol::Vmc,
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        std::time::Instant::now(),
-    );
-    for &(ch, v) in weights {
-        frame.set(ch, v);
-    }
-    scene.set_frame(Some(&frame));
+    scene.set_frame(Some(&crate::support::frame(weights)));
     let image = scene.draw_image(&ctx, [0.0, 0.7, 0.25, 1.0], false);
     drop(scene);
     image

@@ -1,12 +1,12 @@
 //! Mapping integration tests: every construct of the mapping language, the automatic mapping,
 //! error positions and the check report.
 
-use std::time::Instant;
-
-use facewire::arkit::{Channel, FaceFrame, Protocol};
+use facewire::arkit::Channel;
 use facewire::avatar::{Avatar, Mesh, Node, Pose};
 use facewire::mapping::{self, CompiledMapping, MappingFile};
 use glam::{Quat, Vec3};
+
+use crate::support::frame;
 
 fn node(name: &str, mesh: Option<usize>) -> Node {
     Node {
@@ -47,18 +47,6 @@ fn avatar() -> Avatar {
         }],
         ..Avatar::default()
     }
-}
-
-fn frame(values: &[(Channel, f32)]) -> FaceFrame {
-    let mut f = FaceFrame::empty(
-        Protocol::Vmc,
-        "127.0.0.1:1".parse().unwrap(),
-        Instant::now(),
-    );
-    for &(c, v) in values {
-        f.set(c, v);
-    }
-    f
 }
 
 fn compile(body: &str) -> CompiledMapping {

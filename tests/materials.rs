@@ -998,12 +998,7 @@ fn render_wrinkled_sphere(wrinkles: bool, brow: f32) -> RgbaImage {
     let ctx = context(SIZE);
     let mut scene = facewire::app::Scene::new(ctx.gl(), avatar, MorphMode::Cpu).expect("scene");
     scene.set_mapping(mapping);
-    let mut frame = facewire::arkit::FaceFrame::empty(
-        facewire::arkit::Protocol::Vmc,
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        std::time::Instant::now(),
-    );
-    frame.set(facewire::arkit::Channel::BrowInnerUp, brow);
+    let frame = crate::support::frame(&[(facewire::arkit::Channel::BrowInnerUp, brow)]);
     scene.set_frame(Some(&frame));
     scene.draw_image(&ctx, BACKGROUND, false)
 }

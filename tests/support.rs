@@ -70,6 +70,19 @@ impl Rng {
     }
 }
 
+/// A VMC frame from 127.0.0.1:1, received now, with `values` set and nothing else.
+pub fn frame(values: &[(facewire::arkit::Channel, f32)]) -> facewire::arkit::FaceFrame {
+    let mut f = facewire::arkit::FaceFrame::empty(
+        facewire::arkit::Protocol::Vmc,
+        std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
+        std::time::Instant::now(),
+    );
+    for &(c, v) in values {
+        f.set(c, v);
+    }
+    f
+}
+
 /// An OSC message to `addr` with `args`.
 pub fn msg(addr: &str, args: Vec<OscType>) -> OscPacket {
     OscPacket::Message(OscMessage {

@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use facewire::arkit::{Channel, FaceFrame, Protocol};
+use facewire::arkit::Channel;
 use facewire::avatar::{self, Avatar, MorphBind, Preset, VrmVersion};
 use facewire::image::RgbaImage;
 use facewire::mapping::{self, CompiledMapping, MappingFile};
 use glam::{EulerRot, Quat, Vec3};
 use serde_json::Value;
 
-use crate::support::{facewire_bin, fixtures, repo};
+use crate::support::{facewire_bin, fixtures, frame, repo};
 
 const GODETTE: &str = "vrm/godot-vrm/Godette_vrm_v4.vrm";
 
@@ -68,18 +68,6 @@ fn godette() -> Option<&'static Avatar> {
     AVATAR
         .get_or_init(|| fixture(GODETTE).map(|p| avatar::load(&p).unwrap()))
         .as_ref()
-}
-
-fn frame(values: &[(Channel, f32)]) -> FaceFrame {
-    let mut f = FaceFrame::empty(
-        Protocol::Vmc,
-        "127.0.0.1:1".parse().unwrap(),
-        std::time::Instant::now(),
-    );
-    for &(c, v) in values {
-        f.set(c, v);
-    }
-    f
 }
 
 /// Mesh `mesh`'s weights after `mapping` applies `values` to the rest pose.
