@@ -284,8 +284,9 @@ fn frame_context() -> Option<HeadlessContext> {
 /// One offscreen 1280x720 frame of the default head with 12 animated weights: set the pose,
 /// morph (cpu or gpu path), draw, glFinish. Skipped with a note when no EGL device is available.
 fn bench_render(c: &mut Criterion) {
-    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::app::Scene;
     use facewire::arkit::{FaceFrame, Protocol};
+    use facewire::headgen::DEFAULT_HEAD_GLB;
     use facewire::render::MorphMode;
 
     let mut group = c.benchmark_group("render_frame_1280x720_default_head");

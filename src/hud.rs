@@ -2,25 +2,9 @@
 //! drawn on the CPU into an RGBA image that `render::overlay` puts over the avatar.
 
 use crate::connect::ConnectCard;
+use crate::control::PromptCard;
 use crate::image::RgbaImage;
 use crate::text::{draw_text, fill, text_width, wrap_chars, Rect, GLYPH};
-
-/// What one prompt card says.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PromptCard {
-    /// The step's name, in large letters ("Blink").
-    pub title: String,
-    /// What to do ("Close both eyes fully, then open them.").
-    pub instruction: String,
-    /// A short status ("get ready: 2", "recording", "done").
-    pub status: String,
-    /// 1-based step number.
-    pub step: usize,
-    /// Number of steps.
-    pub steps: usize,
-    /// Progress through this step, 0 to 1.
-    pub progress: f32,
-}
 
 /// Scale of the title's 8x8 glyphs.
 const TITLE_SCALE: u32 = 4;

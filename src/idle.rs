@@ -20,7 +20,7 @@ use crate::arkit::Channel;
 use crate::mixer::{BlendMode, Fade, Layer, LayerValues, Region, RegionMask};
 
 /// The name of the idle layer in the mixer (and in `[layers].order`, to place it).
-pub const LAYER_IDLE: &str = "idle";
+pub use crate::mixer::LAYER_IDLE;
 
 /// How long the layer takes to come in or go when `[idle]` is turned on or off by a reload
 /// (tracking loss itself fades it as the face fades: see [`crate::mixer::Layer::when_lost`]).

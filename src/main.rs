@@ -41,7 +41,7 @@ enum Command {
     /// Print every frame a phone sends as one JSON line.
     Listen(ListenArgs),
     /// Render a labelled contact sheet: the neutral face and each morph target at weight 1.
-    Sheet(session::SheetArgs),
+    Sheet(facewire::sheet::SheetArgs),
     /// Calibrate a performer: a guided routine (or a recording) writes their profile.
     Calibrate(CalibrateArgs),
     /// Validate a mapping against a model and report what drives nothing.
@@ -376,7 +376,7 @@ fn check_command(config: &mut Config, args: session::CheckArgs) -> Result<()> {
     Ok(())
 }
 
-fn contact_sheet(config: &mut Config, args: session::SheetArgs) -> Result<()> {
+fn contact_sheet(config: &mut Config, args: facewire::sheet::SheetArgs) -> Result<()> {
     apply_render_args(
         config,
         &RenderArgs {

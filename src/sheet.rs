@@ -28,6 +28,7 @@
 //! The sheet drives a [`Renderer`] directly rather than through [`crate::app::Scene`], whose
 //! camera always frames the whole model: [`Framing::Targets`] needs its own framing.
 
+mod args;
 mod canvas;
 mod labels;
 mod layout;
@@ -50,6 +51,7 @@ use crate::render::{Camera, DrawTarget, MorphMode, RenderError, Renderer};
 use labels::{draw_label, draw_title};
 
 pub use crate::text::{draw_text, fill, text_width, Rect, GLYPH};
+pub use args::SheetArgs;
 pub use canvas::{fit, wrap, Fitted, Wrapped};
 pub use layout::SheetLayout;
 

@@ -139,7 +139,8 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
 }
 
 fn default_head() -> Avatar {
-    facewire::avatar::load_slice(facewire::app::DEFAULT_HEAD_GLB, "default head").expect("loads")
+    facewire::avatar::load_slice(facewire::headgen::DEFAULT_HEAD_GLB, "default head")
+        .expect("loads")
 }
 
 /// A frame with every channel at `value`, the head and eyes turned by it.

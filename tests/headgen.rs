@@ -638,7 +638,8 @@ fn render_posed(
     clear: [f32; 4],
     samples: Option<u32>,
 ) -> facewire::image::RgbaImage {
-    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::app::Scene;
+    use facewire::headgen::DEFAULT_HEAD_GLB;
     use facewire::render::headless::HeadlessContext;
     let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, "default head").expect("loads");
     let ctx = match samples {

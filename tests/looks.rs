@@ -1,7 +1,8 @@
 //! Face customisation on the default head: wrinkle maps, face-shape sliders and look presets.
 
-use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+use facewire::app::Scene;
 use facewire::arkit::Channel;
+use facewire::headgen::DEFAULT_HEAD_GLB;
 use facewire::image::RgbaImage;
 use facewire::mapping::{CompiledMapping, MappingFile, DEFAULT_HEAD_MAPPING};
 use facewire::render::headless::HeadlessContext;

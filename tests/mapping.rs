@@ -404,7 +404,8 @@ fn version_one_files_still_read() {
 #[test]
 fn the_default_head_auto_maps_and_checks_clean() {
     let avatar =
-        facewire::avatar::load_slice(facewire::app::DEFAULT_HEAD_GLB, "default_head.glb").unwrap();
+        facewire::avatar::load_slice(facewire::headgen::DEFAULT_HEAD_GLB, "default_head.glb")
+            .unwrap();
     let auto = CompiledMapping::auto(&avatar);
     assert_eq!(auto.driven_mask(), facewire::arkit::ChannelMask::ALL);
     let file = MappingFile::parse(mapping::DEFAULT_HEAD_MAPPING, "default_head.toml").unwrap();

@@ -993,7 +993,8 @@ fn window_renders_under_x11() {
 /// premultiplied over a transparent background.
 #[test]
 fn overlay_is_placed_in_pixels_and_stays_premultiplied() {
-    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::app::Scene;
+    use facewire::headgen::DEFAULT_HEAD_GLB;
     use facewire::image::RgbaImage;
     use facewire::render::overlay::Overlay;
     use facewire::render::{DrawTarget, MorphMode};
@@ -1042,7 +1043,8 @@ fn overlay_is_placed_in_pixels_and_stays_premultiplied() {
 /// still draws textured (the skin is not the white a missing texture gives).
 #[test]
 fn the_scene_frees_texture_pixels_after_upload_and_still_draws_them() {
-    use facewire::app::{Scene, DEFAULT_HEAD_GLB};
+    use facewire::app::Scene;
+    use facewire::headgen::DEFAULT_HEAD_GLB;
     use facewire::render::{DrawTarget, MorphMode};
 
     let ctx = facewire::render::headless::HeadlessContext::with_samples(96, 96, 0).unwrap();

@@ -77,7 +77,7 @@ fn index_of(entries: &[SheetEntry], channel: Channel) -> usize {
 }
 
 fn default_head() -> Avatar {
-    facewire::avatar::load_slice(facewire::app::DEFAULT_HEAD_GLB, "default_head.glb")
+    facewire::avatar::load_slice(facewire::headgen::DEFAULT_HEAD_GLB, "default_head.glb")
         .expect("the default head loads")
 }
 

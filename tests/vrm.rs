@@ -1139,7 +1139,7 @@ fn godettes_vrm_presets_are_expressions_without_configuration() {
     // no surprised.
     assert_eq!(names, ["happy", "angry", "sad", "relaxed"]);
     let config = facewire::config::Config::default();
-    let stack = facewire::session::StackConfig::of(&config).with_presets(presets);
+    let stack = facewire::stack::StackConfig::of(&config).with_presets(presets);
     let section = stack.section();
     let targets = mapping::LayerTargets::compile(&section, g).unwrap();
     // The frame carries the happy layer's weight at its place in the stack: at full weight

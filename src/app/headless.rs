@@ -21,25 +21,7 @@ pub struct HeadlessReport {
     /// Age of the newest sample when a frame using it was drawn, in microseconds.
     pub sample_age_us: AgeStats,
     /// The tracking state at exit and how often it changed.
-    pub tracking: TrackingSummary,
-}
-
-/// The tracking state at the end of a run and how many changes led there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct TrackingSummary {
-    /// The state at exit.
-    pub state: crate::calibrate::TrackingState,
-    /// State changes during the run.
-    pub changes: u64,
-}
-
-impl Default for TrackingSummary {
-    fn default() -> Self {
-        TrackingSummary {
-            state: crate::calibrate::TrackingState::Neutral,
-            changes: 0,
-        }
-    }
+    pub tracking: crate::calibrate::TrackingSummary,
 }
 
 /// Median and 99th percentile of sample ages, in microseconds.

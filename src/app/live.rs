@@ -206,7 +206,7 @@ pub fn run_offscreen(
         scene.update_look(true);
     }
     scene
-        .set_stack(&session::StackConfig::of(config))
+        .set_stack(&crate::stack::StackConfig::of(config))
         .map_err(StartError::from)?;
     let presets = session::avatar_presets(scene.avatar());
     tracing::info!(morph = ?scene.morph_path(), width = size.0, height = size.1, "headless renderer ready");

@@ -4,8 +4,7 @@
 //!
 //! - `scene`: the avatar, its mapping, the renderer and the framing; mapping reloads.
 //! - `stage`: the stage window's winit application.
-//! - `controls`: what the control panel drives, implemented by the program.
-//! - `event`: the control events sent to the stage's event loop.
+//! - `event_loop`: the stage's winit event loop, which the session's events reach.
 //! - `input`: the stage's camera hotkeys, expression keys, wheel and drags.
 //! - `camera_save`: saving the camera into the configuration file.
 //! - `pacing`: the frame-rate cap and redrawing on change.
@@ -15,8 +14,7 @@
 //!   the offscreen loop or the calibration routine's stage.
 
 mod camera_save;
-mod controls;
-mod event;
+mod event_loop;
 mod headless;
 mod hotkeys;
 mod input;
@@ -28,9 +26,8 @@ mod scene;
 mod stage;
 
 pub use camera_save::{rewrite_camera_table, save_camera, CameraSaveError};
-pub use controls::Controls;
-pub use event::{AppEvent, LoopError, Notify, StageLoop};
-pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport, TrackingSummary};
+pub use event_loop::{LoopError, StageLoop};
+pub use headless::{run_headless, AgeStats, HeadlessPace, HeadlessReport};
 pub use hotkeys::{hotkey_of, GlobalKeys};
 pub use input::{
     camera_drag, camera_key, camera_wheel, expression_key, ExpressionKeys, KeyRoute, StageKey,
@@ -42,10 +39,8 @@ pub use placement::{panel_position, Area};
 pub use scene::{reload_look, reload_mapping, Scene};
 pub use stage::{StageApp, StageOptions};
 
+use crate::control::{AppEvent, Controls, Notify};
 use crate::render::RenderError;
-
-/// The default head, built into the binary so facewire runs from any directory.
-pub const DEFAULT_HEAD_GLB: &[u8] = include_bytes!("../../models/default_head.glb");
 
 /// Errors of the render side.
 #[derive(Debug, thiserror::Error)]

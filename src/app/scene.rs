@@ -161,10 +161,7 @@ impl Scene {
     /// Resolves the avatar-space `targets` of every layer of `stack` (its `[layers]` tables and
     /// its expressions, with this avatar's VRM presets) against the avatar, at the places the
     /// mixer's frames carry their weights; on an error the layers in use stay.
-    pub fn set_stack(
-        &mut self,
-        stack: &crate::session::StackConfig,
-    ) -> Result<(), LayerTargetError> {
+    pub fn set_stack(&mut self, stack: &crate::stack::StackConfig) -> Result<(), LayerTargetError> {
         let presets = crate::session::avatar_presets(&self.avatar);
         self.set_layers(&stack.clone().with_presets(presets).section())
     }

@@ -37,7 +37,9 @@ pub use settings::{
     ClockSource, FilterKind, FilterSpec, GroupConfig, Groups, Invalid, SmoothingConfig,
     TrackingConfig,
 };
-pub use tracking::{Conditioner, LossReason, NeutralPose, Output, TrackingState, FRAME_INTERVAL};
+pub use tracking::{
+    Conditioner, LossReason, NeutralPose, Output, TrackingState, TrackingSummary, FRAME_INTERVAL,
+};
 /// The input range of one channel for one performer: `c_min` maps to 0 and `c_max` to 1.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChannelRange {

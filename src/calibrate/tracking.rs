@@ -543,6 +543,24 @@ fn blend(a: &FaceFrame, b: &FaceFrame, t: f32) -> FaceFrame {
     out
 }
 
+/// The tracking state at the end of a run and how many changes led there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TrackingSummary {
+    /// The state at exit.
+    pub state: TrackingState,
+    /// State changes during the run.
+    pub changes: u64,
+}
+
+impl Default for TrackingSummary {
+    fn default() -> Self {
+        TrackingSummary {
+            state: TrackingState::Neutral,
+            changes: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,18 +12,16 @@ use crate::diagnostic::{locate_key, Located};
 use crate::arkit::Protocol;
 
 mod api;
-pub mod expressions;
 mod idle;
-mod layers;
 mod lipsync;
 mod net;
 mod pose;
 pub mod smoothing;
 
+pub use crate::expressions::{ExpressionSpec, ExpressionsError, ExpressionsSection};
+pub use crate::mixer::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use api::{valid_name, ApiConfig, DEFAULT_PORT};
-pub use expressions::{ExpressionSpec, ExpressionsError, ExpressionsSection};
 pub use idle::IdleConfig;
-pub use layers::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use lipsync::LipsyncConfig;
 pub use net::{Subnet, SubnetError};
 pub use pose::{ArmsMode, PoseConfig};
@@ -886,5 +884,19 @@ mod tests {
         assert!(Color::parse("00ff00").is_none());
         assert!(Color::parse("#12345").is_none());
         assert_eq!(Color::parse("#00b140").unwrap().to_string(), "#00b140");
+    }
+
+    #[test]
+    fn the_readme_layers_example_is_a_valid_configuration() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("## Layers").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let text = &section[start..start + section[start..].find("```").unwrap()];
+        let config = Config::parse(text, "README.md").unwrap();
+        assert_eq!(config.layers.order, ["tracking", "smile"]);
+        assert_eq!(
+            config.layers.spec("smile").mode,
+            crate::mixer::BlendMode::Add
+        );
     }
 }

@@ -14,6 +14,7 @@
 //! tracking and the hotkeys for the API.
 
 mod key;
+mod section;
 mod set;
 
 use std::collections::BTreeMap;
@@ -21,15 +22,15 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use crate::config::expressions::{
+pub use key::{Key, KeyError, KEY_NAMES, MODIFIER_NAMES};
+pub use section::{
     ExpressionSpec, ExpressionsError, ExpressionsSection, DEFAULT_EXPRESSION_FADE,
     DEFAULT_EXPRESSION_LAYER, MAX_EXPRESSION_FADE,
 };
-pub use key::{Key, KeyError, KEY_NAMES, MODIFIER_NAMES};
 pub use set::{Change, ExpressionError, ExpressionSet, HeldRegions, Hotkey, Trigger};
 
 use crate::arkit::Channel;
-use crate::config::LayerSpec;
+use crate::mixer::LayerSpec;
 use crate::mixer::{BlendMode, Fade, Layer, Region, RegionMask};
 
 /// The prefix of an expression's layer name in the mixer: `expression:NAME`.
@@ -246,6 +247,23 @@ pub fn with_presets(configured: Vec<Expression>, presets: Vec<Expression>) -> Ve
         }
     }
     all
+}
+
+/// One expression as the chain last published it, for the control panel and the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpressionStatus {
+    /// Its name.
+    pub name: String,
+    /// Its stage key.
+    pub key: Option<Key>,
+    /// Toggle or hold.
+    pub mode: ExpressionMode,
+    /// Its layer (expressions on the same layer replace each other).
+    pub layer: String,
+    /// Whether it is switched on.
+    pub on: bool,
+    /// Its weight now, 0 to 1 (it fades in and out).
+    pub weight: f32,
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use glam::Quat;
 
 use super::{layer_name, Expression, ExpressionMode, Key};
 use crate::arkit::{FaceFrame, COUNT};
-use crate::config::LayersSection;
 use crate::diagnostic::nearest;
+use crate::mixer::LayersSection;
 use crate::mixer::{Fade, Layer, Mixer, Region, RegionMask};
 
 /// What happened to a key, a chat command or an API call for an expression.

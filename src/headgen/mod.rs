@@ -37,6 +37,9 @@ use targets::Rig;
 /// Where the default head lives, relative to the repository root.
 pub const DEFAULT_HEAD: &str = "models/default_head.glb";
 
+/// The default head, built into the binary so facewire runs from any directory.
+pub const DEFAULT_HEAD_GLB: &[u8] = include_bytes!("../../models/default_head.glb");
+
 /// Head rotation pivot (the `Head` node's origin): the top of the neck, under the skull.
 pub const HEAD_PIVOT: Vec3 = Vec3::new(0.0, 0.075, -0.015);
 

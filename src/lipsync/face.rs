@@ -10,7 +10,7 @@ use crate::arkit::Channel;
 use crate::mixer::{BlendMode, Fade, Layer, LayerValues, Region, RegionMask};
 
 /// The name of the lip-sync layer in the mixer (and in `[layers].order`, to place it).
-pub const LAYER_LIPSYNC: &str = "lipsync";
+pub use crate::mixer::LAYER_LIPSYNC;
 
 /// How long the layer takes to come in when lip sync starts or goes.
 const FADE: Duration = Duration::from_millis(200);

@@ -172,9 +172,11 @@ mod painter_tests {
 
     #[test]
     fn only_the_default_head_is_repainted() {
-        let head =
-            crate::avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, crate::headgen::DEFAULT_HEAD)
-                .unwrap();
+        let head = crate::avatar::load_slice(
+            crate::headgen::DEFAULT_HEAD_GLB,
+            crate::headgen::DEFAULT_HEAD,
+        )
+        .unwrap();
         assert!(default_head_atlas(&head).is_some());
         let mut other = head.clone();
         other.source = "avatars/someone.vrm".into();

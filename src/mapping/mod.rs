@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn the_default_head_mapping_binds_every_channel_and_both_eyes() {
         let avatar =
-            crate::avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, "default head").unwrap();
+            crate::avatar::load_slice(crate::headgen::DEFAULT_HEAD_GLB, "default head").unwrap();
         let file = MappingFile::parse(DEFAULT_HEAD_MAPPING, "default_head.toml").unwrap();
         let m = CompiledMapping::compile(&file, &avatar).unwrap();
         let mut bound = crate::arkit::ChannelMask::EMPTY;

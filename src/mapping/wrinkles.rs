@@ -237,7 +237,7 @@ mod tests {
     use crate::mapping::CompiledMapping;
 
     fn head() -> Avatar {
-        crate::avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, "default head").unwrap()
+        crate::avatar::load_slice(crate::headgen::DEFAULT_HEAD_GLB, "default head").unwrap()
     }
 
     fn compile_text(extra: &str) -> Result<CompiledMapping, Vec<String>> {

@@ -15,8 +15,13 @@
 
 mod layer;
 mod region;
+mod section;
 mod stack;
 
 pub use layer::{BlendMode, Fade, Layer, LayerValues};
 pub use region::{Region, RegionMask, REGION_NAMES};
-pub use stack::{Contribution, LayerReport, Mixer, MixerReport, LAYER_REST, LAYER_TRACKING};
+pub use section::{LayerSpec, LayersSection, DEFAULT_FADE};
+pub use stack::{
+    Contribution, LayerReport, Mixer, MixerReport, LAYER_IDLE, LAYER_LIPSYNC, LAYER_REST,
+    LAYER_TRACKING,
+};

@@ -13,6 +13,12 @@ pub const LAYER_TRACKING: &str = "tracking";
 /// The name of the pose under every layer (the performer's neutral).
 pub const LAYER_REST: &str = "rest";
 
+/// The lip-sync layer: the mouth shapes read from the microphone.
+pub const LAYER_LIPSYNC: &str = "lipsync";
+
+/// The idle layer: blinks, breathing and glances while the face is lost.
+pub const LAYER_IDLE: &str = "idle";
+
 /// The shortest interval between two frames the mixer makes up while a layer fades or changes
 /// without a new phone frame, about one 60 Hz display frame.
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(16);

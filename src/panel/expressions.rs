@@ -5,7 +5,7 @@ use egui::{Color32, RichText};
 
 use super::PanelAction;
 use crate::expressions::ExpressionMode;
-use crate::session::ExpressionStatus;
+use crate::expressions::ExpressionStatus;
 
 /// The colour of an expression's weight bar.
 const WEIGHT: Color32 = Color32::from_rgb(200, 130, 180);

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use egui::{Color32, RichText};
 
 use crate::calibrate::{Decision, TrackingState};
+use crate::control::{RoutineView, Topic};
 use crate::mixer::LayerReport;
 use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
@@ -65,45 +66,6 @@ pub enum PanelAction {
     ExpressionsOff,
     /// Change the look (the Look tab).
     Look(LookAction),
-}
-
-/// What a message is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topic {
-    /// The mapping file.
-    Mapping,
-    /// The configuration file.
-    Config,
-    /// A performer profile.
-    Profile,
-    /// The avatar file.
-    Avatar,
-    /// The calibration routine or a captured neutral.
-    Calibration,
-    /// An expression switched on or off.
-    Expressions,
-    /// The API for stream tools.
-    Api,
-    /// The look preset.
-    Look,
-    /// Anything else (opening a folder, ...).
-    General,
-}
-
-impl Topic {
-    fn label(self) -> &'static str {
-        match self {
-            Topic::Mapping => "mapping",
-            Topic::Config => "config",
-            Topic::Profile => "profile",
-            Topic::Avatar => "avatar",
-            Topic::Look => "look",
-            Topic::Calibration => "calibration",
-            Topic::Expressions => "expressions",
-            Topic::Api => "api",
-            Topic::General => "facewire",
-        }
-    }
 }
 
 /// One line (or block) in the panel's message list: errors verbatim, with file, line and column
@@ -177,33 +139,6 @@ pub struct Timings {
     pub motion_latency: Option<Duration>,
 }
 
-/// Where the guided routine stands, as the panel shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RoutineView {
-    /// Not running.
-    Idle,
-    /// A step is shown on the stage.
-    Running {
-        /// 1-based step number.
-        step: usize,
-        /// Steps in all.
-        steps: usize,
-        /// The step's prompt.
-        title: String,
-        /// What it is doing (getting ready, recording).
-        status: String,
-        /// Progress through the step, 0 to 1.
-        progress: f32,
-    },
-    /// Finished: waiting for the performer's decision on this summary.
-    Review {
-        /// The summary table, as the terminal shows it.
-        summary: String,
-        /// The step titles, for "redo step".
-        steps: Vec<String>,
-    },
-}
-
 /// Everything one refresh of the panel shows.
 #[derive(Debug, Clone)]
 pub struct PanelModel {
@@ -244,7 +179,7 @@ pub struct PanelModel {
     /// Stream tools waiting for the performer to allow or deny them.
     pub plugins: Vec<PluginRequest>,
     /// The expressions and their states (empty without a live input).
-    pub expressions: Vec<crate::session::ExpressionStatus>,
+    pub expressions: Vec<crate::expressions::ExpressionStatus>,
     /// The look: sliders, colours and presets (filled while the Look tab shows).
     pub look: LookView,
     /// When this model was made (ages are shown relative to it).
@@ -756,105 +691,6 @@ fn help(ui: &mut egui::Ui, model: &PanelModel) {
     });
 }
 
-/// The stage's prompt card for a routine step; `review_in` says where the summary is reviewed
-/// once the routine finishes ("the terminal", "the panel").
-pub fn prompt_card(prompt: &crate::calibrate::Prompt, review_in: &str) -> crate::hud::PromptCard {
-    use crate::calibrate::Phase;
-    let status = match prompt.phase {
-        Phase::Prepare => format!("get ready: {}", prompt.remaining.as_secs() + 1),
-        Phase::Record => "hold it...".to_string(),
-        Phase::Waiting => "waiting for face data".to_string(),
-        Phase::Finished => format!("done: review the summary in {review_in}"),
-    };
-    crate::hud::PromptCard {
-        title: prompt.title.to_string(),
-        instruction: prompt.instruction.to_string(),
-        status,
-        step: (prompt.step + 1).min(prompt.steps),
-        steps: prompt.steps,
-        progress: prompt.progress,
-    }
-}
-
-/// What a prompt card last showed (step, phase, percent of progress, whole seconds left), so
-/// that it is redrawn only when that changes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PromptChanges(Option<(usize, crate::calibrate::Phase, u32, u64)>);
-
-impl PromptChanges {
-    /// Whether `prompt` shows something other than the card last shown; remembers it.
-    pub fn changed(&mut self, prompt: &crate::calibrate::Prompt) -> bool {
-        let key = (
-            prompt.step,
-            prompt.phase,
-            (prompt.progress * 100.0) as u32,
-            prompt.remaining.as_secs(),
-        );
-        self.0.replace(key) != Some(key)
-    }
-
-    /// Forgets the card shown, so the next prompt is drawn.
-    pub fn reset(&mut self) {
-        self.0 = None;
-    }
-}
-
-/// Runs the guided routine's prompts on the stage and in the panel, and takes the review's
-/// decision from the panel. Events go out through `notify` (the stage's event proxy).
-pub struct PanelRoutineUi {
-    notify: Box<dyn Fn(crate::app::AppEvent) + Send>,
-    decisions: std::sync::mpsc::Receiver<Decision>,
-    /// What the stage card shows, to redraw only changes.
-    shown: PromptChanges,
-}
-
-impl PanelRoutineUi {
-    /// A routine UI sending its events through `notify` and waiting for review decisions on
-    /// `decisions` (a closed channel cancels).
-    pub fn new(
-        notify: Box<dyn Fn(crate::app::AppEvent) + Send>,
-        decisions: std::sync::mpsc::Receiver<Decision>,
-    ) -> PanelRoutineUi {
-        PanelRoutineUi {
-            notify,
-            decisions,
-            shown: PromptChanges::default(),
-        }
-    }
-}
-
-impl crate::calibrate::RoutineUi for PanelRoutineUi {
-    fn show(&mut self, prompt: &crate::calibrate::Prompt) {
-        use crate::app::AppEvent;
-        if !self.shown.changed(prompt) {
-            return;
-        }
-        let card = prompt_card(prompt, "the panel");
-        (self.notify)(AppEvent::Routine(RoutineView::Running {
-            step: card.step,
-            steps: card.steps,
-            title: card.title.clone(),
-            status: card.status.clone(),
-            progress: card.progress,
-        }));
-        (self.notify)(AppEvent::Prompt(Some(card)));
-    }
-
-    fn review(&mut self, summary: &crate::calibrate::Summary) -> Decision {
-        use crate::app::AppEvent;
-        self.shown.reset();
-        let steps = crate::calibrate::STEPS
-            .iter()
-            .map(|s| s.title.to_string())
-            .collect();
-        (self.notify)(AppEvent::Routine(RoutineView::Review {
-            summary: summary.to_string(),
-            steps,
-        }));
-        self.decisions.recv().unwrap_or(Decision::Cancel)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1307,7 +1143,7 @@ mod tests {
         let ctx = egui::Context::default();
         let mut state = PanelState::default();
         let mut m = model(true, RoutineView::Idle);
-        let status = |name: &str, key: &str, mode, on: bool| crate::session::ExpressionStatus {
+        let status = |name: &str, key: &str, mode, on: bool| crate::expressions::ExpressionStatus {
             name: name.into(),
             key: Some(Key::parse(key).unwrap()),
             mode,

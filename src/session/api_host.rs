@@ -14,9 +14,9 @@ use crate::api::{
     ApiEmitter, ApiEvent, ApiHandle, ApiHost, Approval, ExpressionState, HostError, Hotkey,
     ModelInfo,
 };
-use crate::app::AppEvent;
 use crate::calibrate::TrackingState;
 use crate::config::Config;
+use crate::control::AppEvent;
 use crate::expressions::Trigger;
 
 /// The model ID of the built-in default head.
@@ -293,7 +293,7 @@ impl ApiHost for SessionHost {
 mod tests {
     use super::*;
     use crate::expressions::ExpressionMode;
-    use crate::session::ExpressionStatus;
+    use crate::expressions::ExpressionStatus;
 
     fn host(stage: Option<Notify>) -> (SessionHost, mpsc::Receiver<SessionCommand>) {
         let (commands, rx) = mpsc::channel();

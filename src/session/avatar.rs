@@ -26,7 +26,10 @@ pub fn load_model(config: &Config) -> Result<Avatar, StartError> {
 /// the rest pose `pose` asks for.
 fn load_model_posed(config: &Config, pose: &PoseConfig) -> Result<Avatar, StartError> {
     let mut avatar = if default_head(config) {
-        avatar::load_slice(crate::app::DEFAULT_HEAD_GLB, crate::headgen::DEFAULT_HEAD)?
+        avatar::load_slice(
+            crate::headgen::DEFAULT_HEAD_GLB,
+            crate::headgen::DEFAULT_HEAD,
+        )?
     } else {
         avatar::load(&config.render.model)?
     };
@@ -123,7 +126,7 @@ pub fn load_avatar(config: &Config) -> Result<(Avatar, CompiledMapping), StartEr
     };
     // The layers' and expressions' own target values must name what the avatar has; the scene
     // resolves them.
-    let stack = super::StackConfig::of(config).with_presets(avatar_presets(&avatar));
+    let stack = crate::stack::StackConfig::of(config).with_presets(avatar_presets(&avatar));
     crate::mapping::LayerTargets::compile(&stack.section(), &avatar)?;
     tracing::info!(
         mapping = file.as_ref().map_or("automatic", |f| f.path.as_str()),

@@ -18,44 +18,27 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Notify, StartError};
+use super::StartError;
 use crate::api::{ApiEmitter, ApiEvent, InjectedStore, LAYER_API};
-use crate::app::{AppEvent, TrackingSummary};
 use crate::arkit::{FaceFrame, FrameSink, COUNT};
 use crate::bridge::FrameSender;
 use crate::calibrate::{
     ChannelRange, Conditioner, NeutralPose, Output, Profile, SmoothingConfig, TrackingConfig,
-    TrackingState,
+    TrackingState, TrackingSummary,
 };
-use crate::config::{Config, IdleConfig, LayersSection, LipsyncConfig, DEFAULT_FADE};
-use crate::expressions::{with_presets, Expression, ExpressionMode, ExpressionSet, Key, Trigger};
+use crate::config::Config;
+use crate::control::{AppEvent, Notify, Topic};
+use crate::expressions::{Expression, ExpressionSet, ExpressionStatus, Key, Trigger};
 use crate::forward::Forwarder;
 use crate::idle::{self, Idle, LAYER_IDLE};
 use crate::lipsync::face::{self, LAYER_LIPSYNC};
 use crate::lipsync::{LipFrame, LipMode};
-use crate::mixer::{BlendMode, Fade, Layer, LayerValues, Mixer, RegionMask, LAYER_TRACKING};
-use crate::panel::Topic;
+use crate::mixer::{LayerValues, Mixer};
+use crate::stack::{build_stack, StackConfig};
 use crate::telemetry::Telemetry;
 
 /// The tracking state as last reported, and how many changes there were.
 pub type TrackingLog = Arc<Mutex<TrackingSummary>>;
-
-/// One expression as the chain last published it, for the control panel and the API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExpressionStatus {
-    /// Its name.
-    pub name: String,
-    /// Its stage key.
-    pub key: Option<Key>,
-    /// Toggle or hold.
-    pub mode: ExpressionMode,
-    /// Its layer (expressions on the same layer replace each other).
-    pub layer: String,
-    /// Whether it is switched on.
-    pub on: bool,
-    /// Its weight now, 0 to 1 (it fades in and out).
-    pub weight: f32,
-}
 
 /// The expressions and their states, kept current by the chain.
 pub type ExpressionLog = Arc<Mutex<Vec<ExpressionStatus>>>;
@@ -127,128 +110,6 @@ pub enum SessionCommand {
     ReleaseExpressions,
     /// The avatar changed: the VRM preset expressions it has.
     Presets(Vec<Expression>),
-}
-
-/// The sections of the configuration that make up the mixer's stack: its layers and the
-/// sources of weights that are layers of their own.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StackConfig {
-    /// `[layers]`: the order and the fixed poses.
-    pub layers: LayersSection,
-    /// `[lipsync]`: the lip-sync layer.
-    pub lipsync: LipsyncConfig,
-    /// `[idle]`: the idle layer.
-    pub idle: IdleConfig,
-    /// `[expressions]` (its file's included), then the avatar's VRM presets once
-    /// [`StackConfig::with_presets`] adds them: a layer each.
-    pub expressions: Vec<Expression>,
-    /// `[api] enabled`: the layer of injected values on top.
-    pub api: bool,
-}
-
-impl StackConfig {
-    /// The stack's sections of `config`.
-    pub fn of(config: &Config) -> StackConfig {
-        StackConfig {
-            layers: config.layers.clone(),
-            lipsync: config.lipsync.clone(),
-            idle: config.idle.clone(),
-            expressions: config.expressions.all(),
-            api: config.api.enabled,
-        }
-    }
-
-    /// This stack with the avatar's VRM `presets` after its expressions (a configured
-    /// expression of the same name wins).
-    pub fn with_presets(mut self, presets: Vec<Expression>) -> StackConfig {
-        self.expressions = with_presets(self.expressions, presets);
-        self
-    }
-
-    /// The stack as `[layers]` would list it: every layer of [`build_stack`] in its order,
-    /// with `[layers]`'s tables and one for each expression, for
-    /// [`crate::mapping::LayerTargets::compile`] to resolve the avatar-space `targets` at the
-    /// places the mixer's frames carry their weights.
-    pub fn section(&self) -> LayersSection {
-        let mut section = self.layers.clone();
-        section.order = build_stack(self).into_iter().map(|l| l.name).collect();
-        for expression in &self.expressions {
-            section
-                .specs
-                .insert(expression.layer_name(), expression.layer_spec());
-        }
-        section
-    }
-}
-
-/// The layers of `section`, bottom to top, as the mixer takes them. Fades start at rest: a
-/// layer enabled at start is at full weight from the first frame.
-pub fn build_layers(section: &LayersSection) -> Vec<Layer> {
-    section
-        .order
-        .iter()
-        .map(|name| {
-            let spec = section.spec(name);
-            let tracking = name == LAYER_TRACKING;
-            let secs = |v: Option<f32>| Duration::from_secs_f32(v.unwrap_or(DEFAULT_FADE));
-            let fade = if tracking {
-                Fade::new(true, Duration::ZERO, Duration::ZERO)
-            } else {
-                Fade::new(
-                    spec.enabled.unwrap_or(true),
-                    secs(spec.fade_in),
-                    secs(spec.fade_out),
-                )
-            };
-            let mut layer = Layer::new(name, spec.mode, spec.regions, fade);
-            layer.gain = spec.weight;
-            for (channel, value) in spec.channel_values() {
-                layer.values.set(channel, value);
-            }
-            layer
-        })
-        .collect()
-}
-
-/// The whole stack: `[layers]` bottom to top, with the lip-sync layer (unless `[lipsync]` is
-/// off) and then the idle layer (off while `[idle]` is off), each where `layers.order` lists
-/// it, else on top; then one layer per expression (off), then the API's layer of injected values
-/// (when `[api]` is on). Every layer of `layers.order` keeps its place (its index in
-/// [`FaceFrame::layer_weights`]).
-pub fn build_stack(stack: &StackConfig) -> Vec<Layer> {
-    let mut layers = build_layers(&stack.layers);
-    let lip = face::layer(stack.lipsync.mode, stack.lipsync.strength);
-    place(&mut layers, LAYER_LIPSYNC, lip);
-    // Idle life switched off keeps its place, off: a reload that turns it off fades it out,
-    // and the layers above keep their places.
-    let mut idle = idle::layer(stack.idle.under_tracking);
-    if !stack.idle.enabled {
-        let (fade_in, fade_out) = idle.fade.times();
-        idle.fade = Fade::new(false, fade_in, fade_out);
-    }
-    place(&mut layers, LAYER_IDLE, Some(idle));
-    layers.extend(stack.expressions.iter().map(Expression::layer));
-    if stack.api {
-        layers.push(Layer::new(
-            LAYER_API,
-            BlendMode::Override,
-            RegionMask::ALL,
-            Fade::new(true, Duration::ZERO, Duration::ZERO),
-        ));
-    }
-    layers
-}
-
-/// Puts `layer` (a source's layer, `None` when the source is off) where `layers` lists `name`,
-/// else on top.
-fn place(layers: &mut Vec<Layer>, name: &str, layer: Option<Layer>) {
-    match (layers.iter().position(|l| l.name == name), layer) {
-        (Some(i), Some(layer)) => layers[i] = layer,
-        // Off: the listed place stays, an empty layer that drives nothing.
-        (Some(i), None) => layers[i].fade = Fade::new(false, Duration::ZERO, Duration::ZERO),
-        (None, Some(layer)) => layers.push(layer),
-        (None, None) => {}
-    }
 }
 
 /// A seed for idle life that differs from run to run.
@@ -769,11 +630,12 @@ impl FrameSink for LiveSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::LAYER_API;
     use crate::arkit::{Channel, Protocol};
     use crate::bridge;
     use crate::calibrate::at;
     use crate::config::LayerSpec;
-    use crate::mixer::{BlendMode, Region, RegionMask};
+    use crate::mixer::{BlendMode, Region, RegionMask, LAYER_TRACKING};
 
     fn phone(t: Instant, jaw: f32, blink: f32) -> FaceFrame {
         let mut f = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:5000".parse().unwrap(), t);

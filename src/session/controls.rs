@@ -4,15 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use super::chain::{ExpressionLog, ExpressionStatus, SessionCommand, TriggerSource};
+use super::chain::{ExpressionLog, SessionCommand, TriggerSource};
 use super::input::Input;
 use super::Notify;
-use crate::app::{AppEvent, Controls};
+use super::PanelRoutineUi;
 use crate::arkit::FaceFrame;
 use crate::calibrate::{self, Decision, Profile};
 use crate::config::Config;
+use crate::control::{AppEvent, Controls, RoutineView, Topic};
+use crate::expressions::ExpressionStatus;
 use crate::expressions::{Key, Trigger};
-use crate::panel::{PanelRoutineUi, RoutineView, Topic};
 use crate::telemetry::InputCounters;
 
 /// The running calibration routine started from the panel.

@@ -10,14 +10,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{Notify, SessionCommand, StartError};
-use crate::app::AppEvent;
 use crate::audio::{AudioStatus, Capture};
 use crate::calibrate::Profile;
 use crate::config::LipsyncConfig;
+use crate::control::AppEvent;
+use crate::control::Topic;
 use crate::lipsync::calibration::{learn_take, prompts, Voice};
 use crate::lipsync::profile::Profile as Vowels;
 use crate::lipsync::{wav, LipMode, LipSync};
-use crate::panel::Topic;
 use crate::telemetry::{LipSourceState, Telemetry};
 
 /// Where a live run's lip sync listens.

@@ -30,16 +30,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
-pub use args::{
-    confirm, parse_weights, CheckArgs, HeadAngles, SheetArgs, Size, TakeArgs, WeightsError,
-};
+pub use args::{confirm, parse_weights, CheckArgs, HeadAngles, Size, TakeArgs, WeightsError};
 pub use avatar::{
     avatar_presets, background, check_mapping, load_avatar, load_look, load_model, look_path,
     mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_PATH, LOOKS_PARENT,
 };
 pub use chain::{
-    build_layers, build_stack, ApiLink, ExpressionLog, ExpressionStatus, LiveSink, Outputs,
-    SessionCommand, StackConfig, TrackingLog, TriggerSource,
+    ApiLink, ExpressionLog, LiveSink, Outputs, SessionCommand, TrackingLog, TriggerSource,
 };
 pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
@@ -47,18 +44,18 @@ pub use input::{Input, Replay};
 pub use lip_input::{start_lipsync, LipInput, LipSource};
 pub use lipsync::{lip_frame_json, lipsync_command, lipsync_wav, LipsyncArgs};
 pub use listen::{frame_json, listen};
-pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_model, LoadedModel};
+pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_model};
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
-pub use routine::StageUi;
+pub use routine::{PanelRoutineUi, StageUi};
 pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
 pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch, StageChange, StageLink};
 
-pub use crate::app::Notify;
 use crate::arkit::FaceFrame;
 use crate::bridge::FrameSender;
 use crate::calibrate::Profile;
 use crate::config::Config;
+pub use crate::control::Notify;
 use crate::telemetry::Telemetry;
 
 /// Why a run could not start.
@@ -214,7 +211,7 @@ pub fn start(
         Input::Network(handle) => {
             let show = notify.map(|notify| -> ShowCard {
                 Box::new(move |card, waiting| {
-                    notify(crate::app::AppEvent::Connect {
+                    notify(crate::control::AppEvent::Connect {
                         card: Box::new(card),
                         waiting,
                     });
@@ -289,8 +286,8 @@ fn start_api(
                  or [api] enabled = false if another program (VTube Studio) serves it"
             );
             if let Some(notify) = notify {
-                notify(crate::app::AppEvent::Message {
-                    topic: crate::panel::Topic::Api,
+                notify(crate::control::AppEvent::Message {
+                    topic: crate::control::Topic::Api,
                     error: true,
                     text: format!(
                         "the API for stream tools is off: {error}\n(set [api] listen to \

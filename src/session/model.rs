@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{load_avatar, StartError};
-use crate::avatar::Avatar;
 use crate::config::Config;
+use crate::control::LoadedModel;
 use crate::diagnostic::with_causes;
-use crate::mapping::CompiledMapping;
 use crate::watch::FileWatcher;
 
 /// The file extensions of avatars.
@@ -15,25 +14,6 @@ const MODEL_EXTENSIONS: [&str; 3] = ["glb", "gltf", "vrm"];
 
 /// The most avatars a folder listing shows.
 const MAX_LISTED: usize = 200;
-
-/// An avatar loaded for the stage, with its compiled mapping.
-pub struct LoadedModel {
-    /// The file (`None`: the built-in default head).
-    pub path: Option<PathBuf>,
-    /// The avatar.
-    pub avatar: Avatar,
-    /// Its mapping.
-    pub mapping: CompiledMapping,
-}
-
-impl std::fmt::Debug for LoadedModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadedModel")
-            .field("path", &self.path)
-            .field("source", &self.avatar.source)
-            .finish_non_exhaustive()
-    }
-}
 
 /// The avatars in `dir` (`.glb`, `.gltf`, `.vrm`, any case), sorted by name; empty when the
 /// folder cannot be read.
@@ -128,7 +108,7 @@ mod tests {
     use super::*;
 
     fn default_head_bytes() -> &'static [u8] {
-        crate::app::DEFAULT_HEAD_GLB
+        crate::headgen::DEFAULT_HEAD_GLB
     }
 
     #[test]

@@ -4,13 +4,14 @@
 use std::path::Path;
 use std::sync::mpsc;
 
-use super::chain::{SessionCommand, StackConfig};
+use super::chain::SessionCommand;
 use super::{Notify, StartError};
-use crate::app::AppEvent;
 use crate::calibrate::Profile;
 use crate::config::{CameraConfig, Config};
+use crate::control::AppEvent;
+use crate::control::Topic;
 use crate::mapping::MappingFile;
-use crate::panel::Topic;
+use crate::stack::StackConfig;
 use crate::watch::FileWatcher;
 
 /// A change of the stage that a headless run applies before its next frame.

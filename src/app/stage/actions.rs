@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use super::super::{reload_mapping, Scene};
 use super::StageApp;
+use crate::control::Topic;
 use crate::diagnostic::with_causes;
-use crate::panel::{PanelAction, Topic};
+use crate::panel::PanelAction;
 
 impl StageApp {
     /// Posts a message to the panel (and the log).
@@ -112,7 +113,7 @@ impl StageApp {
     /// current one stays when it cannot be drawn.
     pub(super) fn swap_model(
         &mut self,
-        loaded: crate::session::LoadedModel,
+        loaded: crate::control::LoadedModel,
     ) -> Result<String, String> {
         let Some(window) = self.window.as_ref() else {
             return Err("the stage is not open yet".into());

@@ -20,10 +20,11 @@ use super::{
 use crate::avatar::Avatar;
 use crate::bridge::FrameReceiver;
 use crate::config::Config;
+use crate::control::{RoutineView, Topic};
 use crate::diagnostic::with_causes;
 use crate::mapping::CompiledMapping;
 use crate::motion::{Motion, MotionMode, MotionSettings};
-use crate::panel::{PanelAction, PanelModel, PanelState, RoutineView, Timings, Topic};
+use crate::panel::{PanelAction, PanelModel, PanelState, Timings};
 use crate::render;
 use crate::telemetry::{DrawStats, InputCounters, RateMeter, Telemetry};
 
@@ -64,7 +65,7 @@ pub struct StageApp {
     avatar: Option<(Avatar, CompiledMapping)>,
     frames: FrameReceiver,
     /// The calibration routine's card; it takes the stage's card place from the connect card.
-    prompt: Option<crate::hud::PromptCard>,
+    prompt: Option<crate::control::PromptCard>,
     /// The connect card, kept for the panel once data flows.
     connect: Option<Box<crate::connect::ConnectCard>>,
     /// No frame has arrived yet: the connect card is on the stage.
@@ -108,7 +109,7 @@ pub struct StageApp {
     drag: Option<Drag>,
     exit_at: Option<Instant>,
     /// The mixer's stack as configured, for resolving its layers' targets on each avatar.
-    stack: crate::session::StackConfig,
+    stack: crate::stack::StackConfig,
     /// The expressions' keys registered with the desktop, where it allows.
     global_keys: Option<super::GlobalKeys>,
 }
@@ -122,7 +123,7 @@ impl StageApp {
         frames: FrameReceiver,
     ) -> StageApp {
         StageApp {
-            stack: crate::session::StackConfig::of(&options.config),
+            stack: crate::stack::StackConfig::of(&options.config),
             global_keys: None,
             exit_at: options.exit_after.map(|d| Instant::now() + d),
             pacer: FramePacer::new(options.config.window.fps_cap),

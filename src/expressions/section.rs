@@ -23,9 +23,9 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
+use super::{Expression, ExpressionMode, Key};
 use crate::arkit::Channel;
 use crate::diagnostic::{nearest, Located};
-use crate::expressions::{Expression, ExpressionMode, Key};
 use crate::mixer::{BlendMode, Region};
 
 /// The fade time of an expression that does not set one, in seconds.

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use crate::calibrate::Decision;
+use crate::expressions::ExpressionStatus;
 use crate::expressions::{Key, Trigger};
-use crate::session::ExpressionStatus;
 use crate::telemetry::InputCounters;
 
 /// What the control panel drives: implemented by the program that owns the input (network

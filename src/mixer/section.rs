@@ -18,11 +18,9 @@ use std::fmt;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
+use super::{BlendMode, RegionMask, LAYER_IDLE, LAYER_LIPSYNC, LAYER_REST, LAYER_TRACKING};
 use crate::arkit::{Channel, MAX_ORDER};
 use crate::diagnostic::nearest;
-use crate::idle::LAYER_IDLE;
-use crate::lipsync::face::LAYER_LIPSYNC;
-use crate::mixer::{BlendMode, RegionMask, LAYER_REST, LAYER_TRACKING};
 
 /// The fade time of a layer that does not set one, in seconds.
 pub const DEFAULT_FADE: f32 = 0.3;
@@ -100,7 +98,7 @@ impl LayersSection {
     }
 
     /// Checks what serde cannot: `Err((key, message, hint))`, `key` being where to point.
-    pub(crate) fn check(&self) -> Result<(), (String, String, String)> {
+    pub fn check(&self) -> Result<(), (String, String, String)> {
         let at_order = |message: String, hint: &str| Err(("order".into(), message, hint.into()));
         if self.order.len() > MAX_ORDER {
             return at_order(
@@ -312,17 +310,6 @@ mod tests {
         let values: Vec<_> = smile.channel_values().collect();
         assert_eq!(values, [(Channel::MouthSmileLeft, 0.25)]);
         assert_eq!(layers.spec("tracking"), LayerSpec::default());
-    }
-
-    #[test]
-    fn the_readme_example_is_a_valid_configuration() {
-        let readme = include_str!("../../README.md");
-        let section = &readme[readme.find("## Layers").unwrap()..];
-        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
-        let text = &section[start..start + section[start..].find("```").unwrap()];
-        let config = crate::config::Config::parse(text, "README.md").unwrap();
-        assert_eq!(config.layers.order, ["tracking", "smile"]);
-        assert_eq!(config.layers.spec("smile").mode, BlendMode::Add);
     }
 
     #[test]
