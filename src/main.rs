@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use facewire::app::{self, LiveRun};
+use facewire::app;
 use facewire::calibrate::{self, Profile};
 use facewire::config::{Config, LodMode, MorphMode};
 use facewire::record::{self, Recording, ReplayOptions};
@@ -36,6 +36,9 @@ struct Cli {
 enum Command {
     /// Open the stage window and follow the phone (the default command).
     Run(RunArgs),
+    /// Follow the phone without a window or GL: calibrate, mix (idle life, lip sync,
+    /// expressions, the API) and forward VMC to another app (VSeeFace, Warudo, VNyan, Blender).
+    Relay(RelayArgs),
     /// Render one still image offscreen (no window, no X server).
     Snapshot(SnapshotArgs),
     /// Print every frame a phone sends as one JSON line.
@@ -139,6 +142,40 @@ struct RunArgs {
     /// and panel.png (window runs; use with --exit-after).
     #[arg(long, value_name = "DIR")]
     screenshots: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct RelayArgs {
+    /// Send the mixed stream as VMC to this address (repeatable), besides [forward] to.
+    #[arg(long, value_name = "ADDR")]
+    forward: Vec<SocketAddr>,
+    /// UDP address to listen on for VMC and Face Cap (repeatable), instead of the configured
+    /// ones.
+    #[arg(long, value_name = "ADDR")]
+    listen: Vec<SocketAddr>,
+    /// The phone's IP address, for the apps that need facewire to ask for data (iFacialMocap,
+    /// Facemotion3d, VTube Studio, MeowFace).
+    #[arg(long, value_name = "IP")]
+    phone: Option<std::net::IpAddr>,
+    /// Take input from a recording (.fwrec or Live Link Face CSV) instead of the network; the
+    /// relay ends when the recording does.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// Playback speed of --replay.
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Play this WAV file as lip sync's audio instead of [lipsync] device.
+    #[arg(long, value_name = "FILE")]
+    lipsync_wav: Option<PathBuf>,
+    /// Apply this performer's calibration profile.
+    #[arg(long, value_name = "NAME")]
+    performer: Option<String>,
+    /// The profiles folder.
+    #[arg(long, value_name = "DIR", default_value = calibrate::profile::DEFAULT_DIR)]
+    profiles: PathBuf,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    exit_after: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -294,6 +331,7 @@ fn run() -> Result<()> {
     match cli.command {
         None => run_command(&mut config, source.as_deref(), cli.run),
         Some(Command::Run(args)) => run_command(&mut config, source.as_deref(), args),
+        Some(Command::Relay(args)) => relay_command(&mut config, source.as_deref(), args),
         Some(Command::Snapshot(args)) => snapshot(&mut config, args),
         Some(Command::Listen(args)) => listen(&mut config, args),
         Some(Command::Sheet(args)) => contact_sheet(&mut config, args),
@@ -443,7 +481,7 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
     if !args.headless && (args.out.is_some() || args.size.is_some()) {
         bail!("--out and --size belong to headless runs; add --headless");
     }
-    let run = LiveRun {
+    let run = session::LiveRun {
         config,
         source,
         profiles: args.profiles.clone(),
@@ -465,6 +503,34 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
     if let Some(out) = &args.out {
         image.save_png(out)?;
     }
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+fn relay_command(config: &mut Config, source: Option<&Path>, args: RelayArgs) -> Result<()> {
+    config.ingest.apply_flags(&args.listen, args.phone);
+    for to in &args.forward {
+        if !config.forward.to.contains(to) {
+            config.forward.to.push(*to);
+        }
+    }
+    let run = session::LiveRun {
+        config,
+        source,
+        profiles: args.profiles.clone(),
+        profile: session::performer_profile(&args.profiles, args.performer.as_deref())?,
+        replay: args.replay.as_deref().map(|file| Replay {
+            file,
+            speed: args.speed,
+        }),
+        exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
+        lipsync_wav: args.lipsync_wav.as_deref(),
+    };
+    let (stop, stopped) = std::sync::mpsc::channel();
+    session::on_stop(move || {
+        let _ = stop.send(());
+    })?;
+    let report = session::relay(run, &stopped)?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }

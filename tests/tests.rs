@@ -21,6 +21,9 @@ mod looks;
 /// The whole pipeline through the `facewire` binary: snapshot, run --headless, listen.
 mod pipeline;
 
+/// `facewire relay` (no window, no GL), SIGTERM, and the modules' layering.
+mod relay;
+
 /// The contact sheet of a model's targets.
 mod sheet;
 

@@ -33,7 +33,7 @@ pub use input::{
     camera_drag, camera_key, camera_wheel, expression_key, ExpressionKeys, KeyRoute, StageKey,
     STAGE_HOTKEYS,
 };
-pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError, LiveRun};
+pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError};
 pub use pacing::{effective_cap, percentile, software_advice, wants_redraw, FramePacer, Shortfall};
 pub use placement::{panel_position, Area};
 pub use scene::{reload_look, reload_mapping, Scene};

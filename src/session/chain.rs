@@ -127,8 +127,8 @@ fn rest_from(mixer: &mut Mixer, core: &Conditioner) {
 
 /// Where the chain's output and news go besides the hand-off.
 pub struct Outputs {
-    /// The hand-off to the render thread.
-    pub sender: FrameSender,
+    /// The hand-off to the render thread (`None`: no front-end draws, as in the relay).
+    pub sender: Option<FrameSender>,
     /// The control panel's telemetry, when there is a panel.
     pub telemetry: Option<Arc<Telemetry>>,
     /// The stage's events (tracking state, outcomes of commands), when there is a window.
@@ -552,7 +552,9 @@ impl LiveSink {
                 t.record_mix(self.mixer.report());
             }
         }
-        self.out.sender.send(frame);
+        if let Some(sender) = &mut self.out.sender {
+            sender.send(frame);
+        }
         if self.out.wake {
             self.tell(AppEvent::FrameReady);
         }
@@ -659,7 +661,7 @@ mod tests {
         let (sender, receiver) = bridge::channel(1024);
         let (commands, rx) = mpsc::channel();
         let outputs = Outputs {
-            sender,
+            sender: Some(sender),
             telemetry: None,
             notify: None,
             wake: false,

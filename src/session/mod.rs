@@ -22,6 +22,8 @@ mod model;
 mod neutral;
 mod record;
 mod routine;
+mod run;
+mod signal;
 mod vowel_take;
 mod vowels;
 mod watch;
@@ -48,8 +50,13 @@ pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_mo
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::{PanelRoutineUi, StageUi};
+pub use run::{
+    calibration, offscreen, relay, stage, CalibrationRun, InputReport, LiveRun, OffscreenRun,
+    RelayReport, StageRun, StopRequest, Watches,
+};
+pub use signal::on_stop;
 pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
-pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch, StageChange, StageLink};
+pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch};
 
 use crate::arkit::FaceFrame;
 use crate::bridge::FrameSender;
@@ -127,6 +134,12 @@ pub enum StartError {
     /// Output could not be written.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
+    /// The handler of SIGTERM and Ctrl-C could not be set.
+    #[error("cannot handle SIGTERM and Ctrl-C")]
+    Signal(#[source] ctrlc::Error),
+    /// A thread of the run could not be started.
+    #[error("cannot start a thread")]
+    Thread(#[source] std::io::Error),
 }
 
 /// What a live run needs besides the configuration and the hand-off.
@@ -170,10 +183,11 @@ pub struct Live {
     pub api: Option<LiveApi>,
 }
 
-/// Starts the input of a live run with its chain, handing mixed frames to `sender`.
+/// Starts the input of a live run with its chain, handing mixed frames to `sender` (`None`:
+/// nothing draws them, as in the relay).
 pub fn start(
     config: &Config,
-    sender: FrameSender,
+    sender: Option<FrameSender>,
     options: LiveOptions<'_>,
 ) -> Result<Live, StartError> {
     let tracking = TrackingLog::default();

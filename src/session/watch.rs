@@ -7,51 +7,34 @@ use std::sync::mpsc;
 use super::chain::SessionCommand;
 use super::{Notify, StartError};
 use crate::calibrate::Profile;
-use crate::config::{CameraConfig, Config};
+use crate::config::Config;
 use crate::control::AppEvent;
 use crate::control::Topic;
 use crate::mapping::MappingFile;
 use crate::stack::StackConfig;
 use crate::watch::FileWatcher;
 
-/// A change of the stage that a headless run applies before its next frame.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StageChange {
-    /// New `[camera]` framing.
-    Camera(CameraConfig),
-    /// A new stack (`[layers]`, `[expressions]`, ...), for the layers' own target values.
-    Layers(Box<StackConfig>),
-}
-
-/// Where a reloaded configuration's stage changes go.
-pub enum StageLink {
-    /// The stage window: background, camera and layers arrive as events, outcomes as messages.
-    Window(Notify),
-    /// A headless run: camera and layers arrive through a channel read before each frame.
-    Headless(mpsc::Sender<StageChange>),
-}
-
-impl StageLink {
-    fn message(&self, error: bool, text: String) {
-        if let StageLink::Window(notify) = self {
-            notify(AppEvent::Message {
-                topic: Topic::Config,
-                error,
-                text,
-            });
-        }
+/// Tells the front-end (when there is one) how a reload went.
+fn message(front: Option<&Notify>, error: bool, text: String) {
+    if let Some(notify) = front {
+        notify(AppEvent::Message {
+            topic: Topic::Config,
+            error,
+            text,
+        });
     }
 }
 
 /// What changed between two versions of the configuration, applied: smoothing, tracking and
-/// the stack (layers, lip sync, idle life) go to the ingest thread through `commands`, background and camera to `stage`.
+/// the stack (layers, lip sync, idle life) go to the ingest thread through `commands`; the
+/// stack, background and camera to the front-end, when there is one.
 /// Returns the sections whose changes need a restart.
 fn apply(
     old: &Config,
     new: &Config,
     profile: Option<&Profile>,
     commands: &mpsc::Sender<SessionCommand>,
-    stage: &StageLink,
+    front: Option<&Notify>,
 ) -> Vec<&'static str> {
     if new.smoothing != old.smoothing || new.tracking != old.tracking {
         let smoothing = profile.and_then(|p| p.smoothing).unwrap_or(new.smoothing);
@@ -73,11 +56,8 @@ fn apply(
         tracing::info!(enabled = new.idle.enabled, "idle life settings reloaded");
     }
     if stack_changed {
-        match stage {
-            StageLink::Window(notify) => notify(AppEvent::Layers(Box::new(stack))),
-            StageLink::Headless(tx) => {
-                let _ = tx.send(StageChange::Layers(Box::new(stack)));
-            }
+        if let Some(notify) = front {
+            notify(AppEvent::Layers(Box::new(stack)));
         }
         tracing::info!(order = ?new.layers.order, "layers reloaded");
     }
@@ -88,17 +68,14 @@ fn apply(
         );
     }
     if new.window.background != old.window.background {
-        if let StageLink::Window(notify) = stage {
+        if let Some(notify) = front {
             notify(AppEvent::Background(new.window.background.0));
         }
         tracing::info!(background = %new.window.background, "background reloaded");
     }
     if new.camera != old.camera {
-        match stage {
-            StageLink::Window(notify) => notify(AppEvent::Camera(new.camera)),
-            StageLink::Headless(tx) => {
-                let _ = tx.send(StageChange::Camera(new.camera));
-            }
+        if let Some(notify) = front {
+            notify(AppEvent::Camera(new.camera));
         }
         tracing::info!("camera framing reloaded");
     }
@@ -126,14 +103,14 @@ pub struct ConfigWatch {
 /// Watches the configuration file the program started with (`source`), and the expressions
 /// file it names (`[expressions] file`), and applies what can change live: smoothing,
 /// tracking, layers, lip sync, idle life and expressions (through `commands`), the stage
-/// background and camera (through `stage`). Other changes are reported as needing a restart; a
+/// background and camera (through `front`, when there is a front-end). Other changes are reported as needing a restart; a
 /// file that fails to parse keeps the running settings.
 pub fn watch_config(
     source: Option<&Path>,
     running: &Config,
     profile: Option<&Profile>,
     commands: mpsc::Sender<SessionCommand>,
-    stage: StageLink,
+    front: Option<Notify>,
 ) -> Result<Option<ConfigWatch>, StartError> {
     let Some(path) = source else { return Ok(None) };
     // Compare saves with the file as it was, not with the running settings, which command-line
@@ -155,16 +132,25 @@ pub fn watch_config(
             Ok(new) => new,
             Err(error) => {
                 tracing::error!(%error, "configuration reload failed; keeping the running settings");
-                stage.message(true, format!("{error}\n(the running settings stay in use)"));
+                message(
+                    front.as_ref(),
+                    true,
+                    format!("{error}\n(the running settings stay in use)"),
+                );
                 return;
             }
         };
-        let restart = apply(&old, &new, profile.as_ref(), &commands, &stage);
+        let restart = apply(&old, &new, profile.as_ref(), &commands, front.as_ref());
         if restart.is_empty() {
-            stage.message(false, format!("{}: reloaded", saved.display()));
+            message(
+                front.as_ref(),
+                false,
+                format!("{}: reloaded", saved.display()),
+            );
         } else {
             tracing::warn!(sections = ?restart, "these changes take effect when facewire restarts");
-            stage.message(
+            message(
+                front.as_ref(),
                 false,
                 format!(
                     "{}: reloaded; changes in {} take effect when facewire restarts",
@@ -230,6 +216,15 @@ pub fn watch_look(
 mod tests {
     use super::*;
 
+    /// A front-end that keeps the events it is told.
+    fn front() -> (Notify, mpsc::Receiver<AppEvent>) {
+        let (tx, rx) = mpsc::channel();
+        let notify: Notify = std::sync::Arc::new(move |event| {
+            let _ = tx.send(event);
+        });
+        (notify, rx)
+    }
+
     #[test]
     fn live_sections_go_to_the_ingest_thread_and_others_need_a_restart() {
         let old = Config::default();
@@ -240,39 +235,28 @@ mod tests {
         new.forward.to = vec!["127.0.0.1:39540".parse().unwrap()];
         new.pose.elbow_degrees = 30.0;
         let (tx, rx) = mpsc::channel();
-        let (camera_tx, cameras) = mpsc::channel();
-        let restart = apply(&old, &new, None, &tx, &StageLink::Headless(camera_tx));
+        let (notify, cameras) = front();
+        let restart = apply(&old, &new, None, &tx, Some(&notify));
         assert_eq!(restart, ["[forward]", "[pose]"]);
         let sent: Vec<SessionCommand> = rx.try_iter().collect();
         assert!(matches!(&sent[0], SessionCommand::Settings(s) if s.1.fade == 1.5));
         assert!(matches!(&sent[1], SessionCommand::Layers(l) if l.layers.order.len() == 2));
-        let changes: Vec<StageChange> = cameras.try_iter().collect();
-        assert!(matches!(&changes[0], StageChange::Layers(l) if l.layers.order.len() == 2));
-        assert!(matches!(&changes[1], StageChange::Camera(c) if c.zoom == 2.0));
-        assert!(apply(
-            &new,
-            &new,
-            None,
-            &tx,
-            &StageLink::Headless(mpsc::channel().0)
-        )
-        .is_empty());
+        let changes: Vec<AppEvent> = cameras.try_iter().collect();
+        assert!(matches!(&changes[0], AppEvent::Layers(l) if l.layers.order.len() == 2));
+        assert!(matches!(&changes[1], AppEvent::Camera(c) if c.zoom == 2.0));
+        assert!(apply(&new, &new, None, &tx, Some(&front().0)).is_empty());
         assert!(rx.try_recv().is_err(), "nothing changed, nothing sent");
         // Idle life changes the stack, and so the places of the layers above it: the stage
         // resolves their targets anew.
         let mut calm = new.clone();
         calm.idle.enabled = false;
-        let (stage_tx, stage_rx) = mpsc::channel();
-        assert!(apply(&new, &calm, None, &tx, &StageLink::Headless(stage_tx)).is_empty());
+        let (notify, stage_rx) = front();
+        assert!(apply(&new, &calm, None, &tx, Some(&notify)).is_empty());
         assert!(matches!(rx.try_recv(), Ok(SessionCommand::Layers(l)) if !l.idle.enabled));
-        assert!(matches!(stage_rx.try_recv(), Ok(StageChange::Layers(l)) if !l.idle.enabled));
+        assert!(matches!(stage_rx.try_recv(), Ok(AppEvent::Layers(l)) if !l.idle.enabled));
         // The API's settings need a restart.
         let mut moved = new.clone();
         moved.api.listen = "127.0.0.1:8002".parse().unwrap();
-        let (stage_tx, _stage_rx) = mpsc::channel();
-        assert_eq!(
-            apply(&new, &moved, None, &tx, &StageLink::Headless(stage_tx)),
-            ["[api]"]
-        );
+        assert_eq!(apply(&new, &moved, None, &tx, None), ["[api]"]);
     }
 }
