@@ -36,7 +36,13 @@
 //!   the rest through a host trait.
 //! - [`connect`]: the connect card: this PC's addresses, what to enter in each phone app, and
 //!   what to check when no data arrives (network, firewall, wrong port, `ingest.allow`).
-//! - [`session`]: a live run's wiring: the input (network or replay), the chain from decoded
+//! - [`stack`]: the mixer's stack as configured: `[layers]` with lip sync, idle life, each
+//!   expression and the API's injected values, bottom to top.
+//! - [`control`]: what crosses between a session and its front-end, free of GUI types: the
+//!   events ([`control::AppEvent`]) sent through a [`control::Notify`], the panel's
+//!   [`control::Controls`] and the plain data they carry.
+//! - [`session`]: every kind of live run put together (stage, offscreen, calibration, and the
+//!   relay, which has no window and no GL), and its wiring: the input (network or replay), the chain from decoded
 //!   frames through conditioner and mixer to the hand-off, neutral capture, the panel's
 //!   controls, the config and mapping watchers, `listen` and `record`.
 //!
@@ -44,8 +50,8 @@
 //! - [`bridge`]: the newest-wins ringbuf hand-off of frames to the render thread, with counters.
 //!
 //! Render side (avatar space):
-//! - [`app`]: the winit application: the stage window, its input and event loop, the control
-//!   events ([`app::AppEvent`]), the headless loop, and live runs put together.
+//! - [`app`]: the winit application: the stage window, its input and event loop, the headless
+//!   loop, and the front-ends of the live runs that [`session`] puts together.
 //! - [`motion`]: the frame to draw at each redraw, interpolated between the frames received
 //!   (smooth motion at the display rate, one sender period late).
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
