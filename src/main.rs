@@ -100,28 +100,11 @@ struct RunArgs {
     phone: Option<std::net::IpAddr>,
     #[command(flatten)]
     render: RenderArgs,
+    #[command(flatten)]
+    live: LiveArgs,
     /// Render offscreen instead of in a window.
     #[arg(long)]
     headless: bool,
-    /// Take input from a recording (.fwrec or Live Link Face CSV) instead of the network; a
-    /// headless run ends when the recording does.
-    #[arg(long, value_name = "FILE")]
-    replay: Option<PathBuf>,
-    /// Play this WAV file as lip sync's audio instead of the microphone (see [lipsync]).
-    #[arg(long, value_name = "FILE")]
-    lipsync_wav: Option<PathBuf>,
-    /// Playback speed of --replay.
-    #[arg(long, default_value_t = 1.0)]
-    speed: f64,
-    /// Apply this performer's calibration profile.
-    #[arg(long, value_name = "NAME")]
-    performer: Option<String>,
-    /// The profiles folder.
-    #[arg(long, value_name = "DIR", default_value = calibrate::profile::DEFAULT_DIR)]
-    profiles: PathBuf,
-    /// Stop after this many seconds.
-    #[arg(long, value_name = "SECONDS")]
-    exit_after: Option<f64>,
     /// Write the last frame to this PNG on exit (headless runs).
     #[arg(long, value_name = "PNG")]
     out: Option<PathBuf>,
@@ -157,14 +140,21 @@ struct RelayArgs {
     /// Facemotion3d, VTube Studio, MeowFace).
     #[arg(long, value_name = "IP")]
     phone: Option<std::net::IpAddr>,
-    /// Take input from a recording (.fwrec or Live Link Face CSV) instead of the network; the
-    /// relay ends when the recording does.
+    #[command(flatten)]
+    live: LiveArgs,
+}
+
+/// What a live run (the stage, a headless run, the relay) takes besides its input's addresses.
+#[derive(Debug, Args, Default)]
+struct LiveArgs {
+    /// Take input from a recording (.fwrec or Live Link Face CSV) instead of the network; a
+    /// headless run and the relay end when the recording does.
     #[arg(long, value_name = "FILE")]
     replay: Option<PathBuf>,
     /// Playback speed of --replay.
     #[arg(long, default_value_t = 1.0)]
     speed: f64,
-    /// Play this WAV file as lip sync's audio instead of [lipsync] device.
+    /// Play this WAV file as lip sync's audio instead of the microphone (see [lipsync]).
     #[arg(long, value_name = "FILE")]
     lipsync_wav: Option<PathBuf>,
     /// Apply this performer's calibration profile.
@@ -176,6 +166,28 @@ struct RelayArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     exit_after: Option<f64>,
+}
+
+impl LiveArgs {
+    /// The live run these flags describe, over `config` (read from `source`).
+    fn run<'a>(
+        &'a self,
+        config: &'a Config,
+        source: Option<&'a Path>,
+    ) -> Result<session::LiveRun<'a>> {
+        Ok(session::LiveRun {
+            config,
+            source,
+            profiles: self.profiles.clone(),
+            profile: session::performer_profile(&self.profiles, self.performer.as_deref())?,
+            replay: self.replay.as_deref().map(|file| Replay {
+                file,
+                speed: self.speed,
+            }),
+            exit_after: self.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
+            lipsync_wav: self.lipsync_wav.as_deref(),
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -481,18 +493,7 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
     if !args.headless && (args.out.is_some() || args.size.is_some()) {
         bail!("--out and --size belong to headless runs; add --headless");
     }
-    let run = session::LiveRun {
-        config,
-        source,
-        profiles: args.profiles.clone(),
-        profile: session::performer_profile(&args.profiles, args.performer.as_deref())?,
-        replay: args.replay.as_deref().map(|file| Replay {
-            file,
-            speed: args.speed,
-        }),
-        exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
-        lipsync_wav: args.lipsync_wav.as_deref(),
-    };
+    let run = args.live.run(config, source)?;
     if !args.headless {
         return Ok(app::run_stage(run, avatar, mapping, args.screenshots)?);
     }
@@ -514,18 +515,7 @@ fn relay_command(config: &mut Config, source: Option<&Path>, args: RelayArgs) ->
             config.forward.to.push(*to);
         }
     }
-    let run = session::LiveRun {
-        config,
-        source,
-        profiles: args.profiles.clone(),
-        profile: session::performer_profile(&args.profiles, args.performer.as_deref())?,
-        replay: args.replay.as_deref().map(|file| Replay {
-            file,
-            speed: args.speed,
-        }),
-        exit_after: args.exit_after.map(|s| Duration::from_secs_f64(s.max(0.0))),
-        lipsync_wav: args.lipsync_wav.as_deref(),
-    };
+    let run = args.live.run(config, source)?;
     let (stop, stopped) = std::sync::mpsc::channel();
     session::on_stop(move || {
         let _ = stop.send(());

@@ -51,7 +51,7 @@ pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::{PanelRoutineUi, StageUi};
 pub use run::{
-    calibration, offscreen, relay, stage, CalibrationRun, InputReport, LiveRun, OffscreenRun,
+    calibration, offscreen, relay, stage, CalibrationRun, InputReport, Keep, LiveRun, OffscreenRun,
     RelayReport, StageRun, StopRequest, Watches,
 };
 pub use signal::on_stop;

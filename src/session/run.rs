@@ -108,14 +108,22 @@ fn watch(
     })
 }
 
+/// What serves a run while it lasts besides its input: the watchers, the connect card's watch
+/// (hints until the first frame) and the API. Dropping it stops them.
+pub struct Keep {
+    _watches: Watches,
+    _connect: Option<super::ConnectHandle>,
+    _api: Option<super::LiveApi>,
+}
+
 /// The stage window's run: what the window draws and what its panel drives.
 pub struct StageRun {
     /// The mixed frames.
     pub receiver: FrameReceiver,
     /// The control panel's handle on the run; dropping it stops the input.
     pub controls: LiveControls,
-    /// The watchers and the API, kept until the window closes.
-    pub keep: (Watches, Option<super::LiveApi>),
+    /// The watchers, the connect card's watch and the API, kept until the window closes.
+    pub keep: Keep,
 }
 
 /// Starts a live run for the stage window, whose event loop `notify` reaches and whose panel
@@ -159,7 +167,11 @@ pub fn stage(
     Ok(StageRun {
         receiver,
         controls,
-        keep: (watches, live.api),
+        keep: Keep {
+            _watches: watches,
+            _connect: live.connect,
+            _api: live.api,
+        },
     })
 }
 
@@ -175,7 +187,7 @@ pub struct OffscreenRun {
     /// The input (stop it with [`OffscreenRun::finish`]).
     pub input: Input,
     tracking: TrackingLog,
-    _keep: (Watches, Option<super::LiveApi>),
+    _keep: Keep,
 }
 
 /// How an offscreen run's input went.
@@ -234,7 +246,11 @@ pub fn offscreen(run: LiveRun<'_>, avatar: &Avatar) -> Result<OffscreenRun, Star
         changes,
         input: live.input,
         tracking: live.tracking,
-        _keep: (watches, live.api),
+        _keep: Keep {
+            _watches: watches,
+            _connect: live.connect,
+            _api: live.api,
+        },
     })
 }
 
@@ -338,6 +354,8 @@ pub struct CalibrationRun {
     pub input: Input,
     /// The routine; `Ok(None)` when the performer cancelled, `Err` when the input ended first.
     pub routine: std::thread::JoinHandle<Result<Option<Calibration>, calibrate::SessionError>>,
+    /// The connect card's watch (hints until the first frame).
+    _connect: Option<super::ConnectHandle>,
 }
 
 /// Starts the guided calibration routine on live input, prompting on the terminal and, with
@@ -380,5 +398,6 @@ pub fn calibration(
         receiver,
         input: live.input,
         routine,
+        _connect: live.connect,
     })
 }
