@@ -201,13 +201,12 @@ pub struct InputReport {
     pub tracking: TrackingSummary,
 }
 
-impl OffscreenRun {
-    /// Stops the input and reports how it went.
-    pub fn finish(self) -> InputReport {
-        let (frames_received, malformed) = self.input.counts();
-        self.input.shutdown();
-        let tracking = *self
-            .tracking
+impl InputReport {
+    /// Stops `input` and reports how it went, with the state `tracking` last logged.
+    fn stop(input: Input, tracking: &TrackingLog) -> InputReport {
+        let (frames_received, malformed) = input.counts();
+        input.shutdown();
+        let tracking = *tracking
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         InputReport {
@@ -215,6 +214,13 @@ impl OffscreenRun {
             malformed,
             tracking,
         }
+    }
+}
+
+impl OffscreenRun {
+    /// Stops the input and reports how it went.
+    pub fn finish(self) -> InputReport {
+        InputReport::stop(self.input, &self.tracking)
     }
 }
 
@@ -331,17 +337,16 @@ pub fn relay(run: LiveRun<'_>, stop: &StopRequest) -> Result<RelayReport, StartE
             break;
         }
     }
-    let (frames_received, malformed) = live.input.counts();
-    live.input.shutdown();
-    let tracking = *live
-        .tracking
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    tracing::info!(frames = frames_received, malformed, "relay stopped");
+    let input = InputReport::stop(live.input, &live.tracking);
+    tracing::info!(
+        frames = input.frames_received,
+        malformed = input.malformed,
+        "relay stopped"
+    );
     Ok(RelayReport {
-        frames_received,
-        malformed,
-        tracking,
+        frames_received: input.frames_received,
+        malformed: input.malformed,
+        tracking: input.tracking,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
