@@ -109,10 +109,12 @@ fn watch(
 }
 
 /// What serves a run while it lasts besides its input: the watchers, the connect card's watch
-/// (hints until the first frame) and the API. Dropping it stops them.
+/// (hints until the first frame), lip sync's audio (when the controls do not hold it) and the
+/// API. Dropping it stops them.
 pub struct Keep {
     _watches: Watches,
     _connect: Option<super::ConnectHandle>,
+    _lipsync: Option<super::LipSource>,
     _api: Option<super::LiveApi>,
 }
 
@@ -170,6 +172,7 @@ pub fn stage(
         keep: Keep {
             _watches: watches,
             _connect: live.connect,
+            _lipsync: None,
             _api: live.api,
         },
     })
@@ -255,6 +258,7 @@ pub fn offscreen(run: LiveRun<'_>, avatar: &Avatar) -> Result<OffscreenRun, Star
         _keep: Keep {
             _watches: watches,
             _connect: live.connect,
+            _lipsync: live.lipsync,
             _api: live.api,
         },
     })
