@@ -193,8 +193,8 @@ pub struct OffscreenRun {
     _keep: Keep,
 }
 
-/// How an offscreen run's input went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a run's input went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct InputReport {
     /// Frames committed by the input.
     pub frames_received: u64,
@@ -270,12 +270,9 @@ pub type StopRequest = mpsc::Receiver<()>;
 /// How a relay went.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RelayReport {
-    /// Frames committed by the input.
-    pub frames_received: u64,
-    /// Datagrams that could not be decoded.
-    pub malformed: u64,
-    /// The tracking state at the end and how often it changed.
-    pub tracking: TrackingSummary,
+    /// How its input went.
+    #[serde(flatten)]
+    pub input: InputReport,
     /// Seconds it ran.
     pub seconds: f64,
 }
@@ -326,11 +323,10 @@ pub fn relay(run: LiveRun<'_>, stop: &StopRequest) -> Result<RelayReport, StartE
         "relay running (SIGTERM or Ctrl-C ends it)"
     );
     loop {
-        let wait = match deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => Duration::from_millis(50),
-        }
-        .min(Duration::from_millis(50));
+        let poll = Duration::from_millis(50);
+        let wait = deadline.map_or(poll, |d| {
+            d.saturating_duration_since(Instant::now()).min(poll)
+        });
         match stop.recv_timeout(wait) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -348,9 +344,7 @@ pub fn relay(run: LiveRun<'_>, stop: &StopRequest) -> Result<RelayReport, StartE
         "relay stopped"
     );
     Ok(RelayReport {
-        frames_received: input.frames_received,
-        malformed: input.malformed,
-        tracking: input.tracking,
+        input,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
