@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use glam::Quat;
 
 use crate::arkit::Channel;
-use crate::mixer::{BlendMode, Fade, Layer, LayerValues, Region, RegionMask};
+use crate::mixer::{BlendMode, Fade, Kit, Layer, LayerValues, Own, Region, RegionMask};
 
 /// The name of the idle layer in the mixer (and in `[layers].order`, to place it).
 pub use crate::mixer::LAYER_IDLE;
@@ -406,6 +406,77 @@ pub fn layer(under_tracking: f32) -> Layer {
     layer.when_lost = true;
     layer.under_tracking = under_tracking;
     layer
+}
+
+/// Idle life as a source of the mixer: one layer (see [`layer`]) whose values move on every
+/// tick while it has weight.
+#[derive(Debug, Default)]
+pub struct IdleSource {
+    /// The generator, while idle life is on or still fading out.
+    idle: Option<Idle>,
+    /// Whether `[idle]` is on.
+    enabled: bool,
+}
+
+impl IdleSource {
+    /// Off until [`IdleSource::configure`] switches it on.
+    pub fn new() -> IdleSource {
+        IdleSource::default()
+    }
+
+    /// Takes `[idle]`'s state (`enabled`, `under_tracking`, `settings`; a new one seeded with
+    /// `seed`): switched off, it animates on while its layer fades out; the motion carries on
+    /// through new settings. Returns its layer, off while `[idle]` is off.
+    pub fn configure(
+        &mut self,
+        enabled: bool,
+        under_tracking: f32,
+        settings: IdleSettings,
+        seed: u64,
+    ) -> Layer {
+        self.enabled = enabled;
+        if enabled {
+            match self.idle.as_mut() {
+                Some(idle) => idle.set_settings(settings),
+                None => self.idle = Some(Idle::new(settings, seed)),
+            }
+        }
+        let mut layer = layer(under_tracking);
+        if !enabled {
+            let (fade_in, fade_out) = layer.fade.times();
+            layer.fade = Fade::new(false, fade_in, fade_out);
+        }
+        layer
+    }
+
+    /// Moves idle life on to `now`. Its layer takes the new values while it has weight (the
+    /// face is lost, or `under_tracking` keeps it on); under full tracking it is emptied once,
+    /// so the phone's frames pass as they did without it and nothing is mixed for it.
+    pub fn advance<K: Kit>(&mut self, now: Instant, own: &mut Own<'_, K>) {
+        let Some(idle) = self.idle.as_mut() else {
+            return;
+        };
+        let values = under_tracking(idle.values(now), own.tracked());
+        let Some(layer) = own.layers().first() else {
+            return;
+        };
+        let showing = layer.fade.moving() || own.weight(0) > 0.0;
+        if !showing && !self.enabled {
+            // Switched off and faded out.
+            self.idle = None;
+            return;
+        }
+        let empty = layer.values.present.is_empty();
+        if showing {
+            if let Some(layer) = own.layer_mut(0) {
+                layer.values = values;
+            }
+        } else if !empty {
+            if let Some(layer) = own.layer_mut(0) {
+                layer.values = LayerValues::default();
+            }
+        }
+    }
 }
 
 #[cfg(test)]

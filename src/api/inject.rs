@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::params::Param;
 use crate::arkit::{Channel, ChannelMask, FaceFrame, COUNT};
-use crate::mixer::LayerValues;
+use crate::mixer::{BlendMode, Fade, Layer, LayerValues, RegionMask};
 
 /// How long an injected value holds without being sent again, as VTube Studio.
 pub const LAPSE: Duration = Duration::from_secs(1);
@@ -295,6 +295,55 @@ impl InjectedStore {
     /// Whether some value is injected at `now` (not yet lapsed).
     pub fn active(&self, now: Instant) -> bool {
         !self.values(now).is_empty()
+    }
+}
+
+/// The values plugins inject as a source of the mixer: one layer on top of the stack
+/// (override, every region, always on) whose values are made over what the layers below it
+/// mix to, as long as something is injected and for one mix after.
+#[derive(Debug, Clone)]
+pub struct InjectionSource {
+    store: InjectedStore,
+    /// Whether values were injected at the last mix (their lapse needs one more mix).
+    injecting: bool,
+}
+
+impl InjectionSource {
+    /// The source of the values in `store`.
+    pub fn new(store: InjectedStore) -> InjectionSource {
+        InjectionSource {
+            store,
+            injecting: false,
+        }
+    }
+
+    /// Its layer (named [`super::LAYER_API`]) when `enabled` (`[api] enabled`), else none.
+    pub fn configure(&self, enabled: bool) -> Option<Layer> {
+        enabled.then(|| {
+            Layer::new(
+                super::LAYER_API,
+                BlendMode::Override,
+                RegionMask::ALL,
+                Fade::new(true, Duration::ZERO, Duration::ZERO),
+            )
+        })
+    }
+
+    /// Whether the injected values change the mix at `now` whether or not the phone sends.
+    pub fn live(&self, now: Instant) -> bool {
+        self.injecting || self.store.active(now)
+    }
+
+    /// Its layer's values over `below` at `now`; `None` (the values stay) while nothing is
+    /// injected and nothing lapsed since the last mix.
+    pub fn over(&mut self, below: &FaceFrame, now: Instant) -> Option<LayerValues> {
+        let injected = self.store.values(now);
+        let injecting = !injected.is_empty();
+        if !injecting && !self.injecting {
+            return None;
+        }
+        self.injecting = injecting;
+        Some(injected.layer_over(below))
     }
 }
 

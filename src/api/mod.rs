@@ -26,7 +26,8 @@ mod tokens;
 
 pub use crate::config::{valid_name, ApiConfig, DEFAULT_PORT};
 pub use inject::{
-    InjectError, InjectMode, Injected, InjectedStore, InjectedValues, ParamValue, LAPSE,
+    InjectError, InjectMode, Injected, InjectedStore, InjectedValues, InjectionSource, ParamValue,
+    LAPSE,
 };
 pub use server::{spawn, ApiEmitter, ApiError, ApiHandle, ApiStats, Limits};
 

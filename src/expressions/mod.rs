@@ -16,6 +16,7 @@
 mod key;
 mod section;
 mod set;
+mod source;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,7 +28,8 @@ pub use section::{
     ExpressionSpec, ExpressionsError, ExpressionsSection, DEFAULT_EXPRESSION_FADE,
     DEFAULT_EXPRESSION_LAYER, MAX_EXPRESSION_FADE,
 };
-pub use set::{Change, ExpressionError, ExpressionSet, HeldRegions, Hotkey, Trigger};
+pub use set::{Change, ExpressionError, ExpressionSet, Hotkey, Trigger};
+pub use source::{ExpressionInput, ExpressionNews, ExpressionSource, TriggerSource};
 
 use crate::arkit::Channel;
 use crate::mixer::LayerSpec;

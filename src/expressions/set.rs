@@ -3,13 +3,10 @@
 
 use std::time::Instant;
 
-use glam::Quat;
-
-use super::{layer_name, Expression, ExpressionMode, Key};
-use crate::arkit::{FaceFrame, COUNT};
+use super::{Expression, ExpressionMode, Key};
 use crate::diagnostic::nearest;
 use crate::mixer::LayersSection;
-use crate::mixer::{Fade, Layer, Mixer, Region, RegionMask};
+use crate::mixer::{Fade, Held, Kit, Layer, Own, RegionMask};
 
 /// What happened to a key, a chat command or an API call for an expression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,9 +51,15 @@ impl Change {
         self.fade_in.is_empty() && self.fade_out.is_empty()
     }
 
-    /// Fades the expressions' layers of `mixer` in and out from `now`. Returns the names whose
-    /// layer the mixer does not have (it was built without them).
-    pub fn apply(&self, mixer: &mut Mixer, now: Instant) -> Vec<String> {
+    /// Fades the layers of `set`'s expressions (`own`, one per expression in the set's order,
+    /// as [`ExpressionSet::layers`] made them) in and out from `now`. Returns the names that
+    /// have no layer there (the stack was built without them).
+    pub fn apply<K: Kit>(
+        &self,
+        set: &ExpressionSet,
+        own: &mut Own<'_, K>,
+        now: Instant,
+    ) -> Vec<String> {
         let mut missing = Vec::new();
         let changes = self
             .fade_out
@@ -64,8 +67,9 @@ impl Change {
             .map(|n| (n, false))
             .chain(self.fade_in.iter().map(|n| (n, true)));
         for (name, on) in changes {
-            if !mixer.set_active(&layer_name(name), on, now) {
-                missing.push(name.clone());
+            match set.index(name).filter(|i| *i < own.layers().len()) {
+                Some(i) => own.set_active(i, on, now),
+                None => missing.push(name.clone()),
             }
         }
         missing
@@ -81,89 +85,6 @@ pub struct Hotkey {
     pub name: String,
     /// Its stage key, if it has one.
     pub key: Option<Key>,
-}
-
-/// How far each face region is held from tracking, 0 (the phone drives it) to 1 (held at rest),
-/// while expressions that hold it fade in and out.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct HeldRegions {
-    /// Per region, [`Region::ALL`] order.
-    weights: [f32; Region::ALL.len()],
-}
-
-/// The place of `region` in [`Region::ALL`].
-fn index(region: Region) -> usize {
-    Region::ALL
-        .iter()
-        .position(|r| *r == region)
-        .unwrap_or_default()
-}
-
-/// A weight made finite and kept in [0, 1].
-fn unit(v: f32) -> f32 {
-    if v.is_finite() {
-        v.clamp(0.0, 1.0)
-    } else {
-        0.0
-    }
-}
-
-impl HeldRegions {
-    /// How far `region` is held, 0 to 1.
-    pub fn weight(&self, region: Region) -> f32 {
-        self.weights[index(region)]
-    }
-
-    /// The regions held at all (weight above 0).
-    pub fn mask(&self) -> RegionMask {
-        let held: Vec<Region> = Region::ALL
-            .into_iter()
-            .filter(|r| self.weight(*r) > 0.0)
-            .collect();
-        RegionMask::of(&held)
-    }
-
-    /// Whether no region is held.
-    pub fn is_empty(&self) -> bool {
-        self.weights.iter().all(|w| *w <= 0.0)
-    }
-
-    /// Moves the tracked `frame`'s held channels and rotations towards the rest pose by how far
-    /// each region is held, so the tracking layer no longer drives them: present channels
-    /// towards `rest` (the performer's neutral), the head towards `rest_head`, the eyes (gaze)
-    /// towards `rest_eyes`. Held values come out finite and in [0, 1]; the others are left as
-    /// they are (the mixer makes them safe). For the chain to call before the mixer takes the
-    /// frame.
-    pub fn hold_frame(
-        &self,
-        frame: &mut FaceFrame,
-        rest: &[f32; COUNT],
-        rest_head: Quat,
-        rest_eyes: [Quat; 2],
-    ) {
-        if self.is_empty() {
-            return;
-        }
-        for c in frame.present.iter() {
-            let w = self.weight(Region::of(c));
-            if w > 0.0 {
-                let i = c.index();
-                let v = unit(frame.weights[i]);
-                frame.weights[i] = unit(v + (unit(rest[i]) - v) * w);
-            }
-        }
-        let toward = |q: Option<Quat>, rest: Quat, w: f32| {
-            let q = q?;
-            if w <= 0.0 || !q.is_finite() || !rest.is_finite() {
-                return Some(q);
-            }
-            Some(q.normalize().slerp(rest.normalize(), w).normalize())
-        };
-        frame.head = toward(frame.head, rest_head, self.weight(Region::HeadPose));
-        let gaze = self.weight(Region::Gaze);
-        frame.left_eye = toward(frame.left_eye, rest_eyes[0], gaze);
-        frame.right_eye = toward(frame.right_eye, rest_eyes[1], gaze);
-    }
 }
 
 /// One expression and its fading weight.
@@ -248,6 +169,12 @@ impl ExpressionSet {
             .iter()
             .map(|e| &e.expression)
             .find(|e| e.name == name)
+    }
+
+    /// The place of the expression called `name` (exactly) in the set's order: its layer's
+    /// place among [`ExpressionSet::layers`].
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.entries.iter().position(|e| e.expression.name == name)
     }
 
     /// Sets the fade times of the expression called `name` (exactly, or else in another letter
@@ -367,7 +294,7 @@ impl ExpressionSet {
             .filter_map(|e| {
                 let fade = e.fade_at(now);
                 (fade.is_on() || fade.weight() > 0.0)
-                    .then(|| (e.expression.name.clone(), unit(fade.weight())))
+                    .then(|| (e.expression.name.clone(), fade.weight().clamp(0.0, 1.0)))
             })
             .collect()
     }
@@ -409,16 +336,15 @@ impl ExpressionSet {
 
     /// How far each face region is held from tracking at `now`: per region, the largest weight
     /// of the expressions that hold it.
-    pub fn held_regions(&self, now: Instant) -> HeldRegions {
-        let mut held = HeldRegions::default();
+    pub fn held_regions(&self, now: Instant) -> Held {
+        let mut held = Held::default();
         for entry in &self.entries {
             if entry.expression.holds == RegionMask::NONE {
                 continue;
             }
-            let w = unit(entry.fade_at(now).weight());
+            let w = entry.fade_at(now).weight();
             for region in entry.expression.holds.regions() {
-                let slot = &mut held.weights[index(region)];
-                *slot = slot.max(w);
+                held.hold(region, w);
             }
         }
         held

@@ -7,7 +7,47 @@ use glam::Quat;
 use super::*;
 use crate::arkit::{FaceFrame, Protocol, COUNT};
 use crate::calibrate::at;
-use crate::mixer::{Mixer, LAYER_TRACKING};
+use crate::mixer::{Kit, Layer, Mixer, Own, Place, Source, LAYER_TRACKING};
+
+/// A mixer whose only source applies the [`Change`]s it is given to the layers of a set laid
+/// out like the test's own, reporting the names it found no layer for.
+enum Apply {}
+
+impl Kit for Apply {
+    type Config = ();
+    type Input = Change;
+    type News = Vec<String>;
+}
+
+struct Applier(ExpressionSet);
+
+impl Source<Apply> for Applier {
+    fn configure(&mut self, _: &(), now: Instant) -> Vec<Layer> {
+        self.0.layers(now)
+    }
+
+    fn place(&self) -> Place {
+        Place::Top
+    }
+
+    fn input(&mut self, change: &Change, now: Instant, own: &mut Own<'_, Apply>) {
+        let missing = change.apply(&self.0, own, now);
+        own.tell(missing);
+    }
+}
+
+/// The tracking layer with `set`'s layers on top, as the set stands at `now`.
+fn mixer_of(set: &ExpressionSet, now: Instant) -> Mixer<Apply> {
+    let tracking = Mixer::tracking_only().layers().to_vec();
+    let source = Box::new(Applier(set.clone()));
+    Mixer::with_sources(tracking, vec![source], &(), now)
+}
+
+/// Applies `change` to `mixer`'s expression layers; the names without a layer.
+fn apply(mixer: &mut Mixer<Apply>, change: &Change, now: Instant) -> Vec<String> {
+    mixer.input(change, now);
+    mixer.take_news().concat()
+}
 
 fn expression(name: &str, layer: &str, values: &[(Channel, f32)]) -> Expression {
     let mut e = Expression::new(name);
@@ -195,7 +235,7 @@ fn held_regions_move_the_tracked_frame_to_rest() {
     assert!(f.head.unwrap().angle_between(Quat::IDENTITY) < 1e-3);
     // Nothing held: the frame is untouched.
     let mut f = tracked(t0);
-    HeldRegions::default().hold_frame(&mut f, &rest, Quat::IDENTITY, eyes);
+    crate::mixer::Held::default().hold_frame(&mut f, &rest, Quat::IDENTITY, eyes);
     assert_eq!(f.get(Channel::BrowInnerUp), Some(0.8));
 }
 
@@ -206,12 +246,10 @@ fn changes_drive_the_mixer_layers() {
         expression("happy", "face", &[(Channel::MouthSmileLeft, 0.8)]),
         expression("angry", "face", &[(Channel::BrowDownLeft, 1.0)]),
     ]);
-    let mut stack = vec![Mixer::tracking_only().layers()[0].clone()];
-    stack.extend(set.layers(t0));
-    let mut mixer = Mixer::new(stack);
+    let mut mixer = mixer_of(&set, t0);
     mixer.set_tracking(&phone(t0, &[(Channel::MouthSmileLeft, 0.1)]));
     let change = set.trigger("happy", Trigger::On, t0).unwrap();
-    assert!(change.apply(&mut mixer, t0).is_empty());
+    assert!(apply(&mut mixer, &change, t0).is_empty());
     let out = mixer.mix(at(t0, 0.2));
     let expected = 0.1 + (0.8 - 0.1) * 0.5;
     assert!((out.get(Channel::MouthSmileLeft).unwrap() - expected).abs() < 1e-5);
@@ -219,7 +257,7 @@ fn changes_drive_the_mixer_layers() {
     assert!((out.get(Channel::MouthSmileLeft).unwrap() - 0.8).abs() < 1e-6);
     // Replaced: happy fades out, angry in, in the mixer as in the set.
     let change = set.trigger("angry", Trigger::On, at(t0, 1.0)).unwrap();
-    change.apply(&mut mixer, at(t0, 1.0));
+    apply(&mut mixer, &change, at(t0, 1.0));
     let now = at(t0, 1.5);
     let out = mixer.mix(now);
     assert!((out.get(Channel::MouthSmileLeft).unwrap() - 0.1).abs() < 1e-6);
@@ -231,8 +269,8 @@ fn changes_drive_the_mixer_layers() {
         assert_eq!(weight(&set, &name["expression:".len()..], now), w);
     }
     // A mixer built without the expressions' layers says which are missing.
-    let mut bare = Mixer::tracking_only();
-    assert_eq!(change.apply(&mut bare, t0), ["happy", "angry"]);
+    let mut bare = mixer_of(&ExpressionSet::new(Vec::new()), t0);
+    assert_eq!(apply(&mut bare, &change, t0), ["happy", "angry"]);
 }
 
 #[test]
@@ -250,9 +288,7 @@ fn nothing_is_nan_or_out_of_range_whatever_the_triggers_and_times() {
         hold,
         expression("c", "other", &[(Channel::CheekPuff, 0.5)]),
     ]);
-    let mut stack = vec![Mixer::tracking_only().layers()[0].clone()];
-    stack.extend(set.layers(t0));
-    let mut mixer = Mixer::new(stack);
+    let mut mixer = mixer_of(&set, t0);
     let triggers = [
         Trigger::Press,
         Trigger::Toggle,
@@ -269,7 +305,7 @@ fn nothing_is_nan_or_out_of_range_whatever_the_triggers_and_times() {
         let trigger = triggers[(seed >> 16) as usize % triggers.len()];
         let t = at(t0, (step as f64 * 0.013) % 3.7);
         let change = set.trigger(name, trigger, t).unwrap();
-        change.apply(&mut mixer, t);
+        apply(&mut mixer, &change, t);
         for (_, w) in set.active(t) {
             assert!(w.is_finite() && (0.0..=1.0).contains(&w));
         }

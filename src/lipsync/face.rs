@@ -3,11 +3,11 @@
 //! viseme weights themselves (their `aa`, `ih`, `ou`, `ee`, `oh` expressions) through
 //! [`crate::arkit::FaceFrame::visemes`].
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{LipMode, Viseme, VISEMES};
+use super::{LipFrame, LipMode, Viseme, VISEMES};
 use crate::arkit::Channel;
-use crate::mixer::{BlendMode, Fade, Layer, LayerValues, Region, RegionMask};
+use crate::mixer::{BlendMode, Fade, Kit, Layer, LayerValues, Own, Region, RegionMask};
 
 /// The name of the lip-sync layer in the mixer (and in `[layers].order`, to place it).
 pub use crate::mixer::LAYER_LIPSYNC;
@@ -114,6 +114,56 @@ pub fn layer(mode: LipMode, strength: f32) -> Option<Layer> {
     layer.gain = strength;
     layer.when_lost = mode == LipMode::WhenLost;
     Some(layer)
+}
+
+/// How long without a lip-sync hop before the layer fades out (the audio stopped or its
+/// device went away); hops come every 16 ms.
+pub const LIP_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Lip sync as a source of the mixer: the lip-sync layer (see [`layer`]), filled by each hop of
+/// the audio analysis and faded out when hops stop coming.
+#[derive(Debug, Default)]
+pub struct LipSyncSource {
+    /// How lip sync mixes (`[lipsync] mode`).
+    mode: LipMode,
+    /// When the last hop came.
+    last: Option<Instant>,
+}
+
+impl LipSyncSource {
+    /// Off until [`LipSyncSource::configure`] gives its mode.
+    pub fn new() -> LipSyncSource {
+        LipSyncSource::default()
+    }
+
+    /// Takes `[lipsync]`'s `mode` and `strength`; returns its layer, or none when lip sync is
+    /// off.
+    pub fn configure(&mut self, mode: LipMode, strength: f32) -> Option<Layer> {
+        self.mode = mode;
+        layer(mode, strength)
+    }
+
+    /// Takes one hop's `frame` at `now`: the layer shows its mouth and fades in.
+    pub fn hop<K: Kit>(&mut self, frame: &LipFrame, now: Instant, own: &mut Own<'_, K>) {
+        if let Some(layer) = own.layer_mut(0) {
+            layer.values = values(self.mode, &frame.weights);
+            if !layer.fade.is_on() {
+                layer.fade.set(true, now);
+            }
+        }
+        self.last = Some(now);
+    }
+
+    /// Moves on to `now`: without a hop for [`LIP_TIMEOUT`], the layer fades out.
+    pub fn advance<K: Kit>(&mut self, now: Instant, own: &mut Own<'_, K>) {
+        if self
+            .last
+            .is_some_and(|t| now.saturating_duration_since(t) > LIP_TIMEOUT)
+        {
+            self.last = None;
+            own.set_active(0, false, now);
+        }
+    }
 }
 
 /// Viseme weights of silence.

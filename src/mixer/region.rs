@@ -84,6 +84,11 @@ impl Region {
         }
     }
 
+    /// Its place in [`Region::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     fn bit(self) -> u8 {
         1 << (self as u8)
     }

@@ -6,6 +6,7 @@ use glam::Quat;
 
 use super::layer::{rotation, unit, BlendMode, Fade, Layer, LayerValues};
 use super::region::{Region, RegionMask};
+use super::source::{blend_weight, lay_out, Held, Kit, Own, Part, Source};
 use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT, MAX_LAYERS, VISEMES};
 
 /// The name of the layer the phone's conditioned frames fill.
@@ -54,9 +55,9 @@ pub struct MixerReport {
     pub layers: Vec<LayerReport>,
 }
 
-/// The stack of layers over the rest pose. See the module documentation.
-#[derive(Debug, Clone)]
-pub struct Mixer {
+/// The stack of layers over the rest pose, with the sources that fill layers of their own
+/// (their types named by `K`). See the module documentation.
+pub struct Mixer<K: Kit = ()> {
     /// The pose under every layer.
     rest: LayerValues,
     /// The layers, bottom to top.
@@ -72,12 +73,56 @@ pub struct Mixer {
     changed: bool,
     /// When the last mix was made.
     last_mix: Option<Instant>,
+    /// The sources, in the order they were registered, with their layers' places.
+    parts: Vec<Part<K>>,
+    /// What the sources reported since it was last taken.
+    news: Vec<K::News>,
+}
+
+impl<K: Kit> std::fmt::Debug for Mixer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mixer")
+            .field("layers", &self.layers)
+            .field("sources", &self.parts.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Mixer {
-    /// A mixer of `layers` (bottom to top) over a rest pose of all zeros and identity rotations.
-    /// The layer named [`LAYER_TRACKING`], if any, receives the phone's frames.
+    /// A mixer of `layers` (bottom to top) over a rest pose of all zeros and identity rotations,
+    /// without sources. The layer named [`LAYER_TRACKING`], if any, receives the phone's frames.
     pub fn new(layers: Vec<Layer>) -> Mixer {
+        Mixer::with_sources(layers, Vec::new(), &(), Instant::now())
+    }
+
+    /// A mixer with only the tracking layer (override, every region, always on): it passes the
+    /// phone's frames through unchanged.
+    pub fn tracking_only() -> Mixer {
+        Mixer::new(vec![Layer::new(
+            LAYER_TRACKING,
+            BlendMode::Override,
+            RegionMask::ALL,
+            Fade::new(true, Duration::ZERO, Duration::ZERO),
+        )])
+    }
+}
+
+impl<K: Kit> Mixer<K> {
+    /// A mixer of `base` (the layers of `[layers]`, bottom to top) with `sources` registered,
+    /// each laying out its layers as `config` makes them at `now` where it says, in the order
+    /// given; over a rest pose of all zeros and identity rotations. The layer named
+    /// [`LAYER_TRACKING`], if any, receives the phone's frames.
+    pub fn with_sources(
+        base: Vec<Layer>,
+        sources: Vec<Box<dyn Source<K>>>,
+        config: &K::Config,
+        now: Instant,
+    ) -> Mixer<K> {
+        let mut parts: Vec<Part<K>> = sources
+            .into_iter()
+            .map(|source| Part { source, at: 0..0 })
+            .collect();
+        let layers = Self::lay_out_parts(&mut parts, base, config, now);
         let tracking = layers.iter().position(|l| l.name == LAYER_TRACKING);
         let mut rest = LayerValues {
             present: ChannelMask::ALL,
@@ -98,18 +143,72 @@ impl Mixer {
             presence: 1.0,
             changed,
             last_mix: None,
+            parts,
+            news: Vec::new(),
         }
     }
 
-    /// A mixer with only the tracking layer (override, every region, always on): it passes the
-    /// phone's frames through unchanged.
-    pub fn tracking_only() -> Mixer {
-        Mixer::new(vec![Layer::new(
-            LAYER_TRACKING,
-            BlendMode::Override,
-            RegionMask::ALL,
-            Fade::new(true, Duration::ZERO, Duration::ZERO),
-        )])
+    /// Asks every source for its layers as `config` makes them at `now` and lays them out over
+    /// `base`, noting each source's range.
+    fn lay_out_parts(
+        parts: &mut [Part<K>],
+        base: Vec<Layer>,
+        config: &K::Config,
+        now: Instant,
+    ) -> Vec<Layer> {
+        let own = parts
+            .iter_mut()
+            .map(|p| (p.source.place(), p.source.configure(config, now)))
+            .collect();
+        let (layers, ranges) = lay_out(base, own);
+        for (part, at) in parts.iter_mut().zip(ranges) {
+            part.at = at;
+        }
+        layers
+    }
+
+    /// A new configuration at `now`: `base` (the layers of `[layers]`) and every source's
+    /// layers as `config` makes them, laid out again as [`Mixer::replace_layers`] takes them
+    /// (a layer that keeps its name keeps its weight and fades to its new state).
+    pub fn configure(&mut self, base: Vec<Layer>, config: &K::Config, now: Instant) {
+        let layers = Self::lay_out_parts(&mut self.parts, base, config, now);
+        self.replace_layers(layers, now);
+    }
+
+    /// Offers `input` at `now` to every source; the one it is meant for takes it.
+    pub fn input(&mut self, input: &K::Input, now: Instant) {
+        let tracked = self.tracked();
+        for part in &mut self.parts {
+            let mut own = Own::new(
+                &mut self.layers[part.at.clone()],
+                tracked,
+                &mut self.changed,
+                &mut self.news,
+            );
+            part.source.input(input, now, &mut own);
+        }
+    }
+
+    /// Moves every source on to `now`, before a mix may be made.
+    pub fn advance(&mut self, now: Instant) {
+        let tracked = self.tracked();
+        for part in &mut self.parts {
+            let mut own = Own::new(
+                &mut self.layers[part.at.clone()],
+                tracked,
+                &mut self.changed,
+                &mut self.news,
+            );
+            part.source.advance(now, &mut own);
+            if part.source.live(now) {
+                self.changed = true;
+            }
+        }
+    }
+
+    /// What the sources reported since this was last asked, oldest first.
+    pub fn take_news(&mut self) -> Vec<K::News> {
+        std::mem::take(&mut self.news)
     }
 
     /// Replaces the stack with `layers` (a reloaded configuration) at `now`. A layer that was
@@ -182,13 +281,30 @@ impl Mixer {
 
     /// Takes the tracking layer's values and how present the face is (1 while tracked, falling
     /// to 0 as a lost face fades out; see [`crate::calibrate::Output::layer`]).
+    /// The regions a source holds (an expression that holds the mouth) move towards the rest
+    /// pose first, so the phone no longer drives them.
     pub fn set_tracking_layer(&mut self, frame: &FaceFrame, presence: f32) {
         self.presence = unit(presence);
         self.meta = Some(*frame);
+        let held = self.held(frame.received);
+        let mut frame = *frame;
+        if !held.is_empty() {
+            let rest = &self.rest;
+            let eyes = [rest.left_eye, rest.right_eye].map(|q| q.unwrap_or(Quat::IDENTITY));
+            let head = rest.head.unwrap_or(Quat::IDENTITY);
+            held.hold_frame(&mut frame, &rest.weights, head, eyes);
+        }
         if let Some(i) = self.tracking {
-            self.layers[i].values = LayerValues::from_frame(frame);
+            self.layers[i].values = LayerValues::from_frame(&frame);
         }
         self.changed = true;
+    }
+
+    /// How far the sources hold each region from tracking at `now`.
+    pub fn held(&self, now: Instant) -> Held {
+        self.parts.iter().fold(Held::default(), |held, part| {
+            held.max(part.source.held(now))
+        })
     }
 
     /// Whether a frame should be made at `now` without a new phone frame: a layer changed or
@@ -204,20 +320,9 @@ impl Mixer {
     /// Mixes the stack at `now`. The frame carries the newest tracking frame's protocol,
     /// sender, sender time and flag; it is received at `now`, or at the tracking frame's own
     /// instant when that is later. Before any tracking frame, it comes from `0.0.0.0:0`.
+    /// A source's values computed over the layers below (see [`Source::over`]) are made as
+    /// the mix reaches its first layer.
     pub fn mix(&mut self, now: Instant) -> FaceFrame {
-        self.mix_computed(now, "", |_| None)
-    }
-
-    /// [`Mixer::mix`], with the values of the layer named `name` made from what the layers
-    /// below it mix to (`values` gets that frame, weights clamped; `None` keeps the layer's
-    /// values): for a source whose effect depends on what it lies over, such as values a
-    /// plugin adds to the face.
-    pub fn mix_computed(
-        &mut self,
-        now: Instant,
-        name: &str,
-        mut values: impl FnMut(&FaceFrame) -> Option<LayerValues>,
-    ) -> FaceFrame {
         let mut out = self.meta.unwrap_or_else(|| {
             FaceFrame::empty(
                 crate::arkit::Protocol::Vmc,
@@ -237,12 +342,16 @@ impl Mixer {
         out.layer_weights = [0.0; MAX_LAYERS];
         out.visemes = [0.0; VISEMES];
         for i in 0..self.layers.len() {
-            if !name.is_empty() && self.layers[i].name == name {
+            if let Some(part) = self
+                .parts
+                .iter_mut()
+                .find(|p| p.at.start == i && !p.at.is_empty())
+            {
                 let mut below = out;
                 for w in &mut below.weights {
                     *w = unit(*w);
                 }
-                if let Some(v) = values(&below) {
+                if let Some(v) = part.source.over(&below, now) {
                     self.layers[i].values = v;
                 }
             }
@@ -278,14 +387,11 @@ impl Mixer {
 
     /// The weight layer `i` blends with now.
     fn weight_of(&self, i: usize) -> f32 {
-        let presence = if Some(i) == self.tracking {
-            self.presence
-        } else if self.layers[i].when_lost {
-            (1.0 - self.tracked()).max(unit(self.layers[i].under_tracking))
+        if Some(i) == self.tracking {
+            self.layers[i].weight() * self.presence
         } else {
-            1.0
-        };
-        self.layers[i].weight() * presence
+            blend_weight(&self.layers[i], self.tracked())
+        }
     }
 
     /// The weight the layer named `name` blends with now (its gain and fade, scaled by how

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::chain::{ExpressionLog, SessionCommand, TrackingLog, TriggerSource};
+use super::chain::{ExpressionsWatch, SessionCommand, TrackingWatch};
 use super::Notify;
 use crate::api::{
     ApiEmitter, ApiEvent, ApiHandle, ApiHost, Approval, ExpressionState, HostError, Hotkey,
@@ -17,7 +17,7 @@ use crate::api::{
 use crate::calibrate::TrackingState;
 use crate::config::Config;
 use crate::control::AppEvent;
-use crate::expressions::Trigger;
+use crate::expressions::{ExpressionInput, Trigger, TriggerSource};
 
 /// The model ID of the built-in default head.
 pub const DEFAULT_HEAD_ID: &str = "facewire-default-head";
@@ -103,8 +103,8 @@ pub struct LiveApi {
 /// The live run as the API sees it.
 pub struct SessionHost {
     commands: mpsc::Sender<SessionCommand>,
-    expressions: ExpressionLog,
-    tracking: TrackingLog,
+    expressions: ExpressionsWatch,
+    tracking: TrackingWatch,
     model: ApiModel,
     models_dir: PathBuf,
     /// The stage, in a window run: it loads avatars and asks the performer about plugins.
@@ -117,8 +117,8 @@ impl SessionHost {
     pub fn new(
         config: &Config,
         commands: mpsc::Sender<SessionCommand>,
-        expressions: ExpressionLog,
-        tracking: TrackingLog,
+        expressions: ExpressionsWatch,
+        tracking: TrackingWatch,
         stage: Option<Notify>,
     ) -> SessionHost {
         let shown = Some(config.render.model.clone()).filter(|p| !p.as_os_str().is_empty());
@@ -149,8 +149,7 @@ impl SessionHost {
     /// The expression called `name` (any letter case), as the chain spells it.
     fn expression(&self, name: &str) -> Option<String> {
         self.expressions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .borrow()
             .iter()
             .find(|e| e.name.eq_ignore_ascii_case(name))
             .map(|e| e.name.clone())
@@ -203,10 +202,7 @@ impl ApiHost for SessionHost {
     }
 
     fn hotkeys(&self) -> Vec<Hotkey> {
-        let log = self
-            .expressions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let log = self.expressions.borrow();
         let mut hotkeys: Vec<Hotkey> = log.iter().map(|e| expression_hotkey(&e.name)).collect();
         hotkeys.push(Hotkey {
             id: REMOVE_ALL_ID.into(),
@@ -220,7 +216,7 @@ impl ApiHost for SessionHost {
 
     fn trigger_hotkey(&self, id: &str) -> Result<(), HostError> {
         if id == REMOVE_ALL_ID {
-            return self.send(SessionCommand::ReleaseExpressions);
+            return self.send(SessionCommand::Expression(ExpressionInput::ReleaseAll));
         }
         let name = self
             .hotkeys()
@@ -228,18 +224,17 @@ impl ApiHost for SessionHost {
             .find(|h| h.id == id && h.action == "ToggleExpression")
             .map(|h| h.name)
             .ok_or(HostError::NotFound)?;
-        self.send(SessionCommand::Expression {
+        self.send(SessionCommand::Expression(ExpressionInput::Trigger {
             name,
             trigger: Trigger::Toggle,
             source: TriggerSource::Api,
             fade: None,
-        })
+        }))
     }
 
     fn expressions(&self) -> Vec<ExpressionState> {
         self.expressions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .borrow()
             .iter()
             .map(|e| ExpressionState {
                 file: e.name.clone(),
@@ -252,20 +247,17 @@ impl ApiHost for SessionHost {
     /// Fades as the expression's own `fade` says: the chain has no per-trigger fade.
     fn set_expression(&self, file: &str, active: bool, fade: Duration) -> Result<(), HostError> {
         let name = self.expression(file).ok_or(HostError::NotFound)?;
-        self.send(SessionCommand::Expression {
+        self.send(SessionCommand::Expression(ExpressionInput::Trigger {
             name,
             trigger: if active { Trigger::On } else { Trigger::Off },
             source: TriggerSource::Api,
             fade: Some(fade),
-        })
+        }))
     }
 
     fn tracking(&self) -> bool {
         matches!(
-            self.tracking
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .state,
+            self.tracking.borrow().state,
             TrackingState::Tracking | TrackingState::Reacquire
         )
     }
@@ -297,22 +289,16 @@ mod tests {
 
     fn host(stage: Option<Notify>) -> (SessionHost, mpsc::Receiver<SessionCommand>) {
         let (commands, rx) = mpsc::channel();
-        let expressions = ExpressionLog::default();
-        expressions.lock().unwrap().push(ExpressionStatus {
+        let (_, expressions) = tokio::sync::watch::channel(vec![ExpressionStatus {
             name: "Smile".into(),
             key: None,
             mode: ExpressionMode::Toggle,
             layer: "face".into(),
             on: true,
             weight: 1.0,
-        });
-        let host = SessionHost::new(
-            &Config::default(),
-            commands,
-            expressions,
-            TrackingLog::default(),
-            stage,
-        );
+        }]);
+        let (_, tracking) = tokio::sync::watch::channel(Default::default());
+        let host = SessionHost::new(&Config::default(), commands, expressions, tracking, stage);
         (host, rx)
     }
 
@@ -327,21 +313,21 @@ mod tests {
         host.trigger_hotkey(&hotkeys[0].id).unwrap();
         assert!(matches!(
             rx.try_recv().unwrap(),
-            SessionCommand::Expression { ref name, trigger: Trigger::Toggle, source: TriggerSource::Api, fade: None } if name == "Smile"
+            SessionCommand::Expression(ExpressionInput::Trigger { ref name, trigger: Trigger::Toggle, source: TriggerSource::Api, fade: None }) if name == "Smile"
         ));
         host.trigger_hotkey(REMOVE_ALL_ID).unwrap();
         assert!(matches!(
             rx.try_recv().unwrap(),
-            SessionCommand::ReleaseExpressions
+            SessionCommand::Expression(ExpressionInput::ReleaseAll)
         ));
         assert_eq!(host.trigger_hotkey("nothing"), Err(HostError::NotFound));
         host.set_expression("smile", false, Duration::ZERO).unwrap();
         assert!(matches!(
             rx.try_recv().unwrap(),
-            SessionCommand::Expression {
+            SessionCommand::Expression(ExpressionInput::Trigger {
                 trigger: Trigger::Off,
                 ..
-            }
+            })
         ));
         assert!(host.expressions()[0].active);
         assert!(!host.tracking());

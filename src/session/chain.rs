@@ -2,11 +2,12 @@
 //!
 //! ```text
 //! frame ─▶ raw tap, telemetry ─▶ Conditioner (calibrate, smooth, tracking loss)
-//!       ─▶ regions held by expressions ─▶ Mixer (tracking layer + [layers] + lip sync + idle
-//!          + expressions + the API's injected values) ─▶ forward as VMC, telemetry, bridge, wake
-//! lip-sync hop (audio thread) ─▶ command ─▶ the mixer's lip-sync layer
-//! key, panel button, VMC key, API ─▶ command ─▶ ExpressionSet ─▶ the expression layers' fades
-//! tick (every 10 ms) ─▶ idle life ─▶ the mixer's idle layer (while the face is lost)
+//!       ─▶ Mixer (tracking layer, regions held by expressions; [layers]; its sources: lip sync,
+//!          idle life, expressions, the API's injected values) ─▶ forward as VMC, telemetry,
+//!          bridge, wake
+//! lip-sync hop (audio thread), key, panel button, VMC key, API ─▶ command ─▶ the mixer's
+//!          sources (see crate::stack) ─▶ their news ─▶ the expressions' watch, the API, the stage
+//! tick (every 10 ms) ─▶ the sources move on (idle life, fades, lip sync's timeout)
 //! ```
 //!
 //! [`LiveSink`] is a [`FrameSink`]: the ingest thread (or a replay) calls it for every frame and
@@ -15,11 +16,13 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
+
 use super::StartError;
-use crate::api::{ApiEmitter, ApiEvent, InjectedStore, LAYER_API};
+use crate::api::{ApiEmitter, ApiEvent, InjectedStore};
 use crate::arkit::{FaceFrame, FrameSink, COUNT};
 use crate::bridge::FrameSender;
 use crate::calibrate::{
@@ -28,33 +31,20 @@ use crate::calibrate::{
 };
 use crate::config::Config;
 use crate::control::{AppEvent, Notify, Topic};
-use crate::expressions::{Expression, ExpressionSet, ExpressionStatus, Key, Trigger};
+use crate::expressions::{
+    Expression, ExpressionInput, ExpressionNews, ExpressionStatus, Key, TriggerSource,
+};
 use crate::forward::Forwarder;
-use crate::idle::{self, Idle, LAYER_IDLE};
-use crate::lipsync::face::{self, LAYER_LIPSYNC};
-use crate::lipsync::{LipFrame, LipMode};
-use crate::mixer::{LayerValues, Mixer};
-use crate::stack::{build_stack, StackConfig};
+use crate::lipsync::LipFrame;
+use crate::stack::{live_mixer, restack, LiveMixer, SourceInput, SourceNews, StackConfig};
 use crate::telemetry::Telemetry;
 
-/// The tracking state as last reported, and how many changes there were.
-pub type TrackingLog = Arc<Mutex<TrackingSummary>>;
+/// The tracking state as last reported, and how many changes there were: a snapshot the chain
+/// keeps current.
+pub type TrackingWatch = watch::Receiver<TrackingSummary>;
 
-/// The expressions and their states, kept current by the chain.
-pub type ExpressionLog = Arc<Mutex<Vec<ExpressionStatus>>>;
-
-/// What set an expression off: the API reports hotkeys others triggered as events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TriggerSource {
-    /// A key on the stage (or a global hotkey).
-    Key,
-    /// A button of the control panel.
-    Panel,
-    /// A key pressed on a VMC sender (`/VMC/Ext/Key`).
-    Vmc,
-    /// A plugin of the API (which reports it itself).
-    Api,
-}
+/// The expressions and their states: a snapshot the chain keeps current.
+pub type ExpressionsWatch = watch::Receiver<Vec<ExpressionStatus>>;
 
 /// The API's side of the chain: the values plugins inject and where events go.
 #[derive(Clone)]
@@ -68,10 +58,6 @@ pub struct ApiLink {
 /// How often the mixed frame and the mixer's report are published for the control panel.
 const REPORT_PERIOD: Duration = Duration::from_millis(100);
 
-/// How long without a lip-sync hop before the layer fades out (the audio stopped or its
-/// device went away); hops come every 16 ms.
-const LIP_TIMEOUT: Duration = Duration::from_millis(300);
-
 /// What the rest of the program asks of the ingest thread; carried out at its next tick.
 pub enum SessionCommand {
     /// Take the newest raw frame as the performer's neutral.
@@ -84,43 +70,16 @@ pub enum SessionCommand {
     Settings(Box<(SmoothingConfig, TrackingConfig)>),
     /// A new layer stack (a reloaded configuration).
     Layers(Box<StackConfig>),
-    /// One hop of lip sync: the visemes for the lip-sync layer.
-    Lip(LipFrame),
-    /// Switch the expression `name` (any letter case) on or off.
-    Expression {
-        /// The expression.
-        name: String,
-        /// What happened to it.
-        trigger: Trigger,
-        /// Who asked.
-        source: TriggerSource,
-        /// A fade time for this change alone (the API's `fadeTime`); `None`: the expression's.
-        fade: Option<Duration>,
-    },
-    /// A key went down (`pressed`) or up: the expression bound to it follows.
-    Key {
-        /// The key, with its modifiers.
-        key: Key,
-        /// Down or up.
-        pressed: bool,
-        /// Where it was pressed.
-        source: TriggerSource,
-    },
-    /// Switch every expression off.
-    ReleaseExpressions,
     /// The avatar changed: the VRM preset expressions it has.
     Presets(Vec<Expression>),
-}
-
-/// A seed for idle life that differs from run to run.
-fn idle_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+    /// One hop of lip sync: the visemes for the lip-sync layer.
+    Lip(LipFrame),
+    /// A trigger, a key or a release for the expressions.
+    Expression(ExpressionInput),
 }
 
 /// Makes the conditioner's neutral pose (a performer's, or all zeros) the mixer's rest pose.
-fn rest_from(mixer: &mut Mixer, core: &Conditioner) {
+fn rest_from(mixer: &mut LiveMixer, core: &Conditioner) {
     let n = core.neutral();
     mixer.set_rest(n.weights, n.head, [n.left_eye, n.right_eye]);
 }
@@ -135,10 +94,10 @@ pub struct Outputs {
     pub notify: Option<Notify>,
     /// Whether to wake the stage for each frame (it renders only on change).
     pub wake: bool,
-    /// The tracking state, kept current for the headless report.
-    pub tracking: TrackingLog,
+    /// The tracking state, kept current for the headless report and the API.
+    pub tracking: watch::Sender<TrackingSummary>,
     /// The expressions and their states, kept current for the panel and the API.
-    pub expressions: ExpressionLog,
+    pub expressions: watch::Sender<Vec<ExpressionStatus>>,
     /// The API's injected values and events, while it runs.
     pub api: Option<ApiLink>,
 }
@@ -146,7 +105,7 @@ pub struct Outputs {
 /// The ingest-side chain of a live run. See the module documentation.
 pub struct LiveSink {
     core: Conditioner,
-    mixer: Mixer,
+    mixer: LiveMixer,
     forwarder: Option<Forwarder>,
     out: Outputs,
     commands: mpsc::Receiver<SessionCommand>,
@@ -162,24 +121,12 @@ pub struct LiveSink {
     tap: Option<mpsc::SyncSender<FaceFrame>>,
     /// When the mixer's report was last published.
     last_report: Option<Instant>,
-    /// How lip sync mixes (`[lipsync] mode`).
-    lip_mode: LipMode,
-    /// When the last lip-sync hop came; the layer fades out when audio stops coming.
-    last_lip: Option<Instant>,
-    /// Idle life, when `[idle]` is on: the idle layer's values each tick.
-    idle: Option<Idle>,
     /// The stack as configured, without the avatar's presets.
     stack: StackConfig,
     /// The avatar's VRM preset expressions.
     presets: Vec<Expression>,
-    /// The expressions and their states; their layers' fades follow them.
-    expressions: ExpressionSet,
-    /// Whether plugins injected values at the last mix (their lapse needs one more mix).
-    injecting: bool,
     /// Whether the face counted as found at the last tracking change (for the API's event).
     face_found: bool,
-    /// Whether an expression's weight was moving at the last tick (its end is published).
-    expressions_moving: bool,
 }
 
 impl LiveSink {
@@ -194,7 +141,8 @@ impl LiveSink {
         commands: mpsc::Receiver<SessionCommand>,
         presets: Vec<Expression>,
     ) -> Result<LiveSink, StartError> {
-        let mut core = Conditioner::new(config.smoothing, config.tracking, Instant::now());
+        let now = Instant::now();
+        let mut core = Conditioner::new(config.smoothing, config.tracking, now);
         if let Some(profile) = profile {
             profile.apply_to(&mut core, &config.smoothing);
         }
@@ -202,12 +150,12 @@ impl LiveSink {
         if forwarder.is_some() {
             tracing::info!(to = ?config.forward.to, "forwarding the mixed stream as VMC");
         }
-        let mut stack = StackConfig::of(config);
-        stack.api &= out.api.is_some();
+        let stack = StackConfig::of(config);
         let full = stack.clone().with_presets(presets.clone());
-        let mut mixer = Mixer::new(build_stack(&full));
+        let injected = out.api.as_ref().map(|api| api.injected.clone());
+        let mut mixer = live_mixer(&full, injected, now);
         rest_from(&mut mixer, &core);
-        let sink = LiveSink {
+        let mut sink = LiveSink {
             core,
             mixer,
             forwarder,
@@ -219,20 +167,12 @@ impl LiveSink {
             last_raw: None,
             tap: None,
             last_report: None,
-            lip_mode: config.lipsync.mode,
-            last_lip: None,
-            idle: config
-                .idle
-                .enabled
-                .then(|| Idle::new(config.idle.settings(), idle_seed())),
             stack,
             presets,
-            expressions: ExpressionSet::new(full.expressions),
-            injecting: false,
             face_found: false,
-            expressions_moving: false,
         };
-        sink.publish_expressions(Instant::now());
+        sink.mixer.advance(now);
+        sink.hear_sources();
         Ok(sink)
     }
 
@@ -287,19 +227,7 @@ impl LiveSink {
                 self.core.set_smoothing(smoothing);
                 self.core.set_tracking(tracking);
             }
-            SessionCommand::Layers(mut stack) => {
-                stack.api &= self.out.api.is_some();
-                self.lip_mode = stack.lipsync.mode;
-                let settings = stack.idle.settings();
-                self.idle = match (stack.idle.enabled, self.idle.take()) {
-                    // Switched off: it animates on while its layer fades out.
-                    (false, idle) => idle,
-                    (true, Some(mut idle)) => {
-                        idle.set_settings(settings);
-                        Some(idle)
-                    }
-                    (true, None) => Some(Idle::new(settings, idle_seed())),
-                };
+            SessionCommand::Layers(stack) => {
                 self.stack = *stack;
                 self.restack(now);
             }
@@ -307,184 +235,50 @@ impl LiveSink {
                 self.presets = presets;
                 self.restack(now);
             }
-            SessionCommand::Expression {
-                name,
-                trigger,
-                source,
-                fade,
-            } => {
-                self.fade_next(&name, fade);
-                let result = self.expressions.trigger(&name, trigger, now);
-                self.triggered(result.map(|c| (c, name)), source, now);
-            }
-            SessionCommand::Key {
-                key,
-                pressed,
-                source,
-            } => {
-                let Some(name) = self.expressions.by_key(&key).map(|e| e.name.clone()) else {
-                    tracing::debug!(%key, "no expression on this key");
-                    return;
-                };
-                let trigger = if pressed {
-                    Trigger::Press
-                } else {
-                    Trigger::Release
-                };
-                self.fade_next(&name, None);
-                let result = self.expressions.trigger(&name, trigger, now);
-                self.triggered(result.map(|c| (c, name)), source, now);
-            }
-            SessionCommand::ReleaseExpressions => {
-                let change = self.expressions.release_all(now);
-                change.apply(&mut self.mixer, now);
-                self.publish_expressions(now);
-            }
             SessionCommand::Lip(frame) => {
-                if let Some(layer) = self.mixer.layer_mut(LAYER_LIPSYNC) {
-                    layer.values = face::values(self.lip_mode, &frame.weights);
-                    if !layer.fade.is_on() {
-                        layer.fade.set(true, now);
-                    }
-                }
-                self.last_lip = Some(now);
                 if let Some(t) = &self.out.telemetry {
                     t.record_lip(&frame);
                 }
+                self.mixer.input(&SourceInput::Lip(frame), now);
+            }
+            SessionCommand::Expression(input) => {
+                self.mixer.input(&SourceInput::Expression(input), now);
             }
         }
     }
 
-    /// Rebuilds the mixer's stack from the configured stack and the avatar's presets at `now`:
-    /// layers that stay keep their weights, expressions that stay keep their states.
+    /// Rebuilds the mixer's stack from the configured stack and the avatar's presets at `now`.
     fn restack(&mut self, now: Instant) {
         let full = self.stack.clone().with_presets(self.presets.clone());
-        let gone = self.expressions.replace(full.expressions.clone(), now);
-        if !gone.is_empty() {
-            tracing::info!(expressions = ?gone.fade_out, "expressions removed while on");
-        }
-        self.mixer.replace_layers(build_stack(&full), now);
-        // The new layers start off: the expressions that are on fade on from where they are.
-        for (name, _) in self.expressions.active(now) {
-            let on = self.expressions.is_on(&name);
-            self.mixer
-                .set_active(&crate::expressions::layer_name(&name), on, now);
-        }
-        self.publish_expressions(now);
+        restack(&mut self.mixer, &full, now);
     }
 
-    /// Sets the fade times of the expression `name`'s next change, in the set and its mixer
-    /// layer: `fade` for this change alone, or its own times.
-    fn fade_next(&mut self, name: &str, fade: Option<Duration>) {
-        if let Some((name, fade_in, fade_out)) = self.expressions.set_fade(name, fade) {
-            let layer = crate::expressions::layer_name(&name);
-            if let Some(layer) = self.mixer.layer_mut(&layer) {
-                layer.fade.set_times(fade_in, fade_out);
-            }
-        }
-    }
-
-    /// Carries out a trigger's outcome: the mixer's fades follow, the panel and the API hear
-    /// of it; an unknown name is reported.
-    fn triggered(
-        &mut self,
-        result: Result<(crate::expressions::Change, String), crate::expressions::ExpressionError>,
-        source: TriggerSource,
-        now: Instant,
-    ) {
-        let (change, name) = match result {
-            Ok(done) => done,
-            Err(error) => {
-                tracing::warn!(%error, ?source, "expression not triggered");
-                self.report(Topic::Expressions, Err(error.to_string()));
-                return;
-            }
-        };
-        let missing = change.apply(&mut self.mixer, now);
-        if !missing.is_empty() {
-            tracing::warn!(expressions = ?missing, "the mixer has no layer for these expressions");
-        }
-        if source != TriggerSource::Api && !change.is_empty() {
-            if let (Some(api), Some(e)) = (&self.out.api, self.expressions.get(&name)) {
-                api.events.emit(ApiEvent::HotkeyTriggered {
-                    hotkey: super::api_host::expression_hotkey(&e.name),
-                    model: None,
-                    by_api: false,
-                });
-            }
-        }
-        self.publish_expressions(now);
-    }
-
-    /// Publishes the expressions and their states at `now` for the panel and the API.
-    fn publish_expressions(&self, now: Instant) {
-        let active = self.expressions.active(now);
-        let statuses: Vec<ExpressionStatus> = self
-            .expressions
-            .expressions()
-            .map(|e| ExpressionStatus {
-                name: e.name.clone(),
-                key: e.key,
-                mode: e.mode,
-                layer: e.layer.clone(),
-                on: self.expressions.is_on(&e.name),
-                weight: active
-                    .iter()
-                    .find(|(n, _)| *n == e.name)
-                    .map_or(0.0, |(_, w)| *w),
-            })
-            .collect();
-        let mut log = self
-            .out
-            .expressions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if *log != statuses {
-            *log = statuses;
-        }
-    }
-
-    /// Mixes the stack at `now`, the API's layer made from the values plugins inject over
-    /// what lies below it.
-    fn mix(&mut self, now: Instant) -> FaceFrame {
-        let Some(api) = self.out.api.as_ref() else {
-            return self.mixer.mix(now);
-        };
-        let injected = api.injected.values(now);
-        let injecting = !injected.is_empty();
-        if !injecting && !self.injecting {
-            return self.mixer.mix(now);
-        }
-        self.injecting = injecting;
-        self.mixer
-            .mix_computed(now, LAYER_API, |below| Some(injected.layer_over(below)))
-    }
-
-    /// Moves idle life on to `now`. The idle layer takes the new values while it has weight
-    /// (the face is lost, or `under_tracking` keeps it on); under full tracking it is emptied
-    /// once, so the phone's frames pass as they did without it and nothing is mixed for it.
-    fn animate_idle(&mut self, now: Instant) {
-        let Some(idle) = self.idle.as_mut() else {
-            return;
-        };
-        let values = idle::under_tracking(idle.values(now), self.mixer.tracked());
-        let Some(layer) = self.mixer.layers().iter().find(|l| l.name == LAYER_IDLE) else {
-            return;
-        };
-        let showing = layer.fade.moving() || self.mixer.weight(LAYER_IDLE).unwrap_or(0.0) > 0.0;
-        if !showing && !self.stack.idle.enabled {
-            // Switched off and faded out.
-            self.idle = None;
-            return;
-        }
-        let empty = layer.values.present.is_empty();
-        if showing {
-            if let Some(layer) = self.mixer.layer_mut(LAYER_IDLE) {
-                layer.values = values;
-            }
-        } else if !empty {
-            if let Some(layer) = self.mixer.layer_mut(LAYER_IDLE) {
-                layer.values = LayerValues::default();
+    /// Passes on what the mixer's sources reported: the expressions' states to their watch,
+    /// hotkeys others triggered to the API, refused triggers to the stage.
+    fn hear_sources(&mut self) {
+        for news in self.mixer.take_news() {
+            match news {
+                SourceNews::Expression(ExpressionNews::States(states)) => {
+                    self.out.expressions.send_if_modified(|now| {
+                        let changed = *now != states;
+                        if changed {
+                            *now = states;
+                        }
+                        changed
+                    });
+                }
+                SourceNews::Expression(ExpressionNews::Triggered { name }) => {
+                    if let Some(api) = &self.out.api {
+                        api.events.emit(ApiEvent::HotkeyTriggered {
+                            hotkey: super::api_host::expression_hotkey(&name),
+                            model: None,
+                            by_api: false,
+                        });
+                    }
+                }
+                SourceNews::Expression(ExpressionNews::Refused(error)) => {
+                    self.report(Topic::Expressions, Err(error.to_string()));
+                }
             }
         }
     }
@@ -498,15 +292,10 @@ impl LiveSink {
             if let Some(t) = &self.out.telemetry {
                 t.record_calibrated(&frame);
             }
-            let mut values = values;
-            let held = self.expressions.held_regions(values.received);
-            if !held.is_empty() {
-                let n = self.core.neutral();
-                held.hold_frame(&mut values, &n.weights, n.head, [n.left_eye, n.right_eye]);
-            }
-            // The tracking layer fades out over the rest pose when the face is lost.
+            // The tracking layer fades out over the rest pose when the face is lost; regions
+            // an expression holds rest there.
             self.mixer.set_tracking_layer(&values, presence);
-            let mixed = self.mix(values.received);
+            let mixed = self.mixer.mix(values.received);
             self.emit(mixed);
         }
     }
@@ -520,15 +309,10 @@ impl LiveSink {
                     .emit(ApiEvent::TrackingStatusChanged { face_found: found });
             }
         }
-        {
-            let mut log = self
-                .out
-                .tracking
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+        self.out.tracking.send_modify(|log| {
             log.state = state;
             log.changes += 1;
-        }
+        });
         if let Some(t) = &self.out.telemetry {
             t.record_tracking(state, Instant::now());
         }
@@ -582,34 +366,13 @@ impl FrameSink for LiveSink {
         while let Ok(command) = self.commands.try_recv() {
             self.command(command, now);
         }
-        if self
-            .last_lip
-            .is_some_and(|t| now.saturating_duration_since(t) > LIP_TIMEOUT)
-        {
-            self.last_lip = None;
-            self.mixer.set_active(LAYER_LIPSYNC, false, now);
-        }
-        self.animate_idle(now);
-        let moving = self.expressions.moving(now);
-        if moving || self.expressions_moving {
-            self.publish_expressions(now);
-        }
-        self.expressions_moving = moving;
-        if self.injecting
-            || self
-                .out
-                .api
-                .as_ref()
-                .is_some_and(|a| a.injected.active(now))
-        {
-            // Injected values change the mix whether or not the phone sends.
-            self.mixer.layer_mut(LAYER_API);
-        }
+        self.mixer.advance(now);
+        self.hear_sources();
         let out = self.core.on_tick(now);
         let made = out.frame.is_some();
         self.deliver(out);
         if !made && self.mixer.due(now) {
-            let mixed = self.mix(now);
+            let mixed = self.mixer.mix(now);
             self.emit(mixed);
         }
     }
@@ -617,15 +380,16 @@ impl FrameSink for LiveSink {
     fn key(&mut self, name: &str, pressed: bool) {
         match Key::parse(name) {
             Ok(key) => self.command(
-                SessionCommand::Key {
+                SessionCommand::Expression(ExpressionInput::Key {
                     key,
                     pressed,
                     source: TriggerSource::Vmc,
-                },
+                }),
                 Instant::now(),
             ),
             Err(error) => tracing::debug!(key = name, %error, "a VMC key facewire does not know"),
         }
+        self.hear_sources();
     }
 }
 
@@ -637,7 +401,10 @@ mod tests {
     use crate::bridge;
     use crate::calibrate::at;
     use crate::config::LayerSpec;
-    use crate::mixer::{BlendMode, Region, RegionMask, LAYER_TRACKING};
+    use crate::expressions::Trigger;
+    use crate::lipsync::LipMode;
+    use crate::mixer::{BlendMode, Region, RegionMask, LAYER_IDLE, LAYER_LIPSYNC, LAYER_TRACKING};
+    use crate::stack::build_stack;
 
     fn phone(t: Instant, jaw: f32, blink: f32) -> FaceFrame {
         let mut f = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:5000".parse().unwrap(), t);
@@ -665,8 +432,8 @@ mod tests {
             telemetry: None,
             notify: None,
             wake: false,
-            tracking: TrackingLog::default(),
-            expressions: ExpressionLog::default(),
+            tracking: watch::channel(Default::default()).0,
+            expressions: watch::channel(Vec::new()).0,
             api,
         };
         let dir = std::env::temp_dir();
@@ -1032,11 +799,11 @@ fade_out = 0.1
     }
 
     fn key(name: &str, pressed: bool) -> SessionCommand {
-        SessionCommand::Key {
+        SessionCommand::Expression(ExpressionInput::Key {
             key: Key::parse(name).unwrap(),
             pressed,
             source: TriggerSource::Key,
-        }
+        })
     }
 
     /// Streams the raised-brow face from `from` for `secs` seconds at 60 Hz, ticking too; the
@@ -1083,7 +850,7 @@ fade_out = 0.1
         // ... while the jaw and the smile are still the phone's.
         assert!((on.get(Channel::JawOpen).unwrap() - 0.5).abs() < 0.01);
         assert!((on.get(Channel::MouthSmileLeft).unwrap() - 0.1).abs() < 1e-6);
-        let statuses = sink.out.expressions.lock().unwrap().clone();
+        let statuses = sink.out.expressions.borrow().clone();
         let angry = statuses.iter().find(|e| e.name == "angry").unwrap();
         assert!(angry.on && angry.weight == 1.0, "{angry:?}");
         // A toggle: letting go of F3 keeps it; pressing again switches it off.
@@ -1106,11 +873,13 @@ fade_out = 0.1
         let t0 = Instant::now();
         let (mut sink, mut rx, commands) = chain(&config);
         stream(&mut sink, &mut rx, t0, 0.0, 0.2);
-        let expression = |name: &str, trigger| SessionCommand::Expression {
-            name: name.into(),
-            trigger,
-            source: TriggerSource::Panel,
-            fade: None,
+        let expression = |name: &str, trigger| {
+            SessionCommand::Expression(ExpressionInput::Trigger {
+                name: name.into(),
+                trigger,
+                source: TriggerSource::Panel,
+                fade: None,
+            })
         };
         commands.send(expression("Smile", Trigger::Toggle)).unwrap();
         let smiling = stream(&mut sink, &mut rx, t0, 0.2, 0.5);
@@ -1129,7 +898,9 @@ fade_out = 0.1
         let open = stream(&mut sink, &mut rx, t0, 1.5, 0.3);
         assert_eq!(open.get(Channel::EyeBlinkLeft), Some(0.0));
         // Everything off at once.
-        commands.send(SessionCommand::ReleaseExpressions).unwrap();
+        commands
+            .send(SessionCommand::Expression(ExpressionInput::ReleaseAll))
+            .unwrap();
         let plain = stream(&mut sink, &mut rx, t0, 1.8, 0.5);
         assert_eq!(plain.get(Channel::BrowDownLeft), Some(0.0));
         // An unknown name changes nothing.
@@ -1263,12 +1034,12 @@ fade_out = 0.1
         let (mut sink, mut rx, commands) = chain(&config);
         stream(&mut sink, &mut rx, t0, 0.0, 0.1);
         commands
-            .send(SessionCommand::Expression {
+            .send(SessionCommand::Expression(ExpressionInput::Trigger {
                 name: "smile".into(),
                 trigger: Trigger::On,
                 source: TriggerSource::Api,
                 fade: Some(Duration::from_secs(1)),
-            })
+            }))
             .unwrap();
         // Smile's own fade is 0.2 s; the plugin asked for a second: half way at 0.5 s.
         let half = stream(&mut sink, &mut rx, t0, 0.1, 0.5);
@@ -1309,6 +1080,15 @@ fade_out = 0.1
         assert!(weights.windows(2).all(|w| w[0] - w[1] < 0.2), "{weights:?}");
         assert!(weights.iter().any(|w| *w > 0.1 && *w < 0.9));
         assert_eq!(weights.last(), Some(&0.0));
-        assert!(sink.idle.is_none());
+        // Idle life stops: its layer's values no longer move.
+        let idle = |sink: &LiveSink| {
+            let layers = sink.mixer.layers();
+            layers.iter().find(|l| l.name == LAYER_IDLE).unwrap().values
+        };
+        let before = idle(&sink);
+        for i in 0..100 {
+            sink.tick(at(t0, 6.0 + f64::from(i) * 0.01));
+        }
+        assert_eq!(idle(&sink), before);
     }
 }

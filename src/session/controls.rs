@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use super::chain::{ExpressionLog, SessionCommand, TriggerSource};
+use super::chain::{ExpressionsWatch, SessionCommand};
 use super::input::Input;
 use super::Notify;
 use super::PanelRoutineUi;
@@ -13,7 +13,7 @@ use crate::calibrate::{self, Decision, Profile};
 use crate::config::Config;
 use crate::control::{AppEvent, Controls, RoutineView, Topic};
 use crate::expressions::ExpressionStatus;
-use crate::expressions::{Key, Trigger};
+use crate::expressions::{ExpressionInput, Key, Trigger, TriggerSource};
 use crate::telemetry::InputCounters;
 
 /// The running calibration routine started from the panel.
@@ -47,7 +47,7 @@ pub struct LiveControls {
     /// The avatar the API reports, while it runs.
     api: Option<super::ApiModel>,
     /// The expressions and their states, as the chain publishes them.
-    expressions: ExpressionLog,
+    expressions: ExpressionsWatch,
 }
 
 /// Watches `path` and sends each saved version to the stage; `None` (logged) when it cannot.
@@ -87,7 +87,7 @@ impl LiveControls {
             config_folder,
             lipsync: None,
             api: None,
-            expressions: ExpressionLog::default(),
+            expressions: tokio::sync::watch::channel(Vec::new()).1,
         }
     }
 
@@ -98,9 +98,9 @@ impl LiveControls {
         self
     }
 
-    /// Reads the expressions' states from `log` (the chain's), for the panel.
-    pub fn with_expressions(mut self, log: ExpressionLog) -> LiveControls {
-        self.expressions = log;
+    /// Reads the expressions' states from `states` (the chain's), for the panel.
+    pub fn with_expressions(mut self, states: ExpressionsWatch) -> LiveControls {
+        self.expressions = states;
         self
     }
 
@@ -136,31 +136,28 @@ impl Drop for LiveControls {
 
 impl Controls for LiveControls {
     fn expression_key(&mut self, key: Key, pressed: bool) {
-        self.send(SessionCommand::Key {
+        self.send(SessionCommand::Expression(ExpressionInput::Key {
             key,
             pressed,
             source: TriggerSource::Key,
-        });
+        }));
     }
 
     fn trigger_expression(&mut self, name: &str, trigger: Trigger) {
-        self.send(SessionCommand::Expression {
+        self.send(SessionCommand::Expression(ExpressionInput::Trigger {
             name: name.to_string(),
             trigger,
             source: TriggerSource::Panel,
             fade: None,
-        });
+        }));
     }
 
     fn release_expressions(&mut self) {
-        self.send(SessionCommand::ReleaseExpressions);
+        self.send(SessionCommand::Expression(ExpressionInput::ReleaseAll));
     }
 
     fn expressions(&self) -> Vec<ExpressionStatus> {
-        self.expressions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.expressions.borrow().clone()
     }
 
     /// Called as each avatar is swapped in: the chain gets its presets, plugins hear of it.

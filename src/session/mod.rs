@@ -37,9 +37,7 @@ pub use avatar::{
     avatar_presets, background, check_mapping, load_avatar, load_look, load_model, look_path,
     mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_PATH, LOOKS_PARENT,
 };
-pub use chain::{
-    ApiLink, ExpressionLog, LiveSink, Outputs, SessionCommand, TrackingLog, TriggerSource,
-};
+pub use chain::{ApiLink, ExpressionsWatch, LiveSink, Outputs, SessionCommand, TrackingWatch};
 pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
 pub use input::{Input, Replay};
@@ -172,13 +170,13 @@ pub struct Live {
     /// Commands to the chain on the ingest thread.
     pub commands: mpsc::Sender<SessionCommand>,
     /// The tracking state as the chain last reported it.
-    pub tracking: TrackingLog,
+    pub tracking: TrackingWatch,
     /// The connect card's watch, for a network input (it ends at the first frame).
     pub connect: Option<ConnectHandle>,
     /// Lip sync's audio input, while it runs.
     pub lipsync: Option<LipSource>,
     /// The expressions and their states, as the chain keeps them.
-    pub expressions: ExpressionLog,
+    pub expressions: ExpressionsWatch,
     /// The API for stream tools, while it runs; it stops when this is dropped.
     pub api: Option<LiveApi>,
 }
@@ -190,8 +188,8 @@ pub fn start(
     sender: Option<FrameSender>,
     options: LiveOptions<'_>,
 ) -> Result<Live, StartError> {
-    let tracking = TrackingLog::default();
-    let expressions = ExpressionLog::default();
+    let (tracking_tx, tracking) = tokio::sync::watch::channel(Default::default());
+    let (expressions_tx, expressions) = tokio::sync::watch::channel(Vec::new());
     let notify = options.notify.clone();
     let (commands, command_rx) = mpsc::channel();
     let lip_telemetry = options.telemetry.clone();
@@ -205,8 +203,8 @@ pub fn start(
         telemetry: options.telemetry,
         wake: config.window.render_on_change && options.notify.is_some(),
         notify: options.notify,
-        tracking: Arc::clone(&tracking),
-        expressions: Arc::clone(&expressions),
+        tracking: tracking_tx,
+        expressions: expressions_tx,
         api: api.as_ref().map(|(link, _)| link.clone()),
     };
     let mut sink = LiveSink::new(
@@ -265,15 +263,15 @@ pub fn start(
 fn start_api(
     config: &Config,
     commands: &mpsc::Sender<SessionCommand>,
-    expressions: &ExpressionLog,
-    tracking: &TrackingLog,
+    expressions: &ExpressionsWatch,
+    tracking: &TrackingWatch,
     notify: Option<Notify>,
 ) -> Option<(ApiLink, LiveApi)> {
     let host = SessionHost::new(
         config,
         commands.clone(),
-        Arc::clone(expressions),
-        Arc::clone(tracking),
+        expressions.clone(),
+        tracking.clone(),
         notify.clone(),
     );
     let model = host.model();

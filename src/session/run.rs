@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     avatar_presets, start, watch_config, watch_look, watch_mapping, ConfigWatch, Input, LipInput,
-    Live, LiveControls, LiveOptions, Replay, StageUi, StartError, TrackingLog,
+    Live, LiveControls, LiveOptions, Replay, StageUi, StartError, TrackingWatch,
 };
 use crate::avatar::Avatar;
 use crate::bridge::{self, BridgeCounters, FrameReceiver};
@@ -189,7 +189,7 @@ pub struct OffscreenRun {
     pub changes: mpsc::Receiver<AppEvent>,
     /// The input (stop it with [`OffscreenRun::finish`]).
     pub input: Input,
-    tracking: TrackingLog,
+    tracking: TrackingWatch,
     _keep: Keep,
 }
 
@@ -206,12 +206,10 @@ pub struct InputReport {
 
 impl InputReport {
     /// Stops `input` and reports how it went, with the state `tracking` last logged.
-    fn stop(input: Input, tracking: &TrackingLog) -> InputReport {
+    fn stop(input: Input, tracking: &TrackingWatch) -> InputReport {
         let (frames_received, malformed) = input.counts();
         input.shutdown();
-        let tracking = *tracking
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tracking = *tracking.borrow();
         InputReport {
             frames_received,
             malformed,
