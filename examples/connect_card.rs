@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use facewire::app::hud::{connect_placement, fit_connect};
 use facewire::arkit::Protocol;
 use facewire::connect::{lan_addresses, ConnectCard, ConnectWatch, Os, NO_DATA_HINT};
-use facewire::hud::{connect_placement, fit_connect};
 use facewire::image::RgbaImage;
 use facewire::ingest::{default_addr, BoundListener, ListenerReport};
 

@@ -29,7 +29,6 @@
 //!   source of weights driven by the clock.
 //! - [`audio`]: microphone input on its own thread (ALSA loaded at run time on Linux, cpal
 //!   elsewhere), reopened when the device comes back.
-//! - [`forward`]: sends the mixed stream on as VMC to other tools.
 //! - [`record`]: recordings of raw input (our `.fwrec` format, Live Link Face CSV) and replay.
 //! - [`api`]: a VTube Studio-compatible WebSocket API for stream automation (Streamer.bot,
 //!   Mix It Up, ...): hotkeys, expressions, models, injected parameters, events; independent of
@@ -40,20 +39,23 @@
 //!   expression and the API's injected values, bottom to top.
 //! - [`control`]: what crosses between a session and its front-end, free of GUI types: the
 //!   events ([`control::AppEvent`]) sent through a [`control::Notify`], the panel's
-//!   [`control::Controls`] and the plain data they carry.
+//!   [`control::Controls`] and the plain data they carry; [`control::telemetry`], what the panel
+//!   shows, gathered from the ingest and render threads.
 //! - [`session`]: every kind of live run put together (stage, offscreen, calibration, and the
 //!   relay, which has no window and no GL), and its wiring: the input (network or replay), the chain from decoded
 //!   frames through conditioner and mixer to the hand-off, neutral capture, the panel's
-//!   controls, the config and mapping watchers, `listen` and `record`.
+//!   controls, the config and mapping watchers, `listen` and `record`; [`session::forward`]
+//!   sends the mixed stream on as VMC to other tools.
 //!
 //! The hand-off:
 //! - [`bridge`]: the newest-wins ringbuf hand-off of frames to the render thread, with counters.
 //!
 //! Render side (avatar space):
 //! - [`app`]: the winit application: the stage window, its input and event loop, the headless
-//!   loop, and the front-ends of the live runs that [`session`] puts together.
-//! - [`motion`]: the frame to draw at each redraw, interpolated between the frames received
-//!   (smooth motion at the display rate, one sender period late).
+//!   loop, and the front-ends of the live runs that [`session`] puts together;
+//!   [`app::motion`], the frame to draw at each redraw, interpolated between the frames
+//!   received (smooth motion at the display rate, one sender period late); [`app::hud`], the
+//!   on-stage text cards (calibration prompts, the connect card) drawn on the CPU.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
 //! - [`looks`]: look presets (`config/looks/NAME.toml`): face-shape slider values and colours,
@@ -63,14 +65,12 @@
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths,
 //!   skins, materials, levels of detail, draw passes.
 //! - [`panel`]: the control panel's contents (egui): meters, layers, state, actions, errors.
-//! - [`telemetry`]: what the panel shows, gathered from the ingest and render threads.
-//! - [`hud`]: on-stage text cards (calibration prompts) drawn on the CPU.
 //!
 //! Shared and offline:
 //! - [`config`]: `facewire.toml`, parsed raw and validated once; the types of its sections.
 //! - [`diagnostic`]: errors located by file, line and column, and did-you-mean suggestions.
 //! - [`text`]: CPU drawing of 8x8 bitmap-font text and filled rectangles into RGBA images, shared
-//!   by [`sheet`] and [`hud`].
+//!   by [`sheet`] and [`app::hud`].
 //! - [`sheet`]: the labelled contact sheet of a model's morph targets, for tech artists.
 //! - [`headgen`]: the generator of the default head in `models/`.
 //! - [`objimport`]: `facewire import-obj`: a GLB avatar from an OBJ shape set.
@@ -90,10 +90,8 @@ pub mod connect;
 pub mod control;
 pub mod diagnostic;
 pub mod expressions;
-pub mod forward;
 pub mod fsutil;
 pub mod headgen;
-pub mod hud;
 pub mod idle;
 pub mod image;
 pub mod ingest;
@@ -102,7 +100,6 @@ pub mod logging;
 pub mod looks;
 pub mod mapping;
 pub mod mixer;
-pub mod motion;
 pub mod objimport;
 pub mod panel;
 pub mod record;
@@ -110,6 +107,5 @@ pub mod render;
 pub mod session;
 pub mod sheet;
 pub mod stack;
-pub mod telemetry;
 pub mod text;
 pub mod watch;

@@ -42,7 +42,7 @@ impl StackConfig {
         StackConfig {
             layers: config.layers.clone(),
             lipsync: config.lipsync.clone(),
-            idle: config.idle.clone(),
+            idle: config.idle,
             expressions: config.expressions.all(),
             api: config.api.enabled,
         }
@@ -168,14 +168,7 @@ impl Source<Sources> for LipSyncSource {
 
 impl Source<Sources> for IdleSource {
     fn configure(&mut self, config: &StackConfig, _now: Instant) -> Vec<Layer> {
-        let idle = &config.idle;
-        vec![IdleSource::configure(
-            self,
-            idle.enabled,
-            idle.under_tracking,
-            idle.settings(),
-            idle_seed(),
-        )]
+        vec![IdleSource::configure(self, config.idle, idle_seed())]
     }
 
     fn place(&self) -> Place {

@@ -1,6 +1,6 @@
 //! CPU drawing into RGBA images: text in the public-domain 8x8 bitmap font (`font8x8`), filled
 //! rectangles and line wrapping, shared by the contact sheet ([`crate::sheet`]), the on-stage
-//! cards ([`crate::hud`]) and the connect card's terminal text ([`crate::connect`]).
+//! cards ([`crate::app::hud`]) and the connect card's terminal text ([`crate::connect`]).
 
 use font8x8::UnicodeFonts;
 

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, ChannelMask, FaceFrame, Protocol, FACECAP_ORDER};
 use facewire::config::{ForwardNames, ForwardSection, IngestSection};
-use facewire::forward::Forwarder;
 use facewire::ingest::{
     spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, NetStats, PhoneListen,
     PhonePorts, Stats, ESTABLISHED_AFTER, FM3D_START, IFM_START, MAX_DATAGRAM, MAX_SENDERS,
 };
+use facewire::session::forward::Forwarder;
 use glam::Quat;
 use rosc::{OscPacket, OscType};
 

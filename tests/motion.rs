@@ -12,9 +12,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use facewire::app::motion::{Motion, MotionMode, MotionSettings};
 use facewire::arkit::{FaceFrame, COUNT};
 use facewire::ingest::livelink;
-use facewire::motion::{Motion, MotionMode, MotionSettings};
 use facewire::record::{self, Recording};
 use glam::{Quat, Vec3};
 

@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use super::{wants_redraw, Scene};
+use crate::app::motion::{Motion, MotionSettings};
 use crate::bridge::FrameReceiver;
-use crate::motion::{Motion, MotionSettings};
 use crate::render::{self, DrawTarget};
 
 /// What a headless run reports on exit.
@@ -46,7 +46,7 @@ pub struct HeadlessPace {
     /// change (`window.render_on_change`).
     pub render_on_change: bool,
     /// How frames are blended at draw time (`window.motion`).
-    pub motion: crate::motion::MotionMode,
+    pub motion: crate::app::motion::MotionMode,
 }
 
 /// How many sample ages a headless run keeps for its report: ten minutes of a 60 Hz phone.

@@ -14,10 +14,10 @@ use super::{
 use crate::avatar::Avatar;
 use crate::calibrate::{self, Calibration, Profile};
 use crate::config::Config;
+use crate::control::telemetry::Telemetry;
 use crate::mapping::CompiledMapping;
 use crate::render::headless::HeadlessContext;
 use crate::session::{self, LiveRun, StartError};
-use crate::telemetry::Telemetry;
 
 /// Why a live run failed.
 #[derive(Debug, thiserror::Error)]

@@ -12,16 +12,15 @@ use crate::diagnostic::{locate_key, Located};
 use crate::arkit::Protocol;
 
 mod api;
-mod idle;
 mod lipsync;
 mod net;
 mod pose;
 pub mod smoothing;
 
 pub use crate::expressions::{ExpressionSpec, ExpressionsError, ExpressionsSection};
+pub use crate::idle::IdleConfig;
 pub use crate::mixer::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use api::{valid_name, ApiConfig, DEFAULT_PORT};
-pub use idle::IdleConfig;
 pub use lipsync::LipsyncConfig;
 pub use net::{Subnet, SubnetError};
 pub use pose::{ArmsMode, PoseConfig};

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use crate::calibrate::Decision;
+use crate::control::telemetry::InputCounters;
 use crate::expressions::ExpressionStatus;
 use crate::expressions::{Key, Trigger};
-use crate::telemetry::InputCounters;
 
 /// What the control panel drives: implemented by the program that owns the input (network
 /// listeners or a replay) and the performer profiles.

@@ -5,6 +5,7 @@
 
 mod controls;
 mod event;
+pub mod telemetry;
 
 pub use controls::Controls;
 pub use event::{AppEvent, Notify};

@@ -336,7 +336,12 @@ mod tests {
     impl Source<Test> for Half {
         fn configure(&mut self, _: &bool, _now: Instant) -> Vec<Layer> {
             let fade = Fade::new(true, Duration::ZERO, Duration::ZERO);
-            vec![Layer::new("half", BlendMode::Override, RegionMask::ALL, fade)]
+            vec![Layer::new(
+                "half",
+                BlendMode::Override,
+                RegionMask::ALL,
+                fade,
+            )]
         }
 
         fn place(&self) -> Place {
@@ -345,7 +350,10 @@ mod tests {
 
         fn over(&mut self, below: &FaceFrame, _now: Instant) -> Option<LayerValues> {
             let mut values = LayerValues::default();
-            values.set(Channel::JawOpen, below.weights[Channel::JawOpen.index()] * 0.5);
+            values.set(
+                Channel::JawOpen,
+                below.weights[Channel::JawOpen.index()] * 0.5,
+            );
             Some(values)
         }
     }
@@ -367,7 +375,11 @@ mod tests {
         let t0 = Instant::now();
         let sources: Vec<Box<dyn Source<Test>>> = vec![Box::new(Jaw), Box::new(Half)];
         let mut mixer = Mixer::with_sources(base(&[LAYER_TRACKING]), sources, &true, t0);
-        assert_eq!(names(&mixer), [LAYER_TRACKING, "jaw", "half"], "on top, in order");
+        assert_eq!(
+            names(&mixer),
+            [LAYER_TRACKING, "jaw", "half"],
+            "on top, in order"
+        );
         let mut face = FaceFrame::empty(Protocol::Vmc, "10.0.0.2:5000".parse().unwrap(), t0);
         face.set(Channel::BrowInnerUp, 0.8);
         face.set(Channel::EyeBlinkLeft, 0.4);

@@ -7,8 +7,8 @@ use egui::{Color32, RichText};
 
 use super::PanelAction;
 use crate::arkit::Viseme;
+use crate::control::telemetry::TelemetrySnapshot;
 use crate::lipsync::LipMode;
-use crate::telemetry::TelemetrySnapshot;
 
 /// The level meter's range, dB full scale.
 const METER_DB: (f32, f32) = (-80.0, 0.0);

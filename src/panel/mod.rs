@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use egui::{Color32, RichText};
 
 use crate::calibrate::{Decision, TrackingState};
+use crate::control::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 use crate::control::{RoutineView, Topic};
 use crate::mixer::LayerReport;
-use crate::telemetry::{InputCounters, InputRates, TelemetrySnapshot};
 
 mod api;
 mod connect;
@@ -696,9 +696,9 @@ mod tests {
     use super::*;
     use crate::arkit::{Channel, FaceFrame, Protocol};
     use crate::avatar::{Avatar, Mesh, Pose};
+    use crate::control::telemetry::Telemetry;
     use crate::mapping::{CompiledMapping, Driver, TargetBinding};
     use crate::mixer::{BlendMode, Fade, Layer, Mixer, Region, RegionMask, LAYER_TRACKING};
-    use crate::telemetry::Telemetry;
     use egui::{Event, Pos2, RawInput, Rect};
 
     fn avatar() -> Avatar {

@@ -3,9 +3,9 @@
 
 use crate::arkit::{Channel, FaceFrame};
 use crate::avatar::{Avatar, Pose};
+use crate::control::telemetry::TelemetrySnapshot;
 use crate::mapping::CompiledMapping;
 use crate::mixer::{BlendMode, LayerReport, MixerReport, RegionMask, LAYER_REST, LAYER_TRACKING};
-use crate::telemetry::TelemetrySnapshot;
 
 /// One mixer layer's part in a channel: the layer's value of the channel and the weight the
 /// layer blends with now.
@@ -200,8 +200,8 @@ pub fn target_weights(avatar: &Avatar, pose: &Pose) -> Vec<(String, f32)> {
 mod tests {
     use super::*;
     use crate::avatar::{LodGroup, Mesh, Node};
+    use crate::control::telemetry::Telemetry;
     use crate::mapping::{Driver, TargetBinding};
-    use crate::telemetry::Telemetry;
     use std::time::Instant;
 
     /// A face (node 0, mesh 0) with one coarser level (node 1, mesh 1) carrying the same

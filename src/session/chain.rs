@@ -30,14 +30,14 @@ use crate::calibrate::{
     TrackingState, TrackingSummary,
 };
 use crate::config::Config;
+use crate::control::telemetry::Telemetry;
 use crate::control::{AppEvent, Notify, Topic};
 use crate::expressions::{
     Expression, ExpressionInput, ExpressionNews, ExpressionStatus, Key, TriggerSource,
 };
-use crate::forward::Forwarder;
 use crate::lipsync::LipFrame;
+use crate::session::forward::Forwarder;
 use crate::stack::{live_mixer, restack, LiveMixer, SourceInput, SourceNews, StackConfig};
-use crate::telemetry::Telemetry;
 
 /// The tracking state as last reported, and how many changes there were: a snapshot the chain
 /// keeps current.

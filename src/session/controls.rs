@@ -11,10 +11,10 @@ use super::PanelRoutineUi;
 use crate::arkit::FaceFrame;
 use crate::calibrate::{self, Decision, Profile};
 use crate::config::Config;
+use crate::control::telemetry::InputCounters;
 use crate::control::{AppEvent, Controls, RoutineView, Topic};
 use crate::expressions::ExpressionStatus;
 use crate::expressions::{ExpressionInput, Key, Trigger, TriggerSource};
-use crate::telemetry::InputCounters;
 
 /// The running calibration routine started from the panel.
 struct PanelRoutine {

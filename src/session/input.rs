@@ -6,9 +6,9 @@ use super::StartError;
 use crate::arkit::FrameSink;
 use crate::arkit::Protocol;
 use crate::config::Config;
+use crate::control::telemetry::InputCounters;
 use crate::ingest::{self, IngestConfig};
 use crate::record::{self, Recording, ReplayOptions};
-use crate::telemetry::InputCounters;
 
 /// A recording to play instead of listening, and how fast.
 #[derive(Debug, Clone, Copy)]

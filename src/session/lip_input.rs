@@ -13,12 +13,12 @@ use super::{Notify, SessionCommand, StartError};
 use crate::audio::{AudioStatus, Capture};
 use crate::calibrate::Profile;
 use crate::config::LipsyncConfig;
+use crate::control::telemetry::{LipSourceState, Telemetry};
 use crate::control::AppEvent;
 use crate::control::Topic;
 use crate::lipsync::calibration::{learn_take, prompts, Voice};
 use crate::lipsync::profile::Profile as Vowels;
 use crate::lipsync::{wav, LipMode, LipSync};
-use crate::telemetry::{LipSourceState, Telemetry};
 
 /// Where a live run's lip sync listens.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

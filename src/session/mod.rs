@@ -13,6 +13,7 @@ mod avatar;
 mod chain;
 mod connect;
 mod controls;
+pub mod forward;
 mod input;
 mod lip_input;
 mod lipsync;
@@ -60,8 +61,8 @@ use crate::arkit::FaceFrame;
 use crate::bridge::FrameSender;
 use crate::calibrate::Profile;
 use crate::config::Config;
+use crate::control::telemetry::Telemetry;
 pub use crate::control::Notify;
-use crate::telemetry::Telemetry;
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +108,7 @@ pub enum StartError {
     Ingest(#[from] crate::ingest::IngestError),
     /// Forwarding could not start.
     #[error(transparent)]
-    Forward(#[from] crate::forward::ForwardError),
+    Forward(#[from] crate::session::forward::ForwardError),
     /// A file could not be watched for changes.
     #[error(transparent)]
     Watch(#[from] crate::watch::WatchError),

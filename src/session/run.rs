@@ -19,8 +19,8 @@ use crate::avatar::Avatar;
 use crate::bridge::{self, BridgeCounters, FrameReceiver};
 use crate::calibrate::{self, Calibration, Profile, TerminalUi, TrackingSummary};
 use crate::config::Config;
+use crate::control::telemetry::Telemetry;
 use crate::control::{AppEvent, Notify};
-use crate::telemetry::Telemetry;
 use crate::watch::FileWatcher;
 
 /// Hand-off queue length: a few frames absorb scheduling jitter; more would only add latency.

@@ -17,16 +17,16 @@ use super::{
     software_advice, wants_redraw, AppError, AppEvent, Controls, ExpressionKeys, FramePacer,
     KeyRoute, Scene, Shortfall, StageKey, STAGE_HOTKEYS,
 };
+use crate::app::motion::{Motion, MotionMode, MotionSettings};
 use crate::avatar::Avatar;
 use crate::bridge::FrameReceiver;
 use crate::config::Config;
+use crate::control::telemetry::{DrawStats, InputCounters, RateMeter, Telemetry};
 use crate::control::{RoutineView, Topic};
 use crate::diagnostic::with_causes;
 use crate::mapping::CompiledMapping;
-use crate::motion::{Motion, MotionMode, MotionSettings};
 use crate::panel::{PanelAction, PanelModel, PanelState, Timings};
 use crate::render;
-use crate::telemetry::{DrawStats, InputCounters, RateMeter, Telemetry};
 
 mod actions;
 
@@ -489,18 +489,18 @@ impl StageApp {
             let connect = self.connect.as_deref().filter(|_| self.connect_waiting);
             if self.card_dirty {
                 if let Some(card) = &self.prompt {
-                    let width = crate::hud::prompt_width(viewport.0);
-                    overlay.set_image(&crate::hud::render_prompt(card, width));
+                    let width = crate::app::hud::prompt_width(viewport.0);
+                    overlay.set_image(&crate::app::hud::render_prompt(card, width));
                 } else if let Some(card) = connect {
-                    overlay.set_image(&crate::hud::fit_connect(card, viewport));
+                    overlay.set_image(&crate::app::hud::fit_connect(card, viewport));
                 }
                 self.card_dirty = false;
             }
             if self.prompt.is_some() {
-                let (x, y) = crate::hud::prompt_placement(viewport, overlay.size().1);
+                let (x, y) = crate::app::hud::prompt_placement(viewport, overlay.size().1);
                 overlay.draw(viewport, x, y);
             } else if connect.is_some() {
-                let (x, y) = crate::hud::connect_placement(viewport, overlay.size());
+                let (x, y) = crate::app::hud::connect_placement(viewport, overlay.size());
                 overlay.draw(viewport, x, y);
             }
         }

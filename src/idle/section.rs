@@ -4,10 +4,9 @@
 use serde::Deserialize;
 
 use crate::diagnostic::{key_offset, Located};
-use crate::idle::IdleSettings;
 
 /// `[idle]`. See the README's "When tracking drops".
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IdleConfig {
     /// Whether the face comes alive while tracking is lost; off, it rests still at the
@@ -33,38 +32,24 @@ pub struct IdleConfig {
 
 impl Default for IdleConfig {
     fn default() -> IdleConfig {
-        let s = IdleSettings::default();
         IdleConfig {
             enabled: true,
             under_tracking: 0.0,
-            blink_interval: s.blink_interval,
-            double_blink: s.double_blink,
-            breathing_degrees: s.breathing_degrees,
-            breathing_rate: s.breathing_rate,
-            sway_degrees: s.sway_degrees,
-            gaze_degrees: s.gaze_degrees,
-            gaze_interval: s.gaze_interval,
+            blink_interval: [2.0, 7.0],
+            double_blink: 0.1,
+            breathing_degrees: 0.6,
+            breathing_rate: 0.25,
+            sway_degrees: 0.8,
+            gaze_degrees: 4.0,
+            gaze_interval: [1.5, 4.0],
         }
     }
 }
 
 impl IdleConfig {
-    /// The generator's settings.
-    pub fn settings(&self) -> IdleSettings {
-        IdleSettings {
-            blink_interval: self.blink_interval,
-            double_blink: self.double_blink,
-            breathing_degrees: self.breathing_degrees,
-            breathing_rate: self.breathing_rate,
-            sway_degrees: self.sway_degrees,
-            gaze_degrees: self.gaze_degrees,
-            gaze_interval: self.gaze_interval,
-        }
-    }
-
     /// Checks the ranges; an error names the key's line and column in `text` (the file at
     /// `path`) and what to use.
-    pub(super) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
+    pub(crate) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
         let [blink_lo, blink_hi] = self.blink_interval;
         let [gaze_lo, gaze_hi] = self.gaze_interval;
         let checks: [(&str, f32, (f32, f32), &str); 11] = [
@@ -147,8 +132,8 @@ mod tests {
         .unwrap();
         assert!(!c.idle.enabled);
         assert_eq!(c.idle.under_tracking, 0.2);
-        assert_eq!(c.idle.settings().blink_interval, [3.0, 5.0]);
-        assert_eq!(c.idle.settings().gaze_degrees, 6.0);
+        assert_eq!(c.idle.blink_interval, [3.0, 5.0]);
+        assert_eq!(c.idle.gaze_degrees, 6.0);
     }
 
     #[test]

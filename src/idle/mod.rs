@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 use glam::Quat;
 
+mod section;
+
+pub use section::IdleConfig;
+
 use crate::arkit::Channel;
 use crate::mixer::{BlendMode, Fade, Kit, Layer, LayerValues, Own, Region, RegionMask};
 
@@ -57,39 +61,6 @@ const SWAY_PERIODS: [f64; 2] = [7.3, 11.9];
 /// After a gap this long (a paused run), the schedule restarts from now instead of replaying
 /// every blink it missed.
 const CATCH_UP: f64 = 60.0;
-
-/// What idle life does, validated by `[idle]` (see [`crate::config::IdleConfig`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IdleSettings {
-    /// The shortest and longest time from one blink's start to the next, seconds.
-    pub blink_interval: [f32; 2],
-    /// The chance that a blink is followed at once by a second one, 0 to 1.
-    pub double_blink: f32,
-    /// The nod of each breath, degrees either way.
-    pub breathing_degrees: f32,
-    /// Breaths per second.
-    pub breathing_rate: f32,
-    /// The slow side-to-side sway, degrees either way (its tilt is half of it).
-    pub sway_degrees: f32,
-    /// How far a glance takes the eyes from the centre, degrees.
-    pub gaze_degrees: f32,
-    /// The shortest and longest time the eyes rest at the centre between glances, seconds.
-    pub gaze_interval: [f32; 2],
-}
-
-impl Default for IdleSettings {
-    fn default() -> IdleSettings {
-        IdleSettings {
-            blink_interval: [2.0, 7.0],
-            double_blink: 0.1,
-            breathing_degrees: 0.6,
-            breathing_rate: 0.25,
-            sway_degrees: 0.8,
-            gaze_degrees: 4.0,
-            gaze_interval: [1.5, 4.0],
-        }
-    }
-}
 
 /// A tiny xorshift64* generator: plenty for when to blink, and the same sequence for a seed.
 #[derive(Debug, Clone, Copy)]
@@ -148,7 +119,7 @@ struct Gaze {
 /// The idle-life generator. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct Idle {
-    settings: IdleSettings,
+    settings: IdleConfig,
     rng: Rng,
     /// The first instant given: time zero.
     start: Option<Instant>,
@@ -166,7 +137,7 @@ pub struct Idle {
 impl Idle {
     /// A generator with `settings` whose randomness follows `seed`; its time starts at the
     /// first instant it is given.
-    pub fn new(settings: IdleSettings, seed: u64) -> Idle {
+    pub fn new(settings: IdleConfig, seed: u64) -> Idle {
         let mut rng = Rng::new(seed);
         let blink_at = rng.range(blink_interval(settings.blink_interval));
         let next_at = rng.range(interval(settings.gaze_interval, SACCADE));
@@ -190,13 +161,13 @@ impl Idle {
     }
 
     /// The settings in use.
-    pub fn settings(&self) -> IdleSettings {
+    pub fn settings(&self) -> IdleConfig {
         self.settings
     }
 
     /// New settings (a reloaded configuration); the motion carries on from where it is, the
     /// new intervals from the next blink and glance on.
-    pub fn set_settings(&mut self, settings: IdleSettings) {
+    pub fn set_settings(&mut self, settings: IdleConfig) {
         self.settings = settings;
     }
 
@@ -424,16 +395,10 @@ impl IdleSource {
         IdleSource::default()
     }
 
-    /// Takes `[idle]`'s state (`enabled`, `under_tracking`, `settings`; a new one seeded with
-    /// `seed`): switched off, it animates on while its layer fades out; the motion carries on
+    /// Takes `[idle]` (`settings`; a new generator is seeded with `seed`): switched off, it animates on while its layer fades out; the motion carries on
     /// through new settings. Returns its layer, off while `[idle]` is off.
-    pub fn configure(
-        &mut self,
-        enabled: bool,
-        under_tracking: f32,
-        settings: IdleSettings,
-        seed: u64,
-    ) -> Layer {
+    pub fn configure(&mut self, settings: IdleConfig, seed: u64) -> Layer {
+        let (enabled, under_tracking) = (settings.enabled, settings.under_tracking);
         self.enabled = enabled;
         if enabled {
             match self.idle.as_mut() {
@@ -485,7 +450,7 @@ mod tests {
     use crate::calibrate::at;
 
     /// `seconds` of idle life sampled every millisecond: (time, sample).
-    fn run(settings: IdleSettings, seed: u64, seconds: f64) -> Vec<(f64, IdleSample)> {
+    fn run(settings: IdleConfig, seed: u64, seconds: f64) -> Vec<(f64, IdleSample)> {
         let t0 = Instant::now();
         let mut idle = Idle::new(settings, seed);
         (0..=(seconds * 1000.0) as u32)
@@ -527,10 +492,10 @@ mod tests {
         out
     }
 
-    fn single_blinks() -> IdleSettings {
-        IdleSettings {
+    fn single_blinks() -> IdleConfig {
+        IdleConfig {
             double_blink: 0.0,
-            ..IdleSettings::default()
+            ..IdleConfig::default()
         }
     }
 
@@ -565,9 +530,9 @@ mod tests {
 
     #[test]
     fn a_double_blink_follows_at_once() {
-        let always = IdleSettings {
+        let always = IdleConfig {
             double_blink: 1.0,
-            ..IdleSettings::default()
+            ..IdleConfig::default()
         };
         let found = blinks(&run(always, 7, 60.0));
         let gaps: Vec<f64> = found.windows(2).map(|w| w[1][0] - w[0][0]).collect();
@@ -581,7 +546,7 @@ mod tests {
         // By default, now and then.
         let mut doubles = 0;
         for seed in 0..10 {
-            let found = blinks(&run(IdleSettings::default(), seed, 60.0));
+            let found = blinks(&run(IdleConfig::default(), seed, 60.0));
             doubles += found.windows(2).filter(|w| w[1][0] - w[0][0] < 1.0).count();
         }
         assert!(
@@ -592,10 +557,10 @@ mod tests {
 
     #[test]
     fn breathing_nods_within_its_amplitude_smoothly() {
-        let settings = IdleSettings {
+        let settings = IdleConfig {
             breathing_degrees: 0.8,
             breathing_rate: 0.3,
-            ..IdleSettings::default()
+            ..IdleConfig::default()
         };
         let samples = run(settings, 3, 60.0);
         let pitch: Vec<f32> = samples.iter().map(|(_, s)| s.head[0]).collect();
@@ -615,7 +580,7 @@ mod tests {
             .count();
         assert!((17..=19).contains(&rising), "{rising}");
         // The sway stays within its own amplitude, its tilt within half.
-        let sway = IdleSettings::default().sway_degrees;
+        let sway = IdleConfig::default().sway_degrees;
         for (_, s) in &samples {
             assert!(s.head[1].abs() <= sway + 1e-4 && s.head[2].abs() <= sway / 2.0 + 1e-4);
         }
@@ -627,9 +592,9 @@ mod tests {
 
     #[test]
     fn glances_stay_within_their_reach_and_come_back() {
-        let settings = IdleSettings {
+        let settings = IdleConfig {
             gaze_degrees: 5.0,
-            ..IdleSettings::default()
+            ..IdleConfig::default()
         };
         let samples = run(settings, 11, 60.0);
         let radius = |s: &IdleSample| s.gaze[0].hypot(s.gaze[1]);
@@ -666,16 +631,16 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_life() {
-        let a = run(IdleSettings::default(), 42, 10.0);
-        let b = run(IdleSettings::default(), 42, 10.0);
-        let c = run(IdleSettings::default(), 43, 10.0);
+        let a = run(IdleConfig::default(), 42, 10.0);
+        let b = run(IdleConfig::default(), 42, 10.0);
+        let c = run(IdleConfig::default(), 43, 10.0);
         assert_eq!(a, b);
         assert_ne!(a, c);
     }
 
     #[test]
     fn nothing_unsafe_comes_out_whatever_the_settings_or_the_clock() {
-        let junk = IdleSettings {
+        let junk = IdleConfig {
             blink_interval: [f32::NAN, -3.0],
             double_blink: f32::INFINITY,
             breathing_degrees: 2.0,
@@ -683,9 +648,10 @@ mod tests {
             sway_degrees: 3.0,
             gaze_degrees: 20.0,
             gaze_interval: [0.0, f32::NAN],
+            ..IdleConfig::default()
         };
         let t0 = Instant::now();
-        for settings in [junk, IdleSettings::default()] {
+        for settings in [junk, IdleConfig::default()] {
             let mut idle = Idle::new(settings, 1);
             // Ticks, an instant from the past, then a jump of an hour (a paused run).
             for t in [0.0, 0.01, 5.0, 1.0, 3600.0, 3600.01, 3610.0] {
