@@ -8,10 +8,10 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use facewire::arkit::{Channel, FaceFrame, Protocol, COUNT};
+use facewire::calibrate::driver::{drive, Decision, RoutineUi};
 use facewire::calibrate::offline::{calibrate_offline, OfflineError, RestSource};
 use facewire::calibrate::profile::{ChannelProfile, Profile, ProfileError};
 use facewire::calibrate::routine::{Flag, Phase, Prompt, Routine, StepKind};
-use facewire::calibrate::session::{drive, Decision, RoutineUi};
 use facewire::calibrate::{Calibrator, ChannelRange, SmoothingConfig, Step, Summary, STEPS};
 
 fn from() -> SocketAddr {

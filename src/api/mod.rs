@@ -7,7 +7,7 @@
 //! [`ApiHandle::emit`].
 //!
 //! - `protocol.rs`: the envelope, responses and VTube Studio's error IDs.
-//! - `session.rs`: one plugin's session: authentication, every request, event subscriptions.
+//! - `plugin.rs`: one plugin's connection: authentication, every request, event subscriptions.
 //! - `server.rs`: the listener thread, connection and message limits, per-client queues.
 //! - `params.rs`: input parameter names (VTube Studio's and ARKit's) onto ARKit channels.
 //! - `inject.rs`: injected values with their weights and lapse.
@@ -19,9 +19,9 @@ use tokio::sync::oneshot;
 
 mod inject;
 pub mod params;
+mod plugin;
 pub mod protocol;
 mod server;
-mod session;
 mod tokens;
 
 pub use crate::config::{valid_name, ApiConfig, DEFAULT_PORT};

@@ -20,7 +20,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 
-use super::session::{Session, Shared, Step};
+use super::plugin::{Plugin, Shared, Step};
 use super::{ApiConfig, ApiEvent, ApiHost, InjectedStore, TokenError, TokenStore};
 
 /// Bounds on what clients may cost.
@@ -447,7 +447,7 @@ async fn serve(
         let _ = sink.close().await;
     });
 
-    let mut session = Session::new(id);
+    let mut session = Plugin::new(id);
     let mut events = shared.events.subscribe();
     let mut pending: Option<Pending> = None;
     // Queues a message; false when the client must go (it does not read, or the writer ended).

@@ -39,7 +39,7 @@ pub enum LiveError {
     Routine(&'static str),
     /// The calibration routine failed.
     #[error(transparent)]
-    Calibration(#[from] calibrate::SessionError),
+    Calibration(#[from] calibrate::DriveError),
 }
 
 /// The stage window with its control panel, following the input until the window closes.
@@ -269,6 +269,6 @@ pub fn calibrate_live(
     }
     match result {
         Ok(calibration) => Ok(calibration),
-        Err(calibrate::SessionError::Disconnected) => Ok(None),
+        Err(calibrate::DriveError::Disconnected) => Ok(None),
     }
 }

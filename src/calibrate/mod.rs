@@ -11,14 +11,14 @@
 //!   as the tracking layer and its weight for the mixer.
 //! - [`filter`]: the scalar and rotation filters; [`settings`]: `[smoothing]` and `[tracking]`.
 //! - [`profile`]: per-performer profiles; [`routine`]: the guided calibration routine and its
-//!   statistics; [`session`]: the interactive driver; [`offline`]: calibration from a
+//!   statistics; [`driver`]: the interactive driver; [`offline`]: calibration from a
 //!   recording, from the rest it finds in the take.
 
+pub mod driver;
 pub mod filter;
 pub mod offline;
 pub mod profile;
 pub mod routine;
-pub mod session;
 pub use crate::config::smoothing as settings;
 mod tracking;
 
@@ -28,11 +28,11 @@ use glam::Quat;
 use tracing::trace;
 
 use crate::arkit::{ChannelMask, FaceFrame, COUNT};
+pub use driver::{run_routine, Decision, DriveError, RoutineUi, TerminalUi};
 use filter::{sane_rotation, Filter, RotationFilter};
 pub use offline::{calibrate_offline, OfflineError, Rest, RestSource};
 pub use profile::{ChannelProfile, Profile, ProfileError};
 pub use routine::{Calibration, Flag, Phase, Prompt, Routine, Step, Summary, SummaryRow, STEPS};
-pub use session::{run_routine, Decision, RoutineUi, SessionError, TerminalUi};
 pub use settings::{
     ClockSource, FilterKind, FilterSpec, GroupConfig, Groups, Invalid, SmoothingConfig,
     TrackingConfig,

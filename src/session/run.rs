@@ -354,7 +354,7 @@ pub struct CalibrationRun {
     /// The input (stop it to end a routine still waiting for frames).
     pub input: Input,
     /// The routine; `Ok(None)` when the performer cancelled, `Err` when the input ended first.
-    pub routine: std::thread::JoinHandle<Result<Option<Calibration>, calibrate::SessionError>>,
+    pub routine: std::thread::JoinHandle<Result<Option<Calibration>, calibrate::DriveError>>,
     /// The connect card's watch (hints until the first frame).
     _connect: Option<super::ConnectHandle>,
 }

@@ -1,5 +1,5 @@
-//! One plugin's session: authentication, every request the API answers, and the events it
-//! subscribed to. Transport-free: text in, text out.
+//! One plugin's connection (its session, in VTube Studio's words): authentication, every
+//! request the API answers, and the events it subscribed to. Transport-free: text in, text out.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -67,7 +67,7 @@ pub(super) struct Shared {
 pub(super) enum Step {
     /// Send this.
     Reply(String),
-    /// The host asks the user; answer with [`Session::answered`] when `answer` resolves.
+    /// The host asks the user; answer with [`Plugin::answered`] when `answer` resolves.
     Ask {
         /// The token request's ID.
         request_id: String,
@@ -82,7 +82,7 @@ pub(super) enum Step {
 
 /// One connected plugin.
 #[derive(Debug)]
-pub(super) struct Session {
+pub(super) struct Plugin {
     /// Its ID, the owner of the values it injects.
     pub id: u64,
     /// The plugin it authenticated as (`pluginName`, `pluginDeveloper`).
@@ -133,10 +133,10 @@ fn param_json(p: &Param, value: f32) -> Value {
     })
 }
 
-impl Session {
+impl Plugin {
     /// A session not yet authenticated.
-    pub fn new(id: u64) -> Session {
-        Session {
+    pub fn new(id: u64) -> Plugin {
+        Plugin {
             id,
             auth: None,
             asking: false,
@@ -933,7 +933,7 @@ pub(super) mod tests {
         v["data"]["errorID"].as_u64().unwrap()
     }
 
-    fn login(s: &mut Session, sh: &Shared, now: Instant) {
+    fn login(s: &mut Plugin, sh: &Shared, now: Instant) {
         let names = json!({"pluginName": "Approved Plugin", "pluginDeveloper": "Someone"});
         let r = answer(s.handle(
             sh,
@@ -954,7 +954,7 @@ pub(super) mod tests {
     fn requests_need_authentication() {
         let dir = tempfile::tempdir().unwrap();
         let sh = shared(dir.path(), Arc::default());
-        let mut s = Session::new(1);
+        let mut s = Plugin::new(1);
         let now = Instant::now();
         let r = answer(s.handle(
             &sh,
@@ -988,7 +988,7 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let host = Arc::new(FakeHost::default());
         let sh = shared(dir.path(), host.clone());
-        let mut s = Session::new(1);
+        let mut s = Plugin::new(1);
         let now = Instant::now();
         let ask = |name: &str, dev: &str| {
             request(
@@ -1033,7 +1033,7 @@ pub(super) mod tests {
         let host = Arc::new(FakeHost::default());
         let sh = shared(dir.path(), host.clone());
         let mut events = sh.events.subscribe();
-        let mut s = Session::new(1);
+        let mut s = Plugin::new(1);
         let t0 = Instant::now();
         login(&mut s, &sh, t0);
         let r = answer(s.handle(&sh, &request("HotkeysInCurrentModelRequest", json!({})), t0));
@@ -1057,7 +1057,7 @@ pub(super) mod tests {
     fn injected_values_reach_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let sh = shared(dir.path(), Arc::default());
-        let mut s = Session::new(1);
+        let mut s = Plugin::new(1);
         let t0 = Instant::now();
         login(&mut s, &sh, t0);
         let inject = |data: Value| request("InjectParameterDataRequest", data);
@@ -1099,7 +1099,7 @@ pub(super) mod tests {
         for (data, id) in bad {
             assert_eq!(error_id(&answer(s.handle(&sh, &inject(data), t0))), id);
         }
-        let mut other = Session::new(2);
+        let mut other = Plugin::new(2);
         login(&mut other, &sh, t0);
         let r = answer(other.handle(
             &sh,
@@ -1120,7 +1120,7 @@ pub(super) mod tests {
     fn events_follow_subscriptions_and_their_config() {
         let dir = tempfile::tempdir().unwrap();
         let sh = shared(dir.path(), Arc::default());
-        let mut s = Session::new(1);
+        let mut s = Plugin::new(1);
         let t0 = Instant::now();
         login(&mut s, &sh, t0);
         let sub = |name: &str, on: bool, config: Value| {
@@ -1171,7 +1171,7 @@ pub(super) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let host = Arc::new(FakeHost::default());
         let sh = shared(dir.path(), host.clone());
-        let mut s = Session::new(1);
+        let mut s = Plugin::new(1);
         let t0 = Instant::now();
         login(&mut s, &sh, t0);
         let r = answer(s.handle(

@@ -37,7 +37,7 @@ pub trait RoutineUi {
 
 /// Errors of the interactive routine.
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub enum DriveError {
     /// The frame source closed before the routine finished.
     #[error("the face data stream ended before calibration finished")]
     Disconnected,
@@ -196,7 +196,7 @@ pub fn run_routine(
     ui: &mut dyn RoutineUi,
     old: Option<&Profile>,
     performer: &str,
-) -> Result<Option<Calibration>, SessionError> {
+) -> Result<Option<Calibration>, DriveError> {
     drive(Routine::new(), &frames, ui, old, performer)
 }
 
@@ -207,7 +207,7 @@ pub fn drive(
     ui: &mut dyn RoutineUi,
     old: Option<&Profile>,
     performer: &str,
-) -> Result<Option<Calibration>, SessionError> {
+) -> Result<Option<Calibration>, DriveError> {
     info!(
         performer,
         steps = routine.steps().len(),
@@ -220,7 +220,7 @@ pub fn drive(
             match frames.recv_timeout(TICK) {
                 Ok(frame) => routine.feed(&frame, Instant::now()),
                 Err(RecvTimeoutError::Timeout) => routine.tick(Instant::now()),
-                Err(RecvTimeoutError::Disconnected) => return Err(SessionError::Disconnected),
+                Err(RecvTimeoutError::Disconnected) => return Err(DriveError::Disconnected),
             }
             ui.show(&routine.prompt());
         }
