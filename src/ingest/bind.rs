@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use tokio::net::UdpSocket;
 use tracing::{debug, info, warn};
 
-use super::config::default_addr;
+use super::config::{default_addr, default_port};
 use super::holder::{self, PortHolder};
 use crate::arkit::Protocol;
 
@@ -108,7 +108,7 @@ fn bind_message(
         }
         io::ErrorKind::PermissionDenied => {
             let port = if addr.port() < 1024 {
-                super::default_port(kind)
+                default_port(kind)
             } else {
                 addr.port().saturating_add(1)
             };
@@ -156,7 +156,7 @@ fn in_use_advice(addr: SocketAddr, kind: Protocol, holder: Option<&PortHolder>) 
             "{who} ({app} sends to its own fixed port, {usual}, so facewire hears it only there), \
              or turn this listener off: [ingest] {key} = []",
             app = kind.listener_label(),
-            usual = super::default_port(kind),
+            usual = default_port(kind),
             key = key(kind),
         ),
         Protocol::LiveLinkFace => format!(

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::axes::{self, AxisMap};
-use super::phone::{Decoded, ProtocolError, MAX_PHONE_DATAGRAM};
+use super::decoded::{Decoded, ProtocolError, MAX_PHONE_DATAGRAM};
 use crate::arkit::{Channel, Protocol};
 
 /// The string the PC sends to the phone's [`IFM_PORT`] to start iFacialMocap's v1 UDP stream.

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::axes;
-use super::phone::{Decoded, ProtocolError, MAX_PHONE_DATAGRAM};
+use super::decoded::{Decoded, ProtocolError, MAX_PHONE_DATAGRAM};
 use crate::arkit::{Channel, Protocol, TrackingFlag, COUNT};
 
 /// The PC port Live Link Face sends to by default (set per target in the app).

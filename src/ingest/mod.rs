@@ -17,8 +17,9 @@
 //! - [`Stats`] (stats.rs) counts every datagram exactly once; see its identities.
 //! - The phone apps that send one whole frame per datagram have pure decoders of their own:
 //!   [`ifacialmocap`] (iFacialMocap and Facemotion3d text), [`livelink`] (Live Link Face packets)
-//!   and [`vts`] (VTube Studio and MeowFace JSON), sharing [`Decoded`], [`ProtocolError`] and the
-//!   counting [`PhoneDecoder`] (phone.rs).
+//!   and [`vts`] (VTube Studio and MeowFace JSON). They share [`Decoded`], [`ProtocolError`] and
+//!   [`MAX_PHONE_DATAGRAM`] (decoded.rs, a leaf that imports no other ingest module);
+//!   [`phone_decoder`] picks one by protocol and the counting [`PhoneDecoder`] wraps it (phone.rs).
 //! - Protocols are named by [`Protocol`](crate::arkit::Protocol) everywhere; a listener socket is
 //!   named by its protocol family ([`Protocol::family`](crate::arkit::Protocol::family)), VMC for
 //!   the OSC socket that also takes Face Cap.
@@ -26,6 +27,7 @@
 pub mod axes;
 mod bind;
 mod config;
+mod decoded;
 mod decoder;
 mod facecap;
 pub mod guard;
@@ -48,6 +50,7 @@ pub use bind::{BoundListener, IngestError};
 pub use config::{
     default_addr, default_port, IngestConfig, PhoneListen, DEFAULT_LOCK_RELEASE, DEFAULT_PORT,
 };
+pub use decoded::{DecodeFn, Decoded, ProtocolError, MAX_PHONE_DATAGRAM};
 pub use decoder::{DatagramClass, Decoder, KeyEvent, Outcome, MAX_DATAGRAM, MAX_KEYS, MAX_SENDERS};
 pub use guard::{GuardStats, Subnet, SubnetError, ESTABLISHED_AFTER};
 pub use handshake::PhonePorts;
@@ -55,9 +58,7 @@ pub use holder::{udp_port_holder, usual_holder, PortHolder};
 pub use ifacialmocap::{TextSender, FM3D_PORT, FM3D_START, IFM_PORT, IFM_START, IFM_V2_SUFFIX};
 pub use livelink::LiveLinkPacket;
 pub use osc::MAX_BUNDLE_DEPTH;
-pub use phone::{
-    phone_decoder, DecodeFn, Decoded, PhoneDecoder, PhoneStats, ProtocolError, MAX_PHONE_DATAGRAM,
-};
+pub use phone::{phone_decoder, PhoneDecoder, PhoneStats};
 pub use report::{IngestProbe, ListenerReport};
 pub use server::{spawn, FrameSink, IngestHandle, NetStats, TICK_PERIOD};
 pub use sniff::looks_like;

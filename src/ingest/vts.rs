@@ -18,7 +18,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use super::axes;
-use super::phone::{Decoded, ProtocolError, MAX_PHONE_DATAGRAM};
+use super::decoded::{Decoded, ProtocolError, MAX_PHONE_DATAGRAM};
 use crate::arkit::{Channel, Protocol, TrackingFlag};
 
 /// The phone's port for requests ("or whatever is displayed in the app").
