@@ -112,9 +112,13 @@ impl NetStats {
     }
 }
 
-/// The running ingest thread. Dropping it shuts the thread down, like [`IngestHandle::shutdown`].
+/// The running ingest thread, with what lives and stops with it. Dropping it shuts the thread
+/// down, like [`IngestHandle::shutdown`].
+///
+/// `A` is what is attached to the run ([`IngestHandle::attach`]): nothing for a live run, the
+/// recording for `facewire record` (its file is finished once the thread has stopped).
 #[derive(Debug)]
-pub struct IngestHandle {
+pub struct IngestHandle<A = ()> {
     /// The OSC addresses actually bound, in configuration order.
     local_addrs: Vec<SocketAddr>,
     /// Every bound socket, in bind order (OSC first).
@@ -127,13 +131,41 @@ pub struct IngestHandle {
     net_stats: Arc<Mutex<NetStats>>,
     /// What each listener has heard, updated once per datagram.
     reports: Arc<Mutex<Reports>>,
-    /// Tells the thread to stop.
-    stop: watch::Sender<bool>,
-    /// The thread; `None` once joined.
-    thread: Option<JoinHandle<()>>,
+    /// The thread. Declared before `attached`: fields drop in order, so a dropped handle stops
+    /// the thread (and with it the tap and the sink) before what is attached goes.
+    thread: Running,
+    /// What lives and stops with the thread.
+    attached: A,
 }
 
 impl IngestHandle {
+    /// The same run with `attached` living and stopping with it: dropped after the thread has
+    /// stopped, handed back by [`IngestHandle::shutdown`].
+    pub fn attach<A>(self, attached: A) -> IngestHandle<A> {
+        let IngestHandle {
+            local_addrs,
+            listeners,
+            skipped,
+            stats,
+            net_stats,
+            reports,
+            thread,
+            attached: (),
+        } = self;
+        IngestHandle {
+            local_addrs,
+            listeners,
+            skipped,
+            stats,
+            net_stats,
+            reports,
+            thread,
+            attached,
+        }
+    }
+}
+
+impl<A> IngestHandle<A> {
     /// The bound OSC addresses, in configuration order, with port 0 resolved.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
@@ -184,11 +216,33 @@ impl IngestHandle {
         IngestProbe::new(Arc::clone(&self.reports))
     }
 
-    /// Stops the thread and waits for it to finish.
-    pub fn shutdown(mut self) {
-        self.stop_and_join();
+    /// What is attached to the run ([`IngestHandle::attach`]).
+    pub fn attached(&self) -> &A {
+        &self.attached
     }
 
+    /// Stops the thread, waits for it to finish and hands back what was attached.
+    pub fn shutdown(self) -> A {
+        let IngestHandle {
+            mut thread,
+            attached,
+            ..
+        } = self;
+        thread.stop_and_join();
+        attached
+    }
+}
+
+/// The ingest thread and its stop signal; dropping it stops and joins the thread.
+#[derive(Debug)]
+struct Running {
+    /// Tells the thread to stop.
+    stop: watch::Sender<bool>,
+    /// The thread; `None` once joined.
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Running {
     /// Signals the thread and joins it; idempotent.
     fn stop_and_join(&mut self) {
         let Some(thread) = self.thread.take() else {
@@ -204,7 +258,7 @@ impl IngestHandle {
     }
 }
 
-impl Drop for IngestHandle {
+impl Drop for Running {
     fn drop(&mut self) {
         self.stop_and_join();
     }
@@ -291,8 +345,11 @@ pub fn spawn(
         stats,
         net_stats,
         reports,
-        stop,
-        thread: Some(thread),
+        thread: Running {
+            stop,
+            thread: Some(thread),
+        },
+        attached: (),
     })
 }
 

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use tracing::{debug, error, info, trace};
+use tracing::{error, info, trace};
 
 use super::format::{FormatError, Header, Writer};
 use super::RecordError;
-use crate::arkit::{FaceFrame, FrameSink, Protocol};
-use crate::ingest::{self, BoundListener, IngestConfig, IngestHandle, RawDatagram, Tap};
+use crate::arkit::{FaceFrame, FrameSink};
+use crate::ingest::{self, IngestConfig, IngestHandle, RawDatagram, Tap};
 
 /// How many distinct senders are remembered for the "recording from" log line; later ones are
 /// recorded but not announced, so a flood of spoofed sources cannot grow memory.
@@ -28,7 +28,7 @@ const MAX_ANNOUNCED: usize = 16;
 pub struct RecorderConfig {
     /// The listeners to record from, as for a live run: every datagram any of them receives is
     /// recorded, and the phones are sent their start messages. Its `tap` is replaced by the
-    /// recorder's. Port 0 picks a free port ([`RecorderHandle::listeners`] tells which).
+    /// recorder's. Port 0 picks a free port ([`IngestHandle::listeners`] tells which).
     pub ingest: IngestConfig,
     /// The `.fwrec` file to write; it is created (or truncated) before [`spawn_recorder`] returns.
     pub out: PathBuf,
@@ -47,8 +47,6 @@ pub struct RecordStats {
     pub bytes: u64,
     /// Distinct sender addresses seen (counted up to 16).
     pub senders: u64,
-    /// Failed receives (on any listener).
-    pub recv_errors: u64,
     /// How long it has been recording.
     pub elapsed: Duration,
     /// Whether the recorder stopped (a limit was reached, a write failed, or it was shut down).
@@ -64,93 +62,46 @@ impl super::Finish for RecordStats {
     }
 }
 
-/// The running recorder. Dropping it stops the recorder (and keeps what was recorded), like
-/// [`RecorderHandle::shutdown`].
+/// The recording attached to a recorder's [`IngestHandle`]: its counters, the finished signal of
+/// its limits, and the file. Dropping the handle stops the ingest thread first, then this finishes
+/// the file (and keeps what was recorded), like [`Recorder::finish`].
 #[derive(Debug)]
-pub struct RecorderHandle {
-    /// Every bound listener, OSC first.
-    listeners: Vec<BoundListener>,
-    /// Their addresses, in the same order.
-    local_addrs: Vec<SocketAddr>,
-    /// Optional listeners that could not be bound.
-    skipped: Vec<BoundListener>,
+pub struct Recorder {
     /// The file and the limits, shared with the tap and the sink on the ingest thread.
     capture: Arc<Mutex<Capture>>,
     /// Counters and the finished signal.
     shared: Arc<Shared>,
-    /// The ingest thread; `None` once stopped.
-    ingest: Option<IngestHandle>,
 }
 
-impl RecorderHandle {
-    /// Every bound address, OSC first, then the phone listeners in configuration order, with
-    /// port 0 resolved.
-    pub fn local_addrs(&self) -> &[SocketAddr] {
-        &self.local_addrs
-    }
-
-    /// Every bound listener, in the order of [`RecorderHandle::local_addrs`].
-    pub fn listeners(&self) -> &[BoundListener] {
-        &self.listeners
-    }
-
-    /// The first bound address of a listener of `protocol`'s family, if any.
-    pub fn local_addr(&self, protocol: Protocol) -> Option<SocketAddr> {
-        self.listeners
-            .iter()
-            .find(|l| l.kind.same_family(protocol))
-            .map(|l| l.addr)
-    }
-
-    /// Optional listeners that could not be bound (their port was in use).
-    pub fn skipped(&self) -> &[BoundListener] {
-        &self.skipped
-    }
-
-    /// A reader of the listeners' reports and the frame count, for the connect card (`None`
-    /// once stopped).
-    pub fn probe(&self) -> Option<crate::ingest::IngestProbe> {
-        self.ingest.as_ref().map(IngestHandle::probe)
-    }
-
+impl Recorder {
     /// A snapshot of the counters.
     pub fn stats(&self) -> RecordStats {
-        let mut stats = self.shared.snapshot();
-        if let Some(ingest) = &self.ingest {
-            stats.recv_errors = ingest.stats().recv_errors;
-        }
-        stats
+        self.shared.snapshot()
     }
 
-    /// Waits up to `timeout` for the recorder to stop by itself (a limit reached or a write
+    /// Waits up to `timeout` for the recording to stop by itself (a limit reached or a write
     /// failure); returns whether it has.
     pub fn wait_finished(&self, timeout: Duration) -> bool {
         self.shared.wait_finished(timeout)
     }
 
-    /// Stops recording, flushes the file and returns the final counters, or the error that
-    /// stopped the recording early (what was written before it stays readable).
-    pub fn shutdown(mut self) -> Result<RecordStats, RecordError> {
+    /// Flushes and closes the file and returns the final counters, or the error that stopped the
+    /// recording early (what was written before it stays readable). Called on what
+    /// [`IngestHandle::shutdown`] hands back, so every datagram received is in the file.
+    pub fn finish(mut self) -> Result<RecordStats, RecordError> {
         self.stop()?;
         Ok(self.stats())
     }
 
-    /// Stops the ingest thread and finishes the file; idempotent.
+    /// Finishes the file; idempotent.
     fn stop(&mut self) -> Result<(), RecordError> {
-        let Some(ingest) = self.ingest.take() else {
-            return Ok(());
-        };
-        let recv_errors = ingest.stats().recv_errors;
-        ingest.shutdown();
-        self.shared.lock().recv_errors = recv_errors;
         let mut capture = lock(&self.capture);
         capture.finish(Instant::now());
-        debug!("recorder stopped");
         capture.error.take().map_or(Ok(()), Err)
     }
 }
 
-impl Drop for RecorderHandle {
+impl Drop for Recorder {
     fn drop(&mut self) {
         if let Err(err) = self.stop() {
             error!(cause = %err, "the recording failed");
@@ -165,12 +116,14 @@ fn lock(capture: &Mutex<Capture>) -> MutexGuard<'_, Capture> {
 
 /// Starts the ingest thread with `config.ingest` and a tap that appends every datagram any
 /// listener receives to `config.out` (created with its header), until a limit is reached or the
-/// handle is shut down or dropped.
+/// handle is shut down or dropped. The recording is attached to the handle
+/// ([`IngestHandle::attached`]); [`Recorder::finish`] on what [`IngestHandle::shutdown`] hands
+/// back gives its final counters.
 ///
 /// Binding happens first, so "address in use" comes back here and leaves an existing file
 /// untouched. The file is flushed after every datagram, so a recording interrupted by anything
 /// (Ctrl-C, a crash, a full disk) is readable up to its last complete record.
-pub fn spawn_recorder(mut config: RecorderConfig) -> Result<RecorderHandle, RecordError> {
+pub fn spawn_recorder(mut config: RecorderConfig) -> Result<IngestHandle<Recorder>, RecordError> {
     let shared = Arc::new(Shared::default());
     let capture = Arc::new(Mutex::new(Capture {
         writer: None,
@@ -205,19 +158,11 @@ pub fn spawn_recorder(mut config: RecorderConfig) -> Result<RecorderHandle, Reco
     ready.start = Instant::now();
     drop(ready);
 
-    let listeners = ingest.listeners().to_vec();
-    for l in &listeners {
+    for l in ingest.listeners() {
         let kind = l.kind.listener_label();
         info!(addr = %l.addr, kind, out = %config.out.display(), "recording UDP datagrams on {} ({kind}) into {}", l.addr, config.out.display());
     }
-    Ok(RecorderHandle {
-        local_addrs: listeners.iter().map(|l| l.addr).collect(),
-        skipped: ingest.skipped().to_vec(),
-        listeners,
-        capture,
-        shared,
-        ingest: Some(ingest),
-    })
+    Ok(ingest.attach(Recorder { capture, shared }))
 }
 
 /// Creates (or truncates) the file and writes its header.
@@ -402,11 +347,11 @@ mod tests {
         // Loopback UDP does not drop datagrams this small; sending until the limit is reached
         // keeps the test independent of how fast the recorder starts.
         let mut i = 0u8;
-        while !handle.wait_finished(Duration::from_millis(20)) && i < 200 {
+        while !handle.attached().wait_finished(Duration::from_millis(20)) && i < 200 {
             sender.send_to(&[i], to).unwrap();
             i += 1;
         }
-        let stats = handle.shutdown().unwrap();
+        let stats = handle.shutdown().finish().unwrap();
         assert!(stats.finished);
         assert_eq!(stats.datagrams, 3);
         assert_eq!(stats.senders, 1);
@@ -432,8 +377,8 @@ mod tests {
             max_duration: Some(Duration::from_millis(30)),
         })
         .unwrap();
-        assert!(handle.wait_finished(Duration::from_secs(30)));
-        let stats = handle.shutdown().unwrap();
+        assert!(handle.attached().wait_finished(Duration::from_secs(30)));
+        let stats = handle.shutdown().finish().unwrap();
         assert_eq!(stats.datagrams, 0);
         assert!(stats.elapsed >= Duration::from_millis(30));
         let recording = Recording::load(&out).unwrap();

@@ -3,7 +3,9 @@
 //! - [`format`](mod@format): the versioned `.fwrec` file format ([`Writer`], [`Reader`]); the layout is
 //!   documented byte by byte in `docs/recording-format.md`.
 //! - [`spawn_recorder`] (capture.rs): the recorder, which taps the ingest thread's listeners and
-//!   saves every datagram they receive, with its receive time and sender.
+//!   saves every datagram they receive, with its receive time and sender. It gives the ingest
+//!   thread's own [`IngestHandle`](crate::ingest::IngestHandle) with the [`Recorder`] (the
+//!   recording's counters and file) attached.
 //! - [`Recording`]: a whole recording in memory, either `.fwrec` datagrams or Live Link Face CSV
 //!   rows ([`llf_csv`]).
 //! - [`replay_to`] re-sends a recording over UDP with its original timing; [`spawn_replay`] feeds
@@ -29,7 +31,7 @@ use std::time::{Duration, Instant};
 use crate::arkit::FaceFrame;
 use crate::ingest::{Decoder, IngestError};
 
-pub use capture::{spawn_recorder, RecordStats, RecorderConfig, RecorderHandle};
+pub use capture::{spawn_recorder, RecordStats, Recorder, RecorderConfig};
 pub use format::{FormatError, Header, Reader, Record, Writer};
 pub use llf_csv::{LlfCsvError, LlfRow};
 pub use replay::{replay_to, spawn_replay, ReplayHandle, ReplayOptions, ReplayStats};

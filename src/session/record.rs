@@ -33,11 +33,15 @@ pub fn record(
         max_duration: limits.1,
     })
     .map_err(failed)?;
-    let _connect = handle.probe().and_then(|probe| {
-        super::watch_connection(probe, handle.listeners(), config.ingest.phone, None)
-    });
-    while !handle.wait_finished(Duration::from_secs(2)) {
-        let s = handle.stats();
+    let _connect = super::watch_connection(
+        handle.probe(),
+        handle.listeners(),
+        config.ingest.phone,
+        None,
+    );
+    let recorder = handle.attached();
+    while !recorder.wait_finished(Duration::from_secs(2)) {
+        let s = recorder.stats();
         tracing::info!(
             datagrams = s.datagrams,
             bytes = s.bytes,
@@ -45,5 +49,5 @@ pub fn record(
             "recording"
         );
     }
-    handle.shutdown().map_err(failed)
+    handle.shutdown().finish().map_err(failed)
 }
