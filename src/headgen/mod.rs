@@ -11,6 +11,8 @@
 //! - [`texture`]: the painted texture atlas.
 //! - [`glb`]: the GLB writer.
 //! - [`mesh`], [`math`]: building blocks (triangle builder, normals, mirror map, portable trig).
+//! - [`morph`]: a target from position deltas (short ones dropped, the normal deltas of the
+//!   moved surface), shared with [`objimport`](crate::objimport).
 //!
 //! Everything is deterministic: no hash-map iteration, no clock, no platform maths library, so
 //! [`generate`] returns the same bytes on every machine and the committed file can be checked
@@ -22,6 +24,7 @@ pub mod glb;
 pub mod looks;
 pub mod math;
 pub mod mesh;
+pub mod morph;
 pub mod parts;
 pub mod targets;
 pub mod texture;
@@ -48,8 +51,6 @@ const POSITION_EPS: f32 = 1e-6;
 /// Corrective position deltas shorter than this are dropped (m): a hundredth of a millimetre is
 /// invisible, and the correctives are many.
 const CORRECTIVE_EPS: f32 = 1e-5;
-/// Normal deltas shorter than this are dropped.
-const NORMAL_EPS: f32 = 1e-4;
 /// Position deltas shorter than this are dropped from the coarser levels' targets (m).
 const LOD_POSITION_EPS: f32 = 3e-4;
 /// Corrective position deltas shorter than this are dropped from the coarser levels (m).
@@ -89,7 +90,7 @@ fn thresholds(lod: usize) -> Thresholds {
         Thresholds {
             position: POSITION_EPS,
             corrective: CORRECTIVE_EPS,
-            normal: Some(NORMAL_EPS),
+            normal: Some(morph::NORMAL_EPS),
         }
     } else {
         Thresholds {
@@ -288,46 +289,15 @@ pub fn document_with_levels(levels: usize) -> Document {
 
 /// One target of one primitive: thresholded position deltas and the normal deltas of the
 /// deformed surface.
-fn target(
-    b: &MeshBuilder,
-    base_normals: &[Vec3],
-    mut deltas: Vec<Vec3>,
-    eps: Thresholds,
-) -> TargetDef {
-    for d in &mut deltas {
-        if d.length() < eps.position {
-            *d = Vec3::ZERO;
-        }
-    }
-    let Some(normal_eps) = eps.normal else {
-        return TargetDef {
-            positions: deltas,
-            normals: Vec::new(),
-        };
-    };
-    let moved: Vec<Vec3> = b
-        .positions
-        .iter()
-        .zip(&deltas)
-        .map(|(p, d)| *p + *d)
-        .collect();
-    let normals = b
-        .normals_of(&moved)
-        .iter()
-        .zip(base_normals)
-        .map(|(n, n0)| {
-            let dn = *n - *n0;
-            if dn.length() < normal_eps {
-                Vec3::ZERO
-            } else {
-                dn
-            }
-        })
-        .collect();
-    TargetDef {
-        positions: deltas,
-        normals,
-    }
+fn target(b: &MeshBuilder, base_normals: &[Vec3], deltas: Vec<Vec3>, eps: Thresholds) -> TargetDef {
+    morph::target(
+        &b.positions,
+        base_normals,
+        deltas,
+        eps.position,
+        eps.normal,
+        |moved| b.normals_of(moved),
+    )
 }
 
 /// A corrective target of one primitive: position deltas below the corrective threshold dropped, and
@@ -341,16 +311,8 @@ fn corrective_target(
     correction: &[Vec3],
     eps: Thresholds,
 ) -> TargetDef {
-    let positions: Vec<Vec3> = correction
-        .iter()
-        .map(|d| {
-            if d.length() < eps.corrective {
-                Vec3::ZERO
-            } else {
-                *d
-            }
-        })
-        .collect();
+    let mut positions = correction.to_vec();
+    morph::drop_short(&mut positions, eps.corrective);
     let Some(normal_eps) = eps.normal else {
         return TargetDef {
             positions,

@@ -6,9 +6,10 @@
 //!
 //! Vertex `i` of every file is the OBJ file's `i`-th `v` line, so a target's deltas are simply
 //! its positions minus the neutral's. Each target stores position deltas and normal deltas (the
-//! target's smooth normals minus the neutral's), with the neutral's faces. Units stay the OBJ's:
-//! facewire frames whatever size the model has. Files are parsed in parallel, one thread per
-//! core.
+//! target's smooth normals minus the neutral's), with the neutral's faces, built by
+//! [`headgen::morph`](crate::headgen::morph) as the default head's targets are. Units stay the
+//! OBJ's: facewire frames whatever size the model has. Files are parsed in parallel, one thread
+//! per core.
 
 pub mod names;
 pub mod obj;
@@ -23,6 +24,7 @@ use glam::Vec3;
 
 use crate::arkit::Channel;
 use crate::headgen::glb::{Document, MaterialDef, MeshDef, NodeDef, PrimitiveDef, TargetDef};
+use crate::headgen::morph;
 pub use names::{NameDialect, Shape, Side};
 use obj::{ObjMesh, Read};
 
@@ -32,9 +34,6 @@ const GENERATOR: &str = "facewire import-obj";
 /// Position deltas shorter than this fraction of the neutral's bounding-box diagonal are
 /// export noise, stored as zero (a micrometre on a 1 m model).
 const POSITION_EPS: f32 = 1e-6;
-
-/// Normal deltas shorter than this are stored as zero (normals are unit length).
-const NORMAL_EPS: f32 = 1e-4;
 
 /// The skin material's linear base colour: a light, warm skin tone.
 const SKIN: [f32; 4] = [0.72, 0.45, 0.33, 1.0];
@@ -581,33 +580,14 @@ fn build_target(
             *d += *p - *p0;
         }
     }
-    for d in &mut deltas {
-        if d.length() <= eps {
-            *d = Vec3::ZERO;
-        }
-    }
-    let moved: Vec<Vec3> = base
-        .positions
-        .iter()
-        .zip(&deltas)
-        .map(|(p, d)| *p + *d)
-        .collect();
-    let normals = obj::smooth_normals(&moved, &base.triangles)
-        .into_iter()
-        .zip(base_normals)
-        .map(|(n, n0)| {
-            let dn = n - *n0;
-            if dn.length() < NORMAL_EPS {
-                Vec3::ZERO
-            } else {
-                dn
-            }
-        })
-        .collect();
-    TargetDef {
-        positions: deltas,
-        normals,
-    }
+    morph::target(
+        &base.positions,
+        base_normals,
+        deltas,
+        eps,
+        Some(morph::NORMAL_EPS),
+        |moved| obj::smooth_normals(moved, &base.triangles),
+    )
 }
 
 /// Applies `f` to every item on up to one named thread per core and returns the results in
