@@ -649,6 +649,58 @@ pub(crate) fn scripted_run(
     log.text
 }
 
+/// SIGTERM (a service manager, `kill`, a logout) closes the stage window and ends `run` with
+/// status 0, as Ctrl-C in its terminal does.
+#[cfg(unix)]
+#[test]
+fn sigterm_closes_the_stage_window_with_status_0() {
+    let Some((_xvfb, display)) = start_xvfb() else {
+        return;
+    };
+    let config = live_config(&out_dir("window-sigterm"));
+    let listen = format!("127.0.0.1:{}", free_udp_port());
+    let mut child = facewire()
+        .env("DISPLAY", &display)
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--no-panel", "--listen", &listen])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = ChildLog::new(&mut child);
+    if !log.wait_for("stage ready") {
+        let _ = child.kill();
+        panic!("the stage never became ready:\n{}", log.text);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("the stage still runs 10 s after SIGTERM:\n{}", log.text);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = sent.elapsed();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "after SIGTERM: {status}\n{}",
+        log.text
+    );
+    assert!(took < Duration::from_secs(2), "it took {took:?} to close");
+}
+
 #[test]
 fn stage_window_shows_the_head_under_xvfb() {
     let Some((_xvfb, display)) = start_xvfb() else {
