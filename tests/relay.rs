@@ -333,3 +333,54 @@ fn no_circle_between_top_level_modules_and_session_names_no_front_end() {
         }
     }
 }
+
+/// The sources of weights reach their layers through the mixer's `Own`, by their place among
+/// their own; nothing outside `src/mixer` (tests aside) finds a layer by a name string.
+#[test]
+fn no_layer_is_found_by_name_outside_the_mixer() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let src = repo().join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let name = rel.file_name().unwrap().to_str().unwrap();
+        if rel.starts_with("mixer") || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let text = match text.find("#[cfg(test)]\nmod ") {
+            Some(i) => &text[..i],
+            None => &text[..],
+        };
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for call in ["layer_mut(", "set_active(", "mixer.weight("] {
+                for (i, _) in code.match_indices(call) {
+                    let arg = code[i + call.len()..].trim_start();
+                    let by_name = ['"', '&'].iter().any(|c| arg.starts_with(*c))
+                        || arg.starts_with("LAYER_")
+                        || arg.contains("layer_name(");
+                    if by_name {
+                        found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "layers found by name outside src/mixer (a source reaches its own through mixer::Own):\n{}",
+        found.join("\n")
+    );
+}

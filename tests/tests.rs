@@ -21,7 +21,7 @@ mod looks;
 /// The whole pipeline through the `facewire` binary: snapshot, run --headless, listen.
 mod pipeline;
 
-/// `facewire relay` (no window, no GL), SIGTERM, and the modules' layering.
+/// `facewire relay` (no window, no GL), SIGTERM, and the modules' layering (no circles, no layer found by name outside the mixer).
 mod relay;
 
 /// The contact sheet of a model's targets.
