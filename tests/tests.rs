@@ -21,7 +21,8 @@ mod looks;
 /// The whole pipeline through the `facewire` binary: snapshot, run --headless, listen.
 mod pipeline;
 
-/// `facewire relay` (no window, no GL), SIGTERM, and the modules' layering (no circles, no layer found by name outside the mixer).
+/// `facewire relay` (no window, no GL), SIGTERM, and the modules' layering (no circles, no
+/// layer found by name outside the mixer).
 mod relay;
 
 /// The contact sheet of a model's targets.
