@@ -37,7 +37,7 @@ pub use input::{
 };
 pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError};
 pub use pacing::{effective_cap, percentile, software_advice, wants_redraw, FramePacer, Shortfall};
-pub use placement::{panel_position, Area};
+pub use placement::{first_start, panel_area, Area, PANEL_MIN_WIDTH};
 pub use scene::{reload_look, reload_mapping, Scene};
 pub use stage::{StageApp, StageOptions};
 

@@ -44,17 +44,17 @@ pub(super) fn section(ui: &mut egui::Ui, view: &ConnectView) {
                     }
                 }
             });
-            egui::Grid::new("connect-apps")
-                .num_columns(3)
-                .striped(true)
-                .show(ui, |ui| {
-                    for row in card.apps() {
-                        ui.label(row.app);
-                        ui.label(RichText::new(&row.enter).monospace());
-                        ui.label(RichText::new(format!("UDP {}", row.port)).monospace());
-                        ui.end_row();
-                    }
+            // One block per app: its name and port, then what to enter, wrapped to the panel's
+            // width (a narrow panel beside the stage cuts nothing off).
+            for row in card.apps() {
+                ui.horizontal_wrapped(|ui| {
+                    ui.label(RichText::new(row.app).strong());
+                    ui.label(RichText::new(format!("UDP {}", row.port)).monospace());
                 });
+                ui.indent(("connect-app", row.app), |ui| {
+                    ui.add(egui::Label::new(RichText::new(&row.enter).monospace()).wrap());
+                });
+            }
             for note in card.notes() {
                 ui.label(RichText::new(note).weak());
             }
@@ -63,7 +63,9 @@ pub(super) fn section(ui: &mut egui::Ui, view: &ConnectView) {
                     ui.label(RichText::new(&hint.text).color(HINT));
                     for command in &hint.commands {
                         ui.add(
-                            egui::Label::new(RichText::new(command).monospace()).selectable(true),
+                            egui::Label::new(RichText::new(command).monospace())
+                                .selectable(true)
+                                .wrap(),
                         );
                     }
                 }

@@ -304,7 +304,7 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
     egui::CentralPanel::default()
         .frame(egui::Frame::central_panel(ui.style()).fill(Color32::TRANSPARENT))
         .show(ui, |ui| {
-            ui.horizontal(|ui| {
+            ui.horizontal_wrapped(|ui| {
                 ui.selectable_value(&mut state.tab, Tab::Channels, "Channels");
                 ui.selectable_value(&mut state.tab, Tab::Targets, "Avatar targets");
                 ui.selectable_value(&mut state.tab, Tab::Look, "Look");
@@ -590,18 +590,27 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
         .as_deref()
         .map(|r| layer_columns(r).collect())
         .unwrap_or_default();
-    // Layer columns take room from the value meters, so the panel keeps its width.
-    let value_width = if columns.is_empty() { 90.0 } else { 56.0 };
+    // The meters share what the names, the layer columns and the drives leave of the panel's
+    // width, so a panel narrowed beside the stage cuts nothing off.
     let layer_width = 44.0;
+    // Too narrow for three meters and the layers: the raw values (the phone's own, before
+    // calibration) give way first.
+    let room = ui.available_width() - 320.0 - columns.len() as f32 * (layer_width + 8.0);
+    let widest = if columns.is_empty() { 90.0 } else { 56.0 };
+    let show_raw = room / 3.0 - 44.0 >= 24.0;
+    let meters = if show_raw { 3.0 } else { 2.0 };
+    let value_width = (room / meters - 44.0).clamp(16.0, widest);
     egui::ScrollArea::vertical()
         .id_salt("channels")
         .show(ui, |ui| {
             egui::Grid::new("meters")
                 .striped(true)
-                .num_columns(5 + columns.len())
+                .num_columns(4 + usize::from(show_raw) + columns.len())
                 .show(ui, |ui| {
                     ui.label(RichText::new("channel").strong());
-                    ui.label(RichText::new("raw").strong());
+                    if show_raw {
+                        ui.label(RichText::new("raw").strong());
+                    }
                     ui.label(RichText::new("calibrated").strong());
                     for layer in &columns {
                         let c = &layer.contribution;
@@ -624,7 +633,9 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
                             continue;
                         }
                         ui.monospace(name);
-                        ui.horizontal(|ui| meter(ui, row.raw, raw_color, value_width));
+                        if show_raw {
+                            ui.horizontal(|ui| meter(ui, row.raw, raw_color, value_width));
+                        }
                         ui.horizontal(|ui| meter(ui, row.calibrated, cal_color, value_width));
                         for (layer, cell) in columns.iter().zip(&row.layers) {
                             match cell {
@@ -851,8 +862,19 @@ mod tests {
         state: &mut PanelState,
         events: Vec<Event>,
     ) -> (Vec<(String, Rect)>, Vec<PanelAction>) {
+        pass_at(ctx, model, state, events, egui::vec2(900.0, 760.0))
+    }
+
+    /// [`pass`] on a panel of `size`.
+    fn pass_at(
+        ctx: &egui::Context,
+        model: &PanelModel,
+        state: &mut PanelState,
+        events: Vec<Event>,
+        size: egui::Vec2,
+    ) -> (Vec<(String, Rect)>, Vec<PanelAction>) {
         let input = RawInput {
-            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, egui::vec2(900.0, 760.0))),
+            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, size)),
             events,
             ..RawInput::default()
         };
@@ -906,6 +928,68 @@ mod tests {
         .1;
         actions.extend(pass(ctx, model, state, vec![press(false)]).1);
         actions
+    }
+
+    /// A connect card listing every phone app, as a panel waiting for the phone shows it.
+    fn waiting_card() -> ConnectView {
+        use crate::connect::{AddressKind, ConnectCard, LanAddress};
+        use crate::ingest::BoundListener;
+        let lan = [LanAddress {
+            ip: "192.168.178.20".parse().unwrap(),
+            interface: "wlp2s0".into(),
+            kind: AddressKind::Lan,
+        }];
+        let listeners: Vec<BoundListener> = Protocol::FAMILIES
+            .into_iter()
+            .map(|kind| BoundListener {
+                kind,
+                addr: format!("0.0.0.0:{}", crate::ingest::default_port(kind))
+                    .parse()
+                    .unwrap(),
+            })
+            .collect();
+        ConnectView {
+            card: ConnectCard::new(&listeners, &lan, None),
+            waiting: true,
+        }
+    }
+
+    #[test]
+    fn a_panel_narrowed_beside_the_stage_cuts_nothing_off() {
+        let mouth = &[Region::MouthJaw];
+        let lip = &[(Channel::JawOpen, 0.4)];
+        let layers = vec![
+            layer(
+                "grin",
+                BlendMode::Add,
+                mouth,
+                0.42,
+                &[(Channel::MouthSmileLeft, 1.0)],
+            ),
+            layer("lipsync", BlendMode::Override, mouth, 1.0, lip),
+            layer("idle", BlendMode::Add, mouth, 0.2, lip),
+        ];
+        let widths = [crate::app::PANEL_MIN_WIDTH as f32, 632.0, 900.0];
+        for (width, mix) in widths
+            .into_iter()
+            .flat_map(|w| [(w, None), (w, Some(layers.clone()))])
+        {
+            let ctx = egui::Context::default();
+            let mut state = PanelState::default();
+            let mut m = model_mixed(true, RoutineView::Idle, mix);
+            m.connect = Some(waiting_card());
+            let size = egui::vec2(width, 760.0);
+            pass_at(&ctx, &m, &mut state, Vec::new(), size);
+            let (texts, _) = pass_at(&ctx, &m, &mut state, Vec::new(), size);
+            let all: String = texts.iter().map(|(t, _)| t.as_str()).collect();
+            assert!(all.contains("UDP 39539"), "the card is shown: {all}");
+            let cut: Vec<String> = texts
+                .iter()
+                .filter(|(_, rect)| rect.max.x > width + 0.5)
+                .map(|(text, rect)| format!("`{text}` ({:.0}..{:.0})", rect.min.x, rect.max.x))
+                .collect();
+            assert!(cut.is_empty(), "at {width} px these are cut: {cut:?}");
+        }
     }
 
     #[test]

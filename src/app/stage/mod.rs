@@ -78,6 +78,8 @@ pub struct StageApp {
     plugins: crate::panel::Approvals,
     /// The panel should be open (it opens once the stage is up).
     panel_wanted: bool,
+    /// Where the panel opens at first start, laid out with the stage.
+    panel_area: Option<super::Area>,
     panel_state: PanelState,
     /// When the panel refreshes next.
     panel_due: Instant,
@@ -134,6 +136,7 @@ impl StageApp {
             controls: None,
             plugins: crate::panel::Approvals::default(),
             panel_wanted: false,
+            panel_area: None,
             panel_state: PanelState::default(),
             panel_due: Instant::now(),
             routine: RoutineView::Idle,
@@ -264,11 +267,12 @@ impl StageApp {
 
     fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
         self.panel_wanted = false;
-        // Beside the stage if the stage's screen has room, else over it; never off the screen
-        // (window managers may still move it).
+        // Where it was laid out with the stage at first start; else beside the stage if the
+        // stage's screen has room, else over it; never off the screen (window managers may
+        // still move it).
         let defaults = render::panel::PanelOptions::default();
-        let position = self.window.as_ref().and_then(|w| {
-            let window = w.window();
+        let area = self.panel_area.take().or_else(|| {
+            let window = self.window.as_ref()?.window();
             let at = window.outer_position().ok()?;
             let size = window.outer_size();
             let stage = super::Area {
@@ -283,15 +287,20 @@ impl StageApp {
                 width: m.size().width,
                 height: m.size().height,
             });
-            Some(super::panel_position(
+            Some(super::panel_area(
                 stage,
                 screen,
                 (defaults.width, defaults.height),
             ))
         });
-        let options = render::panel::PanelOptions {
-            position,
-            ..defaults
+        let options = match area {
+            Some(area) => render::panel::PanelOptions {
+                position: Some((area.x, area.y)),
+                width: area.width,
+                height: area.height,
+                ..defaults
+            },
+            None => defaults,
         };
         match render::panel::PanelWindow::create(event_loop, &options) {
             Ok(panel) => {
@@ -550,7 +559,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
             return;
         }
         let cfg = &self.options.config.window;
-        let opts = render::window::WindowOptions {
+        let mut opts = render::window::WindowOptions {
             title: cfg.title.clone(),
             width: cfg.width,
             height: cfg.height,
@@ -559,6 +568,38 @@ impl ApplicationHandler<AppEvent> for StageApp {
             position: None,
             multisample: true,
         };
+        if self.panel_wanted {
+            // The stage and the panel open side by side, both on the screen.
+            let monitor = event_loop
+                .primary_monitor()
+                .or_else(|| event_loop.available_monitors().next());
+            if let Some(m) = monitor {
+                let screen = super::Area {
+                    x: m.position().x,
+                    y: m.position().y,
+                    width: m.size().width,
+                    height: m.size().height,
+                };
+                let panel = render::panel::PanelOptions::default();
+                let (stage, area, shrunk) = super::first_start(
+                    screen,
+                    (cfg.width, cfg.height),
+                    (panel.width, panel.height),
+                );
+                if shrunk {
+                    tracing::info!(
+                        screen = %format!("{}x{}", screen.width, screen.height),
+                        stage = %format!("{}x{}", stage.width, stage.height),
+                        "the stage opens smaller so that the control panel fits beside it; \
+                         P hides the panel, and [window] width and height set the stage's size"
+                    );
+                }
+                opts.position = Some((stage.x, stage.y));
+                opts.width = stage.width;
+                opts.height = stage.height;
+                self.panel_area = Some(area);
+            }
+        }
         let window = match render::window::create(event_loop, &opts) {
             Ok(w) => w,
             Err(e) => return self.fail(event_loop, e.into()),
