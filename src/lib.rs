@@ -76,6 +76,8 @@
 //! - [`objimport`]: `facewire import-obj`: a GLB avatar from an OBJ shape set.
 //! - [`watch`]: file watching with debounce, for hot reload.
 //! - [`image`], [`fsutil`]: PNG snapshots and atomic file writes.
+//! - [`tomlfile`]: saving a TOML file (profiles, look presets, API tokens, the camera) from a
+//!   serde value, merged into the file as it is so that what a person wrote in it stays.
 //! - [`logging`]: the `FACEWIRE_LOG` filter and the subscriber on stderr.
 
 pub mod api;
@@ -108,4 +110,5 @@ pub mod session;
 pub mod sheet;
 pub mod stack;
 pub mod text;
+pub mod tomlfile;
 pub mod watch;
