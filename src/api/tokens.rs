@@ -1,5 +1,6 @@
-//! The plugins' authentication tokens: random, kept in a TOML file written atomically, read
-//! again on every check so that an entry removed by hand revokes the plugin at once.
+//! The plugins' authentication tokens: random, kept in a TOML file written atomically (through
+//! [`crate::tomlfile`], so comments written in it stay), read again on every check so that an
+//! entry removed by hand revokes the plugin at once.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -25,14 +26,10 @@ pub enum TokenError {
         /// Why.
         cause: toml::de::Error,
     },
-    /// The file could not be written.
-    #[error("cannot write {path}: {cause}")]
-    Write {
-        /// The file.
-        path: String,
-        /// Why.
-        cause: std::io::Error,
-    },
+    /// The file could not be written (or, read again to merge into, was no longer TOML); it is
+    /// left as it was.
+    #[error("{0}")]
+    Write(crate::tomlfile::TomlFileError),
     /// The system's random source failed.
     #[error("no random source: {0}")]
     Random(String),
@@ -102,28 +99,31 @@ impl TokenStore {
         })
     }
 
-    /// A new random token for `name` by `developer`, stored (replacing any earlier one of
-    /// theirs) before it is returned.
+    /// A new random token for `name` by `developer`, stored before it is returned. An earlier
+    /// token of theirs is replaced in its place, so a comment written above their entry stays
+    /// with it.
     pub fn issue(&self, name: &str, developer: &str) -> Result<String, TokenError> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut file = self.read()?;
-        file.plugin
-            .retain(|e| !(e.name == name && e.developer == developer));
-        file.plugin.push(Entry {
-            name: name.to_string(),
-            developer: developer.to_string(),
-            token: token.clone(),
-        });
-        let body = toml::to_string(&file).expect("tokens serialise");
-        crate::fsutil::write_atomic(&self.path, format!("{HEADER}{body}").as_bytes()).map_err(
-            |cause| TokenError::Write {
-                path: self.path.display().to_string(),
-                cause,
-            },
-        )?;
+        let theirs = |e: &Entry| e.name == name && e.developer == developer;
+        match file.plugin.iter().position(theirs) {
+            Some(at) => {
+                file.plugin[at].token.clone_from(&token);
+                // Entries repeated by hand go; the first keeps its place.
+                let mut first = true;
+                file.plugin
+                    .retain(|e| !theirs(e) || std::mem::take(&mut first));
+            }
+            None => file.plugin.push(Entry {
+                name: name.to_string(),
+                developer: developer.to_string(),
+                token: token.clone(),
+            }),
+        }
+        crate::tomlfile::save(&self.path, &file, HEADER).map_err(TokenError::Write)?;
         Ok(token)
     }
 
@@ -193,6 +193,33 @@ mod tests {
         assert!(reopened
             .check("Mix It Up", "SaviorXTanren", &other)
             .unwrap());
+    }
+
+    #[test]
+    fn comments_written_by_hand_survive_a_new_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.toml");
+        let store = TokenStore::open(&path).unwrap();
+        let first = store.issue("OBS bot", "me").unwrap();
+        store.issue("Mix It Up", "SaviorXTanren").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with(HEADER), "{text}");
+        let text = text
+            .replacen("[[plugin]]", "# My own bot, on the laptop.\n[[plugin]]", 1)
+            .replace(HEADER, "# Tokens, edited by hand.\n\n");
+        std::fs::write(&path, &text).unwrap();
+
+        let again = store.issue("OBS bot", "me").unwrap();
+        store.issue("Streamer.bot", "Streamer.bot").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("# Tokens, edited by hand.\n\n# My own bot, on the laptop.\n[[plugin]]\nname = \"OBS bot\"\n"),
+            "{text}"
+        );
+        assert!(!text.contains(&first) && text.contains(&again), "{text}");
+        assert_eq!(text.matches("[[plugin]]").count(), 3, "{text}");
+        assert!(store.check("OBS bot", "me", &again).unwrap());
+        assert!(!store.check("OBS bot", "me", &first).unwrap());
     }
 
     #[test]

@@ -2,23 +2,20 @@
 
 use std::path::{Path, PathBuf};
 
-use toml_edit::{DocumentMut, Item, TomlError, Value};
+use serde::Serialize;
 
 use crate::config::{CameraConfig, Config};
+use crate::tomlfile::{TomlFile, TomlFileError};
 
 /// Errors saving the stage's camera into the configuration file.
 #[derive(Debug, thiserror::Error)]
 pub enum CameraSaveError {
-    /// Reading or writing the file failed.
-    #[error("{path}: {cause}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The underlying error; part of the message, so not a `source()`.
-        cause: std::io::Error,
-    },
-    /// The file with the new camera would not load (it did not before either: it is not TOML,
-    /// its `camera` is not a table, or a setting is invalid); the file is left as it was.
+    /// Reading the file failed, it is not TOML, its `camera` is not a table, or writing it
+    /// failed; the file is left as it was.
+    #[error("{0}")]
+    File(TomlFileError),
+    /// The file with the new camera would not load (a setting is invalid, so it did not load
+    /// before either); the file is left as it was.
     #[error("the rewritten file would not load, so it was left as it was: {0}")]
     Rewrite(String),
     /// The program started without a configuration file and the default one has appeared since;
@@ -30,73 +27,46 @@ pub enum CameraSaveError {
     },
 }
 
-/// A camera value as written in the file: three decimals at most, always a TOML float.
-fn toml_float(v: f32) -> String {
-    let rounded = (f64::from(v) * 1000.0).round() / 1000.0 + 0.0;
-    let text = format!("{rounded}");
-    if text.contains(['.', 'e', 'E']) {
-        text
-    } else {
-        format!("{text}.0")
+/// The `[camera]` table as written: three decimals at most.
+#[derive(Serialize)]
+struct CameraTable {
+    zoom: f64,
+    offset_y: f64,
+    orbit_yaw: f64,
+    orbit_pitch: f64,
+    fov: f64,
+}
+
+impl CameraTable {
+    fn of(camera: &CameraConfig) -> CameraTable {
+        // `+ 0.0` turns -0.0 into 0.0.
+        let round = |v: f32| (f64::from(v) * 1000.0).round() / 1000.0 + 0.0;
+        CameraTable {
+            zoom: round(camera.zoom),
+            offset_y: round(camera.offset_y),
+            orbit_yaw: round(camera.orbit_yaw),
+            orbit_pitch: round(camera.orbit_pitch),
+            fov: round(camera.fov),
+        }
     }
 }
 
-/// Rewrites the `[camera]` table of a configuration file's `text` to hold `camera`, editing the
-/// parsed document with `toml_edit`: existing keys get new values (their indentation and the
-/// comments around and after them stay), missing keys are added at the end of the table, and a
-/// file without the table gets one appended. Everything else is kept as it was; a file whose
-/// lines all end in CRLF keeps CRLF. Fails, with the reason, when `text` is not TOML or its
-/// `camera` is not a table.
-pub fn rewrite_camera_table(text: &str, camera: &CameraConfig) -> Result<String, String> {
-    let values = [
-        ("zoom", camera.zoom),
-        ("offset_y", camera.offset_y),
-        ("orbit_yaw", camera.orbit_yaw),
-        ("orbit_pitch", camera.orbit_pitch),
-        ("fov", camera.fov),
-    ];
-    let parse = |text: &str| text.parse::<DocumentMut>().map_err(|e| e.to_string());
-    let mut doc = parse(text)?;
-    if !doc.contains_key("camera") {
-        // Appended as text, so that the table follows everything, trailing comments included.
-        let mut appended = text.to_string();
-        if !appended.is_empty() {
-            if !appended.ends_with('\n') {
-                appended.push('\n');
-            }
-            appended.push('\n');
-        }
-        appended.push_str("[camera]\n");
-        doc = parse(&appended)?;
-    }
-    let table = doc
-        .get_mut("camera")
-        .and_then(Item::as_table_like_mut)
-        .ok_or("`camera` is not a table")?;
-    for (key, value) in values {
-        let mut new: Value = toml_float(value)
-            .parse()
-            .map_err(|e: TomlError| e.to_string())?;
-        match table.get_mut(key).and_then(Item::as_value_mut) {
-            Some(old) => {
-                let decor = old.decor().clone();
-                *old = new;
-                *old.decor_mut() = decor;
-            }
-            None => {
-                new.decor_mut().clear();
-                table.insert(key, Item::Value(new));
-            }
-        }
-    }
-    let out = doc.to_string();
-    let crlf = text.contains("\r\n") && text.matches('\n').count() == text.matches("\r\n").count();
-    Ok(if crlf {
-        out.replace("\r\n", "\n").replace('\n', "\r\n")
-    } else {
-        out
-    })
+/// Rewrites the `[camera]` table of a configuration file's `text` to hold `camera`, through
+/// [`crate::tomlfile`]: existing keys get new values (their indentation and the comments around
+/// and after them stay), missing keys are added at the end of the table, and a file without the
+/// table gets one appended after everything, its closing comments included. Everything else is
+/// kept as it was; a file whose lines all end in CRLF keeps CRLF. Fails, with the reason, when
+/// `text` is not TOML or its `camera` is not a table.
+pub fn rewrite_camera_table(text: &str, camera: &CameraConfig) -> Result<String, TomlFileError> {
+    let mut file = TomlFile::parse(Path::new("the configuration"), text)?;
+    file.set_table("camera", &CameraTable::of(camera))?;
+    Ok(file.text())
 }
+
+/// The first lines of a configuration file the camera save creates.
+const HEADER: &str = "# facewire configuration: only the stage camera, saved with S on the stage.
+# Every other setting keeps its default (see the README).
+";
 
 /// Saves `camera` into the configuration file the program started with (`started_with`), or,
 /// when it started without one, into [`crate::config::DEFAULT_PATH`] if that does not exist.
@@ -107,14 +77,8 @@ pub fn save_camera(
     camera: &CameraConfig,
 ) -> Result<PathBuf, CameraSaveError> {
     let camera = camera.clamped();
-    let (path, text) = match started_with {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|cause| CameraSaveError::Io {
-                path: path.display().to_string(),
-                cause,
-            })?;
-            (path.to_path_buf(), text)
-        }
+    let mut file = match started_with {
+        Some(path) => TomlFile::read(path).map_err(CameraSaveError::File)?,
         None => {
             let path = PathBuf::from(crate::config::DEFAULT_PATH);
             if path.exists() {
@@ -122,13 +86,13 @@ pub fn save_camera(
                     path: path.display().to_string(),
                 });
             }
-            let header = "# facewire configuration: only the stage camera, saved with S on the \
-                          stage.\n# Every other setting keeps its default (see the README).\n";
-            (path, header.to_string())
+            TomlFile::fresh(&path, HEADER)
         }
     };
-    let new_text = rewrite_camera_table(&text, &camera).map_err(CameraSaveError::Rewrite)?;
-    let label = path.display().to_string();
+    file.set_table("camera", &CameraTable::of(&camera))
+        .map_err(CameraSaveError::File)?;
+    let new_text = file.text();
+    let label = file.path().display().to_string();
     match Config::parse(&new_text, &label) {
         Ok(parsed) if same_camera(&parsed.camera, &camera) => {}
         Ok(_) => {
@@ -138,9 +102,8 @@ pub fn save_camera(
         }
         Err(error) => return Err(CameraSaveError::Rewrite(error.to_string())),
     }
-    crate::fsutil::write_atomic(&path, new_text.as_bytes())
-        .map_err(|cause| CameraSaveError::Io { path: label, cause })?;
-    Ok(path)
+    file.write().map_err(CameraSaveError::File)?;
+    Ok(file.path().to_path_buf())
 }
 
 /// Whether two cameras agree to the three decimals the file keeps.
@@ -275,16 +238,39 @@ mod tests {
             "[[camera]]\nzoom = 1.0\n",
         ] {
             std::fs::write(&path, broken).unwrap();
-            assert!(matches!(
-                save_camera(Some(&path), &moved()),
-                Err(CameraSaveError::Rewrite(_))
-            ));
+            let err = save_camera(Some(&path), &moved()).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    CameraSaveError::File(
+                        TomlFileError::Parse(_) | TomlFileError::NotATable { .. }
+                    )
+                ),
+                "{err}"
+            );
+            assert!(err.to_string().contains("facewire.toml"), "{err}");
             assert_eq!(std::fs::read_to_string(&path).unwrap(), broken);
         }
+        // A file that is TOML but whose other settings are invalid is left alone too.
+        let invalid = "[camera]\nzoom = 1.0\n[render]\nheadless_fps = \"fast\"\n";
+        std::fs::write(&path, invalid).unwrap();
+        assert!(matches!(
+            save_camera(Some(&path), &moved()),
+            Err(CameraSaveError::Rewrite(_))
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), invalid);
+        // A value written as an integer that still holds is kept as written.
+        std::fs::write(&path, "[camera]\nfov = 35 # wide\n").unwrap();
+        save_camera(Some(&path), &moved()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("[camera]\nfov = 35 # wide\nzoom = 1.331\n"),
+            "{text}"
+        );
         let missing = dir.join("missing.toml");
         assert!(matches!(
             save_camera(Some(&missing), &moved()),
-            Err(CameraSaveError::Io { .. })
+            Err(CameraSaveError::File(TomlFileError::Read { .. }))
         ));
         std::fs::remove_dir_all(&dir).unwrap();
     }

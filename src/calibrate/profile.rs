@@ -1,6 +1,6 @@
 //! Per-performer profiles (`config/profiles/<name>.toml`): the neutral value and input range of
 //! every calibrated channel plus optional smoothing settings, parsed raw and validated once,
-//! written atomically.
+//! written atomically through [`crate::tomlfile`] (so what a person wrote in the file stays).
 //!
 //! A profile is applied as `w = clamp((c - min) / (max - min), 0, 1)` per channel (see
 //! [`ChannelRange::apply`]); channels the profile does not name keep the identity range 0..1.
@@ -10,11 +10,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::lipsync::calibration::Voice;
 use crate::lipsync::features::COEFFICIENTS;
-use crate::lipsync::profile::{Profile as VowelProfile, VOWELS};
+use crate::lipsync::profile::Profile as VowelProfile;
 use toml::Spanned;
 use tracing::{info, warn};
 
@@ -23,7 +23,7 @@ use super::tracking::{Conditioner, NeutralPose};
 use super::{ChannelRange, MIN_RANGE};
 use crate::arkit::{Channel, COUNT};
 use crate::diagnostic::{nearest, suggest_for};
-use crate::fsutil::write_atomic;
+use crate::tomlfile::{Ordered, TomlFile, TomlFileError, F32};
 
 /// The profile format version this build writes and reads.
 pub const PROFILE_VERSION: u32 = 1;
@@ -69,13 +69,8 @@ pub enum ProfileError {
     #[error("{0}")]
     Parse(crate::diagnostic::Located),
     /// The file could not be written (the previous profile, if any, is unchanged).
-    #[error("cannot write the profile {}: {cause}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The operating system's error; part of the message, so not a `source()`.
-        cause: std::io::Error,
-    },
+    #[error("cannot write the profile: {0}")]
+    Write(TomlFileError),
 }
 
 /// The end of a [`ProfileError::NotFound`] message: the existing profiles and a suggestion.
@@ -320,57 +315,24 @@ impl Profile {
         })
     }
 
-    /// The profile as TOML text, calibrated channels only, in canonical order.
+    /// The text of a new profile file: [`HEADER`], then the calibrated channels only, in
+    /// canonical order.
     pub fn to_toml(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "# facewire performer profile. Written by `facewire calibrate`; safe to edit by hand.\n\
-             # Per channel: neutral (the resting raw value), min (maps to 0), max (maps to 1);\n\
-             # w = clamp((c - min) / (max - min), 0, 1). Channels not listed pass through unchanged."
-        );
-        let _ = writeln!(s, "version = {}", self.version);
-        let _ = writeln!(s, "performer = {}", quote(&self.performer));
-        let _ = writeln!(s, "created = {}", quote(&self.created));
-        for (c, p) in Channel::ALL.iter().zip(&self.channels) {
-            if let Some(p) = p {
-                let _ = write!(
-                    s,
-                    "\n[channels.{}]\nneutral = {:?}\nmin = {:?}\nmax = {:?}\n",
-                    c.name(),
-                    p.neutral,
-                    p.min,
-                    p.max
-                );
-            }
-        }
-        if let Some(sm) = &self.smoothing {
-            write_smoothing(&mut s, sm);
-        }
-        if let Some(v) = &self.vowels {
-            let _ = writeln!(
-                s,
-                "\n# Lip sync: the gate (dB full scale) and the mean cepstrum (c1..c12) of each vowel,\n\
-                 # from `facewire calibrate --vowels`.\n[vowels]\nfloor_db = {:?}\nceiling_db = {:?}",
-                v.floor_db, v.ceiling_db
-            );
-            for (viseme, mean) in VOWELS.iter().zip(&v.profile.means) {
-                let values: Vec<String> = mean.iter().map(|c| format!("{c:?}")).collect();
-                let _ = writeln!(s, "{} = [{}]", viseme.name(), values.join(", "));
-            }
-        }
-        s
+        crate::tomlfile::to_string(&ProfileTable::of(self), HEADER)
+            .expect("a profile is strings and numbers, always TOML")
     }
 
     /// Writes the profile to `dir/<performer>.toml` atomically (a temporary file renamed over
-    /// the old one, so an interrupted save leaves the previous profile intact). Returns the path.
+    /// the old one, so an interrupted save leaves the previous profile intact). An existing
+    /// file keeps what was written in it by hand (comments, order, spacing) where its keys
+    /// remain; one that is not TOML is replaced. Returns the path.
     pub fn save(&self, dir: &Path) -> Result<PathBuf, ProfileError> {
         Profile::validate_name(&self.performer)?;
         let path = Profile::path_in(dir, &self.performer);
-        write_atomic(&path, self.to_toml().as_bytes()).map_err(|cause| ProfileError::Write {
-            path: path.clone(),
-            cause,
-        })?;
+        let mut file = TomlFile::open_or_replace(&path, HEADER).map_err(ProfileError::Write)?;
+        file.set(&ProfileTable::of(self))
+            .map_err(ProfileError::Write)?;
+        file.write().map_err(ProfileError::Write)?;
         info!(performer = %self.performer, path = %path.display(), "profile saved");
         Ok(path)
     }
@@ -546,66 +508,165 @@ struct RawChannel {
     max: f32,
 }
 
-/// A TOML basic string.
-fn quote(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
+/// The first lines of a new profile file.
+pub const HEADER: &str = "\
+# facewire performer profile. Written by `facewire calibrate`; safe to edit by hand.
+# Per channel: neutral (the resting raw value), min (maps to 0), max (maps to 1);
+# w = clamp((c - min) / (max - min), 0, 1). Channels not listed pass through unchanged.
+# [vowels], from `facewire calibrate --vowels`: the lip-sync gate (dB full scale) and the mean
+# cepstrum (c1..c12) of each vowel.
+";
+
+/// A profile as written.
+#[derive(Serialize)]
+struct ProfileTable<'a> {
+    version: u32,
+    performer: &'a str,
+    created: &'a str,
+    /// The calibrated channels, canonical order.
+    #[serde(skip_serializing_if = "Ordered::is_empty")]
+    channels: Ordered<&'static str, ChannelTable>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    smoothing: Option<SmoothingTable>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vowels: Option<VowelsTable>,
 }
 
-/// A TOML key: bare when it can be, else quoted.
-fn key(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        s.to_string()
-    } else {
-        quote(s)
+/// `[channels.NAME]`.
+#[derive(Serialize)]
+struct ChannelTable {
+    neutral: F32,
+    min: F32,
+    max: F32,
+}
+
+/// `[smoothing]` in the syntax of `facewire.toml`, every key explicit so that it reads back
+/// equal (an empty `[smoothing.groups]` table means no groups, not the default groups).
+#[derive(Serialize)]
+struct SmoothingTable {
+    clock: &'static str,
+    weights: SpecTable,
+    rotations: SpecTable,
+    groups: Ordered<String, GroupTable>,
+}
+
+/// One filter's settings.
+#[derive(Serialize)]
+struct SpecTable {
+    filter: FilterKind,
+    tau: F32,
+    min_cutoff: F32,
+    beta: F32,
+    d_cutoff: F32,
+}
+
+/// `[smoothing.groups.NAME]`.
+#[derive(Serialize)]
+struct GroupTable {
+    channels: Vec<&'static str>,
+    normalize: bool,
+    filter: FilterKind,
+    tau: F32,
+    min_cutoff: F32,
+    beta: F32,
+    d_cutoff: F32,
+}
+
+/// `[vowels]`.
+#[derive(Serialize)]
+struct VowelsTable {
+    floor_db: F32,
+    ceiling_db: F32,
+    aa: Vec<F32>,
+    ih: Vec<F32>,
+    ou: Vec<F32>,
+    ee: Vec<F32>,
+    oh: Vec<F32>,
+}
+
+impl<'a> ProfileTable<'a> {
+    fn of(p: &'a Profile) -> ProfileTable<'a> {
+        let channels = Channel::ALL
+            .iter()
+            .zip(&p.channels)
+            .filter_map(|(c, p)| {
+                p.map(|p| {
+                    let table = ChannelTable {
+                        neutral: F32(p.neutral),
+                        min: F32(p.min),
+                        max: F32(p.max),
+                    };
+                    (c.name(), table)
+                })
+            })
+            .collect();
+        ProfileTable {
+            version: p.version,
+            performer: &p.performer,
+            created: &p.created,
+            channels: Ordered(channels),
+            smoothing: p.smoothing.as_ref().map(SmoothingTable::of),
+            vowels: p.vowels.as_ref().map(VowelsTable::of),
+        }
     }
 }
 
-fn filter_name(kind: FilterKind) -> &'static str {
-    match kind {
-        FilterKind::None => "none",
-        FilterKind::Ema => "ema",
-        FilterKind::OneEuro => "one_euro",
+impl SpecTable {
+    fn of(spec: &FilterSpec) -> SpecTable {
+        SpecTable {
+            filter: spec.filter,
+            tau: F32(spec.tau),
+            min_cutoff: F32(spec.min_cutoff),
+            beta: F32(spec.beta),
+            d_cutoff: F32(spec.d_cutoff),
+        }
     }
 }
 
-fn write_spec(s: &mut String, spec: &FilterSpec) {
-    let _ = writeln!(
-        s,
-        "filter = \"{}\"\ntau = {:?}\nmin_cutoff = {:?}\nbeta = {:?}\nd_cutoff = {:?}",
-        filter_name(spec.filter),
-        spec.tau,
-        spec.min_cutoff,
-        spec.beta,
-        spec.d_cutoff
-    );
+impl SmoothingTable {
+    fn of(sm: &SmoothingConfig) -> SmoothingTable {
+        let groups = sm
+            .groups
+            .iter()
+            .map(|(name, group)| {
+                let spec = SpecTable::of(&group.spec());
+                let table = GroupTable {
+                    channels: group.channels.0.iter().map(|c| c.name()).collect(),
+                    normalize: group.normalize,
+                    filter: spec.filter,
+                    tau: spec.tau,
+                    min_cutoff: spec.min_cutoff,
+                    beta: spec.beta,
+                    d_cutoff: spec.d_cutoff,
+                };
+                (name.to_string(), table)
+            })
+            .collect();
+        SmoothingTable {
+            clock: match sm.clock {
+                ClockSource::Auto => "auto",
+                ClockSource::Receive => "receive",
+            },
+            weights: SpecTable::of(&sm.weights),
+            rotations: SpecTable::of(&sm.rotations),
+            groups: Ordered(groups),
+        }
+    }
 }
 
-/// Writes `[smoothing]` in the syntax of `facewire.toml`, every key explicit so that it reads
-/// back equal (an empty `[smoothing.groups]` table means no groups, not the default groups).
-fn write_smoothing(s: &mut String, sm: &SmoothingConfig) {
-    let clock = match sm.clock {
-        ClockSource::Auto => "auto",
-        ClockSource::Receive => "receive",
-    };
-    let _ = writeln!(s, "\n[smoothing]\nclock = \"{clock}\"");
-    s.push_str("\n[smoothing.weights]\n");
-    write_spec(s, &sm.weights);
-    s.push_str("\n[smoothing.rotations]\n");
-    write_spec(s, &sm.rotations);
-    s.push_str("\n[smoothing.groups]\n");
-    for (name, group) in sm.groups.iter() {
-        let names: Vec<String> = group.channels.0.iter().map(|c| quote(c.name())).collect();
-        let _ = writeln!(
-            s,
-            "\n[smoothing.groups.{}]\nchannels = [{}]\nnormalize = {}",
-            key(name),
-            names.join(", "),
-            group.normalize
-        );
-        write_spec(s, &group.spec());
+impl VowelsTable {
+    fn of(v: &Voice) -> VowelsTable {
+        // `means` is in the order of `VOWELS`: aa, ih, ou, ee, oh.
+        let [aa, ih, ou, ee, oh] = v.profile.means.map(|m| m.iter().map(|&c| F32(c)).collect());
+        VowelsTable {
+            floor_db: F32(v.floor_db),
+            ceiling_db: F32(v.ceiling_db),
+            aa,
+            ih,
+            ou,
+            ee,
+            oh,
+        }
     }
 }
 
@@ -721,6 +782,55 @@ mod tests {
         assert_eq!(Profile::parse(&p.to_toml(), "p.toml").unwrap(), p);
         p.smoothing = Some(SmoothingConfig::off());
         assert_eq!(Profile::parse(&p.to_toml(), "p.toml").unwrap(), p);
+    }
+
+    #[test]
+    fn saving_again_keeps_what_was_written_by_hand() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = sample();
+        let path = p.save(dir.path()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, p.to_toml());
+        assert!(text.starts_with(HEADER), "{text}");
+        let text = text
+            .replace(
+                "[channels.jawOpen]\n",
+                "# Tuned by hand after the stream.\n[channels.jawOpen]\n",
+            )
+            .replace("max = 0.71\n", "max = 0.71 # wide open\n")
+            + "# The end.\n";
+        std::fs::write(&path, &text).unwrap();
+
+        p.set(
+            Channel::JawOpen,
+            ChannelProfile {
+                neutral: 0.12,
+                min: 0.12,
+                max: 0.8,
+            },
+        );
+        p.channels[Channel::EyeBlinkLeft.index()] = None;
+        p.vowels = Some(Voice {
+            profile: VowelProfile::builtin(),
+            floor_db: -50.0,
+            ceiling_db: -30.0,
+        });
+        p.save(dir.path()).unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(Profile::load(&path).unwrap(), p);
+        assert!(
+            saved.contains("# Tuned by hand after the stream.\n[channels.jawOpen]\nneutral = 0.12\nmin = 0.12\nmax = 0.8 # wide open\n"),
+            "{saved}"
+        );
+        assert!(!saved.contains("eyeBlinkLeft"), "{saved}");
+        assert!(
+            saved.contains("# The end.\n\n[vowels]\nfloor_db = -50.0\n"),
+            "{saved}"
+        );
+        // A file that is not TOML is replaced by the profile.
+        std::fs::write(&path, "version = [").unwrap();
+        p.save(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), p.to_toml());
     }
 
     #[test]

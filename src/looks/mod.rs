@@ -29,13 +29,15 @@ mod store;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 pub use color::{default_head_atlas, palette_of, ColorError, Srgb, COLOR_FORM};
 pub use parse::LookFile;
 pub use store::{list, resolve, validate_name, DEFAULT_DIR, DIR_NAME, MAX_NAME};
 
 use crate::diagnostic::Located;
-use crate::fsutil::write_atomic;
 use crate::mapping::{CompiledSliders, SliderRange, SliderValues};
+use crate::tomlfile::{Ordered, TomlFile, TomlFileError, F32};
 
 /// How strongly blush shows when a preset gives a colour but no `blush_strength`.
 pub const DEFAULT_BLUSH_STRENGTH: f32 = 0.5;
@@ -108,13 +110,8 @@ pub enum LookError {
     #[error("{}", lines(.0))]
     Invalid(Vec<Located>),
     /// The file could not be written (the previous file, if any, is unchanged).
-    #[error("cannot write the look preset {}: {cause}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The operating system's error; part of the message, so not a `source()`.
-        cause: std::io::Error,
-    },
+    #[error("cannot write the look preset: {0}")]
+    Write(TomlFileError),
 }
 
 fn lines(problems: &[Located]) -> String {
@@ -192,30 +189,11 @@ impl Look {
         Look { sliders, colors }
     }
 
-    /// The preset file's text: [`HEADER`], the slider values, the colours that are set.
+    /// The text of a new preset file: [`HEADER`], the slider values, the colours that are set.
     /// Reading it back gives this look.
     pub fn to_toml(&self) -> String {
-        let mut s = String::from(HEADER);
-        if !self.sliders.is_empty() {
-            s.push_str("\n[sliders]\n");
-            for (name, value) in &self.sliders {
-                let _ = writeln!(s, "{} = {value:?}", key(name));
-            }
-        }
-        let c = &self.colors;
-        if *c != Colors::default() {
-            s.push_str("\n[colors]\n");
-            for (k, color) in [("skin", c.skin), ("hair", c.hair), ("iris", c.iris)] {
-                if let Some(color) = color {
-                    let _ = writeln!(s, "{k} = \"{color}\"");
-                }
-            }
-            if let Some(blush) = c.blush {
-                let _ = writeln!(s, "blush = \"{}\"", blush.color);
-                let _ = writeln!(s, "blush_strength = {:?}", blush.strength);
-            }
-        }
-        s
+        crate::tomlfile::to_string(&LookTable::of(self), HEADER)
+            .expect("a look is strings and numbers, always TOML")
     }
 
     /// Parses preset text and checks it against `sliders` (the compiled mapping's
@@ -244,27 +222,63 @@ impl Look {
         Look::parse(&text, &path.display().to_string(), sliders)
     }
 
-    /// Writes the preset to `path` atomically (creating its folder).
+    /// Writes the preset to `path` atomically (creating its folder). An existing file keeps
+    /// what was written in it by hand (comments, order, spacing) where its keys remain; one
+    /// that is not TOML is replaced.
     pub fn save(&self, path: &Path) -> Result<(), LookError> {
-        write_atomic(path, self.to_toml().as_bytes()).map_err(|cause| LookError::Write {
-            path: path.to_path_buf(),
-            cause,
-        })?;
+        let mut file = TomlFile::open_or_replace(path, HEADER).map_err(LookError::Write)?;
+        file.set(&LookTable::of(self)).map_err(LookError::Write)?;
+        file.write().map_err(LookError::Write)?;
         tracing::info!(path = %path.display(), "look preset saved");
         Ok(())
     }
 }
 
-/// A TOML key: bare when it can be, else quoted.
-fn key(name: &str) -> String {
-    let bare = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
-    if bare {
-        name.to_string()
-    } else {
-        toml::Value::String(name.to_string()).to_string()
+/// A preset file as written: the tables that have something in them.
+#[derive(Serialize)]
+struct LookTable<'a> {
+    /// `[sliders]`, in the look's order.
+    #[serde(skip_serializing_if = "Ordered::is_empty")]
+    sliders: Ordered<&'a str, F32>,
+    /// `[colors]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    colors: Option<ColorTable>,
+}
+
+/// `[colors]` as written: `"#rrggbb"` strings.
+#[derive(Serialize)]
+struct ColorTable {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skin: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hair: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iris: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blush: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blush_strength: Option<F32>,
+}
+
+impl<'a> LookTable<'a> {
+    fn of(look: &'a Look) -> LookTable<'a> {
+        let c = &look.colors;
+        let hex = |c: Option<Srgb>| c.map(|c| c.to_string());
+        LookTable {
+            sliders: Ordered(
+                look.sliders
+                    .iter()
+                    .map(|(name, v)| (name.as_str(), F32(*v)))
+                    .collect(),
+            ),
+            colors: (*c != Colors::default()).then(|| ColorTable {
+                skin: hex(c.skin),
+                hair: hex(c.hair),
+                iris: hex(c.iris),
+                blush: hex(c.blush.map(|b| b.color)),
+                blush_strength: c.blush.map(|b| F32(b.strength)),
+            }),
+        }
     }
 }
 
@@ -386,6 +400,40 @@ pub(crate) mod tests {
                 look
             );
         }
+    }
+
+    #[test]
+    fn saving_over_a_preset_keeps_what_was_written_by_hand() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("round.toml");
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("config/looks/round.toml"),
+        )
+        .unwrap()
+        .replace("eye_size = 0.45\n", "eye_size = 0.45 # big\n")
+        .replace("[colors]\n", "# Warm colours.\n[colors]\n");
+        std::fs::write(&path, &text).unwrap();
+        let mut look = Look::load(&path, &ranges()).unwrap();
+        look.set("eye_size", 0.5);
+        look.sliders.retain(|(n, _)| n != "nose_width");
+        look.set("mouth_width", -0.2);
+        look.colors.hair = None;
+        look.save(&path).unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(Look::load(&path, &ranges()).unwrap(), look);
+        let expected = text
+            .replace("eye_size = 0.45 # big", "eye_size = 0.5 # big")
+            .replace("nose_width = -0.1\n", "")
+            .replace(
+                "face_width = 0.2\n",
+                "face_width = 0.2\nmouth_width = -0.2\n",
+            )
+            .replace("hair = \"#6a4e42\"\n", "");
+        assert_eq!(saved, expected);
+        // A file that is not TOML is replaced.
+        std::fs::write(&path, "[sliders\n").unwrap();
+        look.save(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), look.to_toml());
     }
 
     #[test]
