@@ -5,7 +5,7 @@
 //!     cargo run --example look_render -- OUT_DIR NAME=SPEC [NAME=SPEC ...]
 //!
 //! Each `SPEC` is a comma-separated list of `slider:value` (a look slider from
-//! `facewire::headgen::looks::LOOK_SLIDERS`, -1 to 1) and `channel:weight` (an ARKit channel
+//! `facewire::headgen::look::LOOK_SLIDERS`, -1 to 1) and `channel:weight` (an ARKit channel
 //! name, 0 to 1), e.g. `big=eye_size:1,jawOpen:0.6`. `NAME.png` is written for each, and
 //! `sheet.png` puts them side by side. Corrective targets get the product of their two inputs'
 //! weights, as the runtime sets them. The head is generated in-process, so it shows the
@@ -17,7 +17,7 @@
 use facewire::app::Scene;
 use facewire::arkit::Channel;
 use facewire::avatar::correctives::Correctives;
-use facewire::headgen::looks::{eye_spacing_shift, LOOK_SLIDERS};
+use facewire::headgen::look::{eye_spacing_shift, LOOK_SLIDERS};
 use facewire::image::RgbaImage;
 use facewire::render::headless::HeadlessContext;
 

@@ -58,7 +58,7 @@
 //!   on-stage text cards (calibration prompts, the connect card) drawn on the CPU.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
-//! - [`looks`]: look presets (`config/looks/NAME.toml`): face-shape slider values and colours,
+//! - [`look`]: look presets (`config/looks/NAME.toml`): face-shape slider values and colours,
 //!   checked against the mapping's sliders, saved atomically, or made at random.
 //! - [`avatar`]: glTF/GLB/VRM loading into CPU structures and the CPU reference blend; a
 //!   humanoid's bones, its arms' rest pose, the bust the camera frames and levels of detail.
@@ -99,7 +99,7 @@ pub mod image;
 pub mod ingest;
 pub mod lipsync;
 pub mod logging;
-pub mod looks;
+pub mod look;
 pub mod mapping;
 pub mod mixer;
 pub mod objimport;

@@ -123,7 +123,7 @@ pub struct SheetOptions {
     /// What the camera frames (the same for every panel).
     pub framing: Framing,
     /// The look every panel wears (slider values and, on the default head, colours).
-    pub look: Option<crate::looks::Look>,
+    pub look: Option<crate::look::Look>,
     /// Panels of the look sliders (each at its two ends) instead of the targets.
     pub looks: bool,
 }
@@ -437,7 +437,7 @@ pub fn sheet_entries(avatar: &Avatar) -> Vec<SheetEntry> {
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     let mut unnamed: Vec<SheetEntry> = Vec::new();
     let correctives = Correctives::resolve(avatar);
-    let looks = crate::headgen::looks::target_names();
+    let looks = crate::headgen::look::target_names();
     for (mesh, m) in avatar.meshes.iter().enumerate() {
         if avatar.mesh_is_coarser_level(mesh) {
             // The sheet draws level 0; a coarser level repeats its targets.
@@ -761,8 +761,8 @@ pub fn render_sheet_with(
     if let Err(error) = renderer.set_wrinkles(&avatar, &wrinkles) {
         tracing::warn!(%error, "the sheet is drawn without wrinkle maps");
     }
-    if let Some(atlas) = crate::looks::default_head_atlas(&avatar) {
-        let palette = crate::looks::palette_of(&look.colors);
+    if let Some(atlas) = crate::look::default_head_atlas(&avatar) {
+        let palette = crate::look::palette_of(&look.colors);
         if palette != crate::headgen::texture::Palette::DEFAULT {
             let texture = crate::avatar::Texture {
                 width: crate::headgen::texture::SIZE,

@@ -152,7 +152,7 @@ fn decoding_and_conditioning_allocate_nothing_once_warm() {
 #[test]
 fn applying_sliders_allocates_nothing() {
     use facewire::avatar::{Avatar, Mesh, Node};
-    use facewire::looks::Look;
+    use facewire::look::Look;
     use facewire::mapping::{CompiledMapping, MappingFile};
     use glam::Vec3;
 

@@ -11,7 +11,7 @@ use facewire::arkit::{Channel, FaceFrame};
 use facewire::avatar::{Avatar, Pose};
 use facewire::calibrate::profile::Profile;
 use facewire::config::{Config, ExpressionsSection};
-use facewire::looks::Look;
+use facewire::look::Look;
 use facewire::mapping::{self, CompiledMapping, MappingFile, DEFAULT_HEAD_MAPPING};
 
 /// Numbers a slip of the keyboard (or a hostile file) puts where a number was.

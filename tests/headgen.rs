@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use facewire::arkit::Channel;
-use facewire::headgen::{generate, looks, DEFAULT_HEAD};
+use facewire::headgen::{generate, look, DEFAULT_HEAD};
 
 use crate::support;
 
@@ -174,9 +174,9 @@ fn the_52_targets_come_first_in_canonical_order_then_the_look_targets_then_corre
     let expected: Vec<&str> = Channel::ALL
         .iter()
         .map(|c| c.name())
-        .chain(looks::target_names())
+        .chain(look::target_names())
         .collect();
-    let looks_end = 52 + 2 * looks::LOOK_SLIDERS.len();
+    let looks_end = 52 + 2 * look::LOOK_SLIDERS.len();
     assert_eq!(&names[..looks_end], &expected[..]);
     for p in prims {
         assert_eq!(p.targets.len(), names.len());
@@ -1003,7 +1003,7 @@ fn look_target(slider: usize, up: bool) -> usize {
 
 /// Every look target: (its name, its index).
 fn look_targets() -> Vec<(&'static str, usize)> {
-    looks::LOOK_SLIDERS
+    look::LOOK_SLIDERS
         .iter()
         .enumerate()
         .flat_map(|(k, s)| {
@@ -1017,7 +1017,7 @@ fn look_targets() -> Vec<(&'static str, usize)> {
 
 /// The slider index of `name`.
 fn slider(name: &str) -> usize {
-    looks::LOOK_SLIDERS
+    look::LOOK_SLIDERS
         .iter()
         .position(|s| s.name == name)
         .unwrap_or_else(|| panic!("no slider {name}"))
@@ -1068,7 +1068,7 @@ fn sub(a: V3, b: V3) -> V3 {
 
 #[test]
 fn look_sliders_are_listed_with_their_target_names() {
-    let names: Vec<&str> = looks::LOOK_SLIDERS.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = look::LOOK_SLIDERS.iter().map(|s| s.name).collect();
     for want in [
         "eye_size",
         "eye_spacing",
@@ -1085,7 +1085,7 @@ fn look_sliders_are_listed_with_their_target_names() {
     ] {
         assert!(names.contains(&want), "{want} is missing from {names:?}");
     }
-    for s in looks::LOOK_SLIDERS {
+    for s in look::LOOK_SLIDERS {
         assert_eq!(s.up, format!("look_{}_up", s.name));
         assert_eq!(s.down, format!("look_{}_down", s.name));
     }
@@ -1099,7 +1099,7 @@ fn every_look_target_moves_vertices_and_normals_and_its_ends_differ() {
         assert!(moved > 0, "{name} moves nothing by half a millimetre");
         assert!(turned > 0, "{name} has no normal deltas");
     }
-    for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
+    for (k, s) in look::LOOK_SLIDERS.iter().enumerate() {
         let (up, down) = (look_target(k, true), look_target(k, false));
         let differ = prims.iter().any(|p| {
             p.targets[up]
@@ -1163,7 +1163,7 @@ fn look_allowed(slider: &str, r: &Regions) -> Vec<Region> {
 fn every_look_target_stays_inside_the_regions_its_slider_allows() {
     let r = regions();
     let (prims, _) = face();
-    for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
+    for (k, s) in look::LOOK_SLIDERS.iter().enumerate() {
         let allowed = look_allowed(s.name, &r);
         assert!(!allowed.is_empty(), "{} has no region", s.name);
         for up in [true, false] {
@@ -1253,7 +1253,7 @@ fn look_targets_point_the_way_their_names_say() {
         // eye_spacing: the whole lid moves sideways by exactly the eyeball's shift.
         // eye_spacing: the lids move sideways by exactly the eyeball's shift.
         let e = d("eye_spacing", up);
-        let shift = looks::eye_spacing_shift(sign);
+        let shift = look::eye_spacing_shift(sign);
         for &(u, l) in &eye_edge_pairs() {
             for i in [u, l] {
                 assert!(
@@ -1264,8 +1264,8 @@ fn look_targets_point_the_way_their_names_say() {
             }
         }
     }
-    const { assert!(looks::EYE_SPACING_SHIFT > 0.0) };
-    assert_eq!(looks::EYE_SPACING_SHIFT_DOWN, -looks::EYE_SPACING_SHIFT);
+    const { assert!(look::EYE_SPACING_SHIFT > 0.0) };
+    assert_eq!(look::EYE_SPACING_SHIFT_DOWN, -look::EYE_SPACING_SHIFT);
     assert!(eye_center().x > 0.0, "the left eye's socket is at +X");
 
     let mouth_y = facewire::headgen::face::mouth_y();
@@ -1349,13 +1349,13 @@ fn lids_stay_off_the_eyeball_with_every_look_target_alone_blinking_and_wide() {
     let skin = build_skin(0);
     let blink = target(Channel::EyeBlinkLeft);
     let wide = target(Channel::EyeWideLeft);
-    for (k, s) in looks::LOOK_SLIDERS.iter().enumerate() {
+    for (k, s) in look::LOOK_SLIDERS.iter().enumerate() {
         for (up, value) in [(true, 1.0), (false, -1.0)] {
             let t = look_target(k, up);
             // The eyeball follows its socket when the eyes move apart.
             let mut e = eye_center();
             if s.name == "eye_spacing" {
-                e.x += looks::eye_spacing_shift(value);
+                e.x += look::eye_spacing_shift(value);
             }
             for extra in [None, Some(blink), Some(wide)] {
                 let mut weights = vec![(t, 1.0)];
@@ -1466,7 +1466,7 @@ fn rendered_blink_hides_the_iris_on_a_reshaped_eye() {
         for (up, value) in [(true, 1.0), (false, -1.0)] {
             let look = look_target(slider(name), up);
             let spacing = if name == "eye_spacing" {
-                looks::eye_spacing_shift(value)
+                look::eye_spacing_shift(value)
             } else {
                 0.0
             };
@@ -1531,7 +1531,7 @@ fn every_slider_and_expression_at_once_stays_within_the_gpu_target_limit() {
             .filter(|n| n.split_once('*').is_some_and(|(a, _)| a == look))
             .count()
     };
-    let worst: usize = looks::LOOK_SLIDERS
+    let worst: usize = look::LOOK_SLIDERS
         .iter()
         .map(|s| 1 + correctives(s.up).max(correctives(s.down)))
         .sum::<usize>()

@@ -185,7 +185,7 @@ fn a_saved_preset_reloads_and_a_broken_one_keeps_the_last_good_look() {
 }
 
 /// Draws the default head with its own mapping in one scene for each look of `looks`.
-fn render_looks(size: u32, looks: &[facewire::looks::Look]) -> Vec<RgbaImage> {
+fn render_looks(size: u32, looks: &[facewire::look::Look]) -> Vec<RgbaImage> {
     let avatar = facewire::avatar::load_slice(DEFAULT_HEAD_GLB, facewire::headgen::DEFAULT_HEAD)
         .expect("loads");
     let ctx = HeadlessContext::new(size, size).expect("headless context");
@@ -214,7 +214,7 @@ fn slider_names() -> Vec<(String, f32, f32)> {
 
 #[test]
 fn every_slider_at_zero_draws_exactly_the_default_head_and_each_end_reshapes_it() {
-    use facewire::looks::Look;
+    use facewire::look::Look;
     let sliders = slider_names();
     assert!(sliders.len() >= 12, "{sliders:?}");
     let zero = Look {

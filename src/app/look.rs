@@ -6,7 +6,7 @@ use std::sync::mpsc::{self, Receiver, TryRecvError};
 
 use crate::avatar::{Avatar, Pose, Texture};
 use crate::headgen::texture::{self, Palette};
-use crate::looks::{default_head_atlas, palette_of, Look};
+use crate::look::{default_head_atlas, palette_of, Look};
 use crate::mapping::{CompiledSliders, SliderValues};
 
 /// The look in use and the state of its colours.
@@ -128,7 +128,7 @@ pub(super) fn view(scene: &super::Scene) -> crate::panel::LookView {
     let d = texture::Palette::DEFAULT;
     let own = |c: glam::Vec3| {
         let b = |v: f32| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
-        crate::looks::Srgb {
+        crate::look::Srgb {
             r: b(c.x),
             g: b(c.y),
             b: b(c.z),
@@ -150,13 +150,13 @@ pub(super) fn view(scene: &super::Scene) -> crate::panel::LookView {
         colors: look.colors,
         own_colors: [own(d.skin), own(d.hair), own(d.iris), own(d.blush)],
         colors_apply: default_head_atlas(scene.avatar()).is_some(),
-        presets: crate::looks::list(&looks_dir()),
+        presets: crate::look::list(&looks_dir()),
     }
 }
 
 /// Where presets are saved and found: config/looks.
 fn looks_dir() -> std::path::PathBuf {
-    std::path::Path::new(crate::session::LOOKS_PARENT).join(crate::looks::DIR_NAME)
+    std::path::Path::new(crate::session::LOOKS_PARENT).join(crate::look::DIR_NAME)
 }
 
 /// Carries out a Look tab action on `scene`; returns the message to show, if any.
@@ -177,7 +177,7 @@ pub(super) fn act(
         LookAction::Reset => look = Look::default(),
         LookAction::Random(seed) => look = Look::random(seed, &ranges),
         LookAction::Save(name) => {
-            let saved = crate::looks::validate_name(&name)
+            let saved = crate::look::validate_name(&name)
                 .and_then(|()| {
                     let path = looks_dir().join(format!("{name}.toml"));
                     look.save(&path).map(|()| path)
@@ -188,7 +188,7 @@ pub(super) fn act(
         }
         LookAction::Load(name) => {
             let loaded =
-                crate::looks::resolve(&name, std::path::Path::new(crate::session::LOOKS_PARENT))
+                crate::look::resolve(&name, std::path::Path::new(crate::session::LOOKS_PARENT))
                     .and_then(|path| Look::load(&path, &ranges));
             match loaded {
                 Ok(l) => look = l,

@@ -9,7 +9,7 @@ use crate::avatar::correctives::Correctives;
 use crate::avatar::spring::SpringSim;
 use crate::avatar::{Avatar, Pose};
 use crate::config::{CameraConfig, LayersSection};
-use crate::looks::Look;
+use crate::look::Look;
 use crate::mapping::{CompiledMapping, LayerTargetError, LayerTargets};
 use crate::render::{Camera, DrawTarget, MorphPath, RenderError, Renderer, WrinkleMap};
 
@@ -317,7 +317,7 @@ pub fn reload_mapping(
 /// look stays. Returns what happened, in words.
 pub fn reload_look(
     scene: &mut Scene,
-    parsed: Result<crate::looks::LookFile, String>,
+    parsed: Result<crate::look::LookFile, String>,
 ) -> Result<String, String> {
     let checked = parsed.and_then(|file| {
         let problems = file.check(&scene.mapping().sliders().ranges());

@@ -14,7 +14,7 @@ pub enum AppEvent {
     Mapping(Result<Box<crate::mapping::MappingFile>, String>),
     /// The look preset was saved: its new content (read, not yet checked against the
     /// sliders), or why it cannot be read.
-    Look(Result<Box<crate::looks::LookFile>, String>),
+    Look(Result<Box<crate::look::LookFile>, String>),
     /// An avatar to show instead of the current one (chosen in the panel, or its file saved
     /// anew), or why it could not be loaded (the current one stays).
     Model(Result<Box<super::LoadedModel>, String>),

@@ -12,7 +12,7 @@
 
 use glam::Vec3;
 
-use super::looks::{self, LookSlider, LOOK_SLIDERS};
+use super::look::{self, LookSlider, LOOK_SLIDERS};
 use super::targets::Rig;
 use crate::arkit::Channel;
 
@@ -95,14 +95,14 @@ pub fn corrective(
     value: f32,
     expr: &[Vec<Vec3>; 3],
 ) -> [Vec<Vec3>; 3] {
-    let rest = looks::deltas(rig, slider, value);
+    let rest = look::deltas(rig, slider, value);
     let moved: Vec<Vec<Vec3>> = rig
         .primitives()
         .iter()
         .zip(expr)
         .map(|(b, e)| b.positions.iter().zip(e).map(|(p, d)| *p + *d).collect())
         .collect();
-    let at = looks::deltas_at(rig, slider, value, [&moved[0], &moved[1], &moved[2]]);
+    let at = look::deltas_at(rig, slider, value, [&moved[0], &moved[1], &moved[2]]);
     let mut out: [Vec<Vec3>; 3] = Default::default();
     for (k, (a, r)) in at.iter().zip(&rest).enumerate() {
         out[k] = a.iter().zip(r).map(|(a, r)| *a - *r).collect();

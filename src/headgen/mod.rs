@@ -5,7 +5,7 @@
 //! - [`parts`]: neck (its own root node, so it stays put while the head turns), mouth
 //!   interior, hair cap and eyeball.
 //! - [`targets`]: the ARKit morph targets as displacement fields.
-//! - [`looks`]: the face-shape ("look") targets, two per slider, after the 52 ARKit ones.
+//! - [`look`]: the face-shape ("look") targets, two per slider, after the 52 ARKit ones.
 //! - [`correctives`]: corrective targets for a look target and an expression together
 //!   (`look_eye_size_up*eyeBlinkLeft`), after the look targets.
 //! - [`texture`]: the painted texture atlas.
@@ -21,7 +21,7 @@
 pub mod correctives;
 pub mod face;
 pub mod glb;
-pub mod looks;
+pub mod look;
 pub mod math;
 pub mod mesh;
 pub mod morph;
@@ -118,9 +118,9 @@ pub fn face_mesh(lod: usize) -> MeshDef {
             targets[k].push(target(b, &normals[k], d, eps));
         }
     }
-    for slider in &looks::LOOK_SLIDERS {
+    for slider in &look::LOOK_SLIDERS {
         for value in [1.0, -1.0] {
-            let deltas = looks::deltas(&rig, slider, value);
+            let deltas = look::deltas(&rig, slider, value);
             for (k, (b, d)) in builders.iter().zip(deltas).enumerate() {
                 targets[k].push(target(b, &normals[k], d, eps));
             }
@@ -128,7 +128,7 @@ pub fn face_mesh(lod: usize) -> MeshDef {
     }
     let correctives = correctives::correctives(&rig);
     for c in &correctives {
-        let look = looks::deltas(&rig, &c.slider, c.value);
+        let look = look::deltas(&rig, &c.slider, c.value);
         let expr = rig.deltas(c.channel);
         for (k, b) in builders.iter().enumerate() {
             targets[k].push(corrective_target(
@@ -154,7 +154,7 @@ pub fn face_mesh(lod: usize) -> MeshDef {
         target_names: Channel::ALL
             .iter()
             .map(|c| c.name())
-            .chain(looks::target_names())
+            .chain(look::target_names())
             .map(str::to_string)
             .chain(correctives.iter().map(|c| c.name.clone()))
             .collect(),

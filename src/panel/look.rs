@@ -4,7 +4,7 @@
 use egui::Color32;
 
 use super::PanelAction;
-use crate::looks::{Blush, Colors, Srgb, DEFAULT_BLUSH_STRENGTH};
+use crate::look::{Blush, Colors, Srgb, DEFAULT_BLUSH_STRENGTH};
 
 /// One slider as the tab shows it.
 #[derive(Debug, Clone, PartialEq)]

@@ -55,13 +55,13 @@ pub const LOOKS_PARENT: &str = "config";
 pub fn load_look(
     config: &Config,
     mapping: &CompiledMapping,
-) -> Result<Option<crate::looks::Look>, StartError> {
+) -> Result<Option<crate::look::Look>, StartError> {
     let arg = config.render.look.trim();
     if arg.is_empty() {
         return Ok(None);
     }
-    let path = crate::looks::resolve(arg, Path::new(LOOKS_PARENT))?;
-    let look = crate::looks::Look::load(&path, &mapping.sliders().ranges())?;
+    let path = crate::look::resolve(arg, Path::new(LOOKS_PARENT))?;
+    let look = crate::look::Look::load(&path, &mapping.sliders().ranges())?;
     tracing::info!(look = %path.display(), sliders = look.sliders.len(), "look loaded");
     Ok(Some(look))
 }
@@ -70,7 +70,7 @@ pub fn load_look(
 pub fn look_path(config: &Config) -> Option<PathBuf> {
     let arg = config.render.look.trim();
     (!arg.is_empty())
-        .then(|| crate::looks::resolve(arg, Path::new(LOOKS_PARENT)).ok())
+        .then(|| crate::look::resolve(arg, Path::new(LOOKS_PARENT)).ok())
         .flatten()
 }
 

@@ -75,7 +75,7 @@ pub enum StartError {
     Mapping(#[from] crate::mapping::MappingError),
     /// The look preset (`--look`, `render.look`) is missing or does not fit the sliders.
     #[error(transparent)]
-    Look(#[from] crate::looks::LookError),
+    Look(#[from] crate::look::LookError),
     /// The mapping file could not be read.
     #[error("cannot read the mapping {}", path.display())]
     ReadMapping {

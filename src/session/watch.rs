@@ -200,13 +200,13 @@ pub fn watch_mapping(
 /// read but not yet checked against the sliders (or why it cannot be read), to `deliver`.
 pub fn watch_look(
     config: &Config,
-    mut deliver: impl FnMut(Result<crate::looks::LookFile, String>) + Send + 'static,
+    mut deliver: impl FnMut(Result<crate::look::LookFile, String>) + Send + 'static,
 ) -> Result<Option<FileWatcher>, StartError> {
     let Some(path) = super::look_path(config) else {
         return Ok(None);
     };
     let watcher = crate::watch::watch_file(&path, move |p| {
-        deliver(crate::looks::LookFile::load(p).map_err(|e| e.to_string()));
+        deliver(crate::look::LookFile::load(p).map_err(|e| e.to_string()));
     })?;
     tracing::info!(look = %path.display(), "watching the look for changes");
     Ok(Some(watcher))

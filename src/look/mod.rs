@@ -291,7 +291,7 @@ pub(crate) mod tests {
 
     /// The default head's twelve sliders' names (each -1..1 at rest 0).
     pub(crate) fn sliders() -> impl Iterator<Item = &'static str> {
-        crate::headgen::looks::LOOK_SLIDERS.iter().map(|s| s.name)
+        crate::headgen::look::LOOK_SLIDERS.iter().map(|s| s.name)
     }
 
     pub(crate) fn ranges() -> Vec<SliderRange> {

@@ -152,7 +152,7 @@ pub fn default_head_atlas(avatar: &crate::avatar::Avatar) -> Option<usize> {
 mod painter_tests {
     use super::*;
     use crate::headgen::texture::Palette;
-    use crate::looks::{Blush, Colors};
+    use crate::look::{Blush, Colors};
 
     #[test]
     fn no_colours_is_the_default_palette() {
