@@ -422,6 +422,11 @@ impl Drop for Xvfb {
 
 /// Starts a private Xvfb display, or says why not (`None`).
 fn start_xvfb() -> Option<(Xvfb, String)> {
+    start_xvfb_sized("1600x900")
+}
+
+/// [`start_xvfb`] with a screen of `size` (`WIDTHxHEIGHT`).
+fn start_xvfb_sized(size: &str) -> Option<(Xvfb, String)> {
     let has = |tool: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
@@ -442,7 +447,7 @@ fn start_xvfb() -> Option<(Xvfb, String)> {
             "1",
             "-screen",
             "0",
-            "1600x900x24",
+            &format!("{size}x24"),
             "-nolisten",
             "tcp",
         ])
@@ -647,6 +652,117 @@ pub(crate) fn scripted_run(
         log.text
     );
     log.text
+}
+
+/// A top-level window's title and place on the screen, from `xwininfo -root -tree`.
+#[derive(Debug, Clone, PartialEq)]
+struct Placed {
+    title: String,
+    x: i32,
+    y: i32,
+    width: i32,
+    height: i32,
+}
+
+/// The top-level windows on `display` that have a title (none when xwininfo is missing).
+fn windows_on(display: &str) -> Vec<Placed> {
+    let Ok(out) = Command::new("xwininfo")
+        .args(["-root", "-tree", "-display", display])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut found = Vec::new();
+    for line in text.lines() {
+        // `     0x1a00002 "facewire": ("facewire" "facewire")  1280x720+0+0  +0+0`
+        let Some(start) = line.find('"') else {
+            continue;
+        };
+        let Some(len) = line[start + 1..].find('"') else {
+            continue;
+        };
+        let title = line[start + 1..start + 1 + len].to_string();
+        let Some(geometry) = line
+            .split_whitespace()
+            .rev()
+            .nth(1)
+            .filter(|g| g.contains('x'))
+        else {
+            continue;
+        };
+        let parts: Vec<i32> = geometry
+            .split(['x', '+'])
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if let [width, height, x, y] = parts[..] {
+            found.push(Placed {
+                title,
+                x,
+                y,
+                width,
+                height,
+            });
+        }
+    }
+    found
+}
+
+/// On a 1920x1080 screen the stage and the control panel open side by side: both wholly on the
+/// screen, not overlapping (the panel does not hide the stage's connect card).
+#[test]
+fn stage_and_panel_open_apart_on_a_1920x1080_screen() {
+    let Some((_xvfb, display)) = start_xvfb_sized("1920x1080") else {
+        return;
+    };
+    if Command::new("xwininfo").arg("-version").output().is_err() {
+        eprintln!("note: xwininfo is missing; skipping (apt-get install x11-utils)");
+        return;
+    }
+    let config = live_config(&out_dir("window-layout"));
+    let listen = format!("127.0.0.1:{}", free_udp_port());
+    let mut child = facewire()
+        .env("DISPLAY", &display)
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--exit-after", "20", "--listen", &listen])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = ChildLog::new(&mut child);
+    let open = log.wait_for("control panel open");
+    std::thread::sleep(Duration::from_millis(500));
+    let windows = windows_on(&display);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(open, "the panel never opened:\n{}", log.text);
+    let find = |title: &str| {
+        windows
+            .iter()
+            .find(|w| w.title == title)
+            .cloned()
+            .unwrap_or_else(|| panic!("no window `{title}`: {windows:?}"))
+    };
+    let stage = find("facewire");
+    let panel = find("facewire panel");
+    for w in [&stage, &panel] {
+        assert!(
+            w.x >= 0 && w.y >= 0 && w.x + w.width <= 1920 && w.y + w.height <= 1080,
+            "off the screen: {w:?}"
+        );
+    }
+    let apart = stage.x + stage.width <= panel.x
+        || panel.x + panel.width <= stage.x
+        || stage.y + stage.height <= panel.y
+        || panel.y + panel.height <= stage.y;
+    assert!(apart, "the panel covers the stage: {stage:?} {panel:?}");
+    assert_eq!(
+        (stage.width, stage.height),
+        (1280, 720),
+        "the stage keeps its size"
+    );
 }
 
 /// SIGTERM (a service manager, `kill`, a logout) closes the stage window and ends `run` with
