@@ -5,13 +5,16 @@
 //! ```sh
 //! cargo run --example connect_card -- /tmp/connect.png [STAGE-WIDTH] [STAGE-HEIGHT] [PHONE-IP]
 //! ```
+//!
+//! With `FACEWIRE_NO_ADDRESSES=1` it draws the card a stage shows with `[window] show_addresses
+//! = false`.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use facewire::app::hud::{connect_placement, fit_connect};
+use facewire::app::hud::{connect_placement, fit_connect, fit_connect_private};
 use facewire::arkit::Protocol;
 use facewire::connect::{lan_addresses, ConnectCard, ConnectWatch, Os, NO_DATA_HINT};
 use facewire::image::RgbaImage;
@@ -64,7 +67,11 @@ fn main() -> ExitCode {
         }
     }
 
-    let image = fit_connect(watch.card(), (stage_w, stage_h));
+    let image = if std::env::var_os("FACEWIRE_NO_ADDRESSES").is_some() {
+        fit_connect_private(watch.card(), (stage_w, stage_h))
+    } else {
+        fit_connect(watch.card(), (stage_w, stage_h))
+    };
     let mut stage = RgbaImage::filled(stage_w, stage_h, [58, 66, 80, 255]);
     let (x, y) = connect_placement((stage_w, stage_h), (image.width, image.height));
     compose(&mut stage, &image, x, y);

@@ -433,6 +433,74 @@ pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
     layout.draw(width)
 }
 
+/// The connect card without this PC's addresses, for a stage that keeps them off the stream
+/// (`[window] show_addresses = false`), `width` pixels wide (at least 320): the title, where to
+/// find what to enter (the control panel and the terminal), and each listening app with its
+/// port. The hints, which may name addresses, stay in the panel and the terminal too.
+pub fn render_connect_private(card: &ConnectCard, width: u32) -> RgbaImage {
+    let width = width.max(320);
+    private_layout(card, width).draw(width)
+}
+
+/// [`render_connect_private`]'s layout, `width` pixels wide.
+fn private_layout(card: &ConnectCard, width: u32) -> Layout {
+    let mut layout = Layout::new(width);
+    let inner = layout.inner;
+    let title_scale = if text_width(card.title(), TITLE_SCALE) <= inner {
+        TITLE_SCALE
+    } else {
+        TEXT_SCALE
+    };
+    layout.text(card.title(), 0, title_scale, TEXT, 8);
+    layout.text(
+        "This PC's addresses are kept off the stage. The control panel and the terminal show \
+         what to enter in the phone app.",
+        0,
+        SMALL,
+        MUTED,
+        10,
+    );
+    if !card.apps().is_empty() {
+        layout.rule();
+    }
+    let mut rows: Vec<(String, u16)> = Vec::new();
+    for row in card.apps() {
+        match rows.iter_mut().find(|(_, port)| *port == row.port) {
+            Some((names, _)) => {
+                names.push_str(" / ");
+                names.push_str(row.app);
+            }
+            None => rows.push((row.app.to_string(), row.port)),
+        }
+    }
+    for (names, port) in rows {
+        layout.text(&names, 0, SMALL, ACCENT, 2);
+        layout.text(&format!("UDP port {port}"), INDENT, SMALL, TEXT, 6);
+    }
+    if !card.hints().is_empty() {
+        layout.rule();
+        layout.text(
+            "No face data yet: the panel and the terminal say what to check.",
+            0,
+            SMALL,
+            WARN,
+            4,
+        );
+    }
+    layout
+}
+
+/// [`fit_connect`] for the card without addresses ([`render_connect_private`]).
+pub fn fit_connect_private(card: &ConnectCard, viewport: (u32, u32)) -> RgbaImage {
+    let width = connect_width(viewport.0);
+    let image = render_connect_private(card, width);
+    if image.height <= viewport.1 {
+        return image;
+    }
+    let wide = viewport.0.saturating_sub(32).max(width / 2) * 2;
+    half(&render_connect_private(card, wide))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -582,6 +650,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_card_kept_off_the_stream_names_apps_and_ports_but_no_address() {
+        let listeners = all_apps();
+        let mut card = connect_card(&listeners, "192.168.178.20");
+        card.set_hints(silent_hints(&card, &listeners, Os::Linux));
+        let texts: Vec<String> = private_layout(&card, 1200)
+            .steps
+            .into_iter()
+            .filter_map(|step| match step {
+                Draw::Text { text, .. } => Some(text),
+                Draw::Fill(..) => None,
+            })
+            .collect();
+        let all = texts.join("\n");
+        for address in ["192.168.178.20", "172.17.0.1"] {
+            assert!(!all.contains(address), "{address} is on the stage:\n{all}");
+        }
+        for expected in [
+            "UDP port 39539",
+            "iFacialMocap",
+            "control panel",
+            "No face data",
+        ] {
+            assert!(all.contains(expected), "no `{expected}`:\n{all}");
+        }
+        // It fits a small stage too.
+        let image = fit_connect_private(&card, (640, 480));
+        assert!(image.width <= 640 && image.height <= 480);
     }
 
     #[test]

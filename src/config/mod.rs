@@ -160,6 +160,9 @@ pub struct WindowConfig {
     /// Register the expressions' keys with the desktop, so they work while another window has
     /// the focus (where the desktop allows it); off, they work on the stage only.
     pub global_hotkeys: bool,
+    /// Show this PC's network addresses on the stage's connect card; off, the card (which OBS
+    /// captures) names the apps and ports only and points at the panel and the terminal.
+    pub show_addresses: bool,
 }
 
 impl Default for WindowConfig {
@@ -176,6 +179,7 @@ impl Default for WindowConfig {
             panel: true,
             motion: MotionMode::Interpolate,
             global_hotkeys: true,
+            show_addresses: true,
         }
     }
 }

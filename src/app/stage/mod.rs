@@ -501,7 +501,12 @@ impl StageApp {
                     let width = crate::app::hud::prompt_width(viewport.0);
                     overlay.set_image(&crate::app::hud::render_prompt(card, width));
                 } else if let Some(card) = connect {
-                    overlay.set_image(&crate::app::hud::fit_connect(card, viewport));
+                    let image = if self.options.config.window.show_addresses {
+                        crate::app::hud::fit_connect(card, viewport)
+                    } else {
+                        crate::app::hud::fit_connect_private(card, viewport)
+                    };
+                    overlay.set_image(&image);
                 }
                 self.card_dirty = false;
             }
