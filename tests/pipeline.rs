@@ -903,7 +903,8 @@ fn llf_csv(seconds: f64) -> String {
 
 #[test]
 fn stage_and_panel_play_a_replay_and_take_screenshots() {
-    let Some((_xvfb, display)) = start_xvfb() else {
+    // A 1920x1080 screen: the stage at its full size, the panel in the room beside it.
+    let Some((_xvfb, display)) = start_xvfb_sized("1920x1080") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -929,7 +930,7 @@ fn stage_and_panel_play_a_replay_and_take_screenshots() {
         image.save_png(&out_dir("window").join(name)).unwrap();
     }
     assert_eq!((stage.width, stage.height), (1280, 720));
-    assert_eq!((panel.width, panel.height), (900, 760));
+    assert_eq!((panel.width, panel.height), (1920 - 1280 - 8, 760));
     // The stage shows only the avatar on the chroma background.
     let corner = stage.pixel(10, 10);
     assert!(corner[1] > 150 && corner[0] < 40, "stage corner {corner:?}");

@@ -598,6 +598,8 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
     let room = ui.available_width() - 320.0 - columns.len() as f32 * (layer_width + 8.0);
     let widest = if columns.is_empty() { 90.0 } else { 56.0 };
     let show_raw = room / 3.0 - 44.0 >= 24.0;
+    // A narrow panel shows the targets' weights as bars alone, so each row stays one line.
+    let narrow = ui.available_width() < 800.0;
     let meters = if show_raw { 3.0 } else { 2.0 };
     let value_width = (room / meters - 44.0).clamp(16.0, widest);
     egui::ScrollArea::vertical()
@@ -661,7 +663,12 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
                             }
                             for (target, weight) in &row.targets {
                                 ui.label(RichText::new(target.as_str()).small());
-                                meter(ui, Some(*weight), target_color, 50.0);
+                                if narrow {
+                                    bar(ui, Some(*weight), target_color, 30.0)
+                                        .on_hover_text(format!("{target}: {weight:.2}"));
+                                } else {
+                                    meter(ui, Some(*weight), target_color, 50.0);
+                                }
                             }
                         });
                         ui.end_row();
