@@ -1162,3 +1162,43 @@ fn godettes_vrm_presets_are_expressions_without_configuration() {
         assert!((pose.weights[0][LOOK_UP] - up).abs() < 1e-6);
     }
 }
+
+/// The panel's "drives" column names what each channel moves on a VRM avatar: its expressions
+/// (the blinks, the mouth's vowels) and its eye bones, never "(nothing)" for a channel that
+/// moves the face.
+#[test]
+fn the_panel_names_what_each_channel_drives_on_a_vrm_avatar() {
+    let Some(avatar) = godette() else {
+        return;
+    };
+    let mapping = CompiledMapping::auto(avatar);
+    let telemetry = facewire::control::telemetry::Telemetry::new(std::time::Instant::now());
+    let face = frame(&[
+        (Channel::EyeBlinkLeft, 1.0),
+        (Channel::JawOpen, 0.6),
+        (Channel::EyeLookUpLeft, 0.5),
+    ]);
+    telemetry.record_mixed(&face);
+    let mut pose = avatar.rest_pose();
+    mapping.apply(&face, &mut pose);
+    let rows = facewire::panel::channel_rows(&telemetry.snapshot(), &mapping, avatar, &pose);
+    let drives = |c: Channel| rows[c.index()].targets.clone();
+    for channel in [
+        Channel::EyeBlinkLeft,
+        Channel::JawOpen,
+        Channel::EyeLookUpLeft,
+    ] {
+        assert!(
+            !drives(channel).is_empty(),
+            "{channel:?} drives nothing on the panel"
+        );
+    }
+    // The blink names Godette's expression at the weight it has now.
+    let blink = drives(Channel::EyeBlinkLeft);
+    assert!(
+        blink
+            .iter()
+            .any(|(name, w)| name.starts_with("expression ") && *w > 0.9),
+        "{blink:?}"
+    );
+}

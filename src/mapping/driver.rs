@@ -273,7 +273,7 @@ pub struct ExpressionBinding {
 impl ExpressionBinding {
     /// The expression's weight for `frame` (in [0, 1], snapped when binary), or `None` when
     /// the frame carries none of its driver's sources.
-    pub(super) fn weight(&self, drivers: &[Driver], frame: &FaceFrame) -> Option<f32> {
+    pub fn weight(&self, drivers: &[Driver], frame: &FaceFrame) -> Option<f32> {
         let w = finite(drivers.get(self.driver)?.eval(frame)?).clamp(0.0, 1.0);
         Some(if !self.is_binary {
             w

@@ -158,13 +158,71 @@ pub fn channel_rows(
             .copied()
             .unwrap_or(0.0);
         for channel in driver.sources.iter().filter_map(|(s, _)| s.channel()) {
-            let row = &mut rows[channel.index()];
-            if !row.targets.iter().any(|(n, _)| *n == name) {
-                row.targets.push((name.clone(), weight));
+            add(&mut rows, channel, &name, weight);
+        }
+    }
+    // A VRM avatar moves its face through its expressions (blink, the vowels, the presets),
+    // its eyes and jaw through bones: each is named where its channels drive it.
+    let mixed = telemetry.mixed.as_ref();
+    let expressions = avatar.vrm.as_ref().map_or(&[][..], |v| &v.expressions[..]);
+    for binding in &mapping.expressions {
+        let Some(driver) = mapping.drivers.get(binding.driver) else {
+            continue;
+        };
+        let Some(expression) = expressions.get(binding.expression) else {
+            continue;
+        };
+        let name = format!("expression {}", expression.name);
+        let weight = mixed
+            .and_then(|f| binding.weight(&mapping.drivers, f))
+            .unwrap_or(0.0);
+        for channel in driver.sources.iter().filter_map(|(s, _)| s.channel()) {
+            add(&mut rows, channel, &name, weight);
+        }
+    }
+    let value = |c: Channel| mixed.and_then(|f| f.get(c)).unwrap_or(0.0);
+    use Channel::*;
+    let eyes = [
+        (
+            mapping.left_eye,
+            "left eye bone",
+            [
+                EyeLookUpLeft,
+                EyeLookDownLeft,
+                EyeLookInLeft,
+                EyeLookOutLeft,
+            ],
+        ),
+        (
+            mapping.right_eye,
+            "right eye bone",
+            [
+                EyeLookUpRight,
+                EyeLookDownRight,
+                EyeLookInRight,
+                EyeLookOutRight,
+            ],
+        ),
+    ];
+    for (node, name, channels) in eyes {
+        if node.is_some() {
+            for channel in channels {
+                add(&mut rows, channel, name, value(channel));
             }
         }
     }
+    if let Some(channel) = mapping.jaw.as_ref().and_then(|j| j.source.channel()) {
+        add(&mut rows, channel, "jaw bone", value(channel));
+    }
     rows
+}
+
+/// Adds `name` at `weight` to what `channel`'s row drives, once.
+fn add(rows: &mut [ChannelRow], channel: Channel, name: &str, weight: f32) {
+    let row = &mut rows[channel.index()];
+    if !row.targets.iter().any(|(n, _)| n == name) {
+        row.targets.push((name.to_string(), weight.clamp(0.0, 1.0)));
+    }
 }
 
 /// `mesh/target` as the panel names a morph target (the target's index where it has no name).
