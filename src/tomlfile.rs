@@ -255,6 +255,65 @@ impl TomlFile {
         Ok(())
     }
 
+    /// Sets the key `key` of the top-level table `table` to `value` (`None` removes it), leaving
+    /// every other key, comment and table as written; the table is added at the end when the
+    /// file has none. Fails when `table` holds something other than a table.
+    pub fn set_key<T: Serialize + ?Sized>(
+        &mut self,
+        table: &str,
+        key: &str,
+        value: Option<&T>,
+    ) -> Result<(), TomlFileError> {
+        let value = match value {
+            Some(v) => Some(
+                toml_edit::ser::to_document(&std::collections::BTreeMap::from([(key, v)]))
+                    .map_err(|cause| TomlFileError::Serialize {
+                        path: self.path.clone(),
+                        cause,
+                    })?
+                    .as_table()
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+            None => None,
+        };
+        let root = self.doc.as_table_mut();
+        if root.get(table).is_none() {
+            if value.is_none() {
+                return Ok(());
+            }
+            let mut item = Item::Table(Table::new());
+            mark_added(&mut item);
+            root.insert(table, item);
+        }
+        let Some(t) = root.get_mut(table).and_then(Item::as_table_like_mut) else {
+            return Err(TomlFileError::NotATable {
+                path: self.path.clone(),
+                key: table.to_string(),
+            });
+        };
+        match value {
+            Some(v) => match t.get_mut(key) {
+                // The value changes where it stands: its comments and spacing stay.
+                Some(Item::Value(old)) => {
+                    if let Item::Value(mut new) = v {
+                        *new.decor_mut() = old.decor().clone();
+                        *old = new;
+                    }
+                }
+                _ => {
+                    t.insert(key, v);
+                }
+            },
+            None => {
+                t.remove(key);
+            }
+        }
+        settle(&mut self.doc, &[]);
+        Ok(())
+    }
+
     /// The file's text as [`TomlFile::write`] writes it.
     pub fn text(&self) -> String {
         let text = self.doc.to_string();
@@ -912,5 +971,37 @@ token = \"2\"
         assert!(err.to_string().contains("missing.toml"), "{err}");
         let err = save(&dir.path().join("n.toml"), &1, "").unwrap_err();
         assert!(matches!(err, TomlFileError::Serialize { .. }), "{err}");
+    }
+
+    #[test]
+    fn one_key_is_set_or_removed_and_the_rest_stays_as_written() {
+        let text = "# my setup\n[window]\ntitle = \"x\" # keep me\n\n[ingest]\n# the phone\nphone = \"10.0.0.2\"   # my iPhone\nlisten = [\"0.0.0.0:39539\"]\n";
+        let mut file = TomlFile::parse(Path::new("f.toml"), text).unwrap();
+        file.set_key("ingest", "phone", Some("192.168.1.23"))
+            .unwrap();
+        let out = file.text();
+        assert!(
+            out.contains("# the phone\nphone = \"192.168.1.23\"   # my iPhone\n"),
+            "{out}"
+        );
+        assert!(out.contains("title = \"x\" # keep me") && out.starts_with("# my setup"));
+        assert!(out.contains("listen = [\"0.0.0.0:39539\"]"), "{out}");
+        file.set_key::<str>("ingest", "phone", None).unwrap();
+        let out = file.text();
+        assert!(!out.contains("phone ="), "{out}");
+        assert!(out.contains("listen ="), "{out}");
+        // A missing table is added; removing from a missing table changes nothing.
+        let mut file = TomlFile::parse(Path::new("f.toml"), "[window]\n").unwrap();
+        file.set_key::<str>("ingest", "phone", None).unwrap();
+        assert_eq!(file.text(), "[window]\n");
+        file.set_key("ingest", "phone", Some("::1")).unwrap();
+        let parsed: toml::Table = toml::from_str(&file.text()).unwrap();
+        assert_eq!(parsed["ingest"]["phone"].as_str(), Some("::1"));
+        // A key that is not a table is refused.
+        let mut file = TomlFile::parse(Path::new("f.toml"), "ingest = 3\n").unwrap();
+        assert!(matches!(
+            file.set_key("ingest", "phone", Some("::1")),
+            Err(TomlFileError::NotATable { .. })
+        ));
     }
 }

@@ -923,6 +923,39 @@ fn ifacialmocap_and_facemotion3d_stream_after_the_start_string() {
     }
 }
 
+/// A phone named while the run lasts (the panel's address field) gets its start message at
+/// once; before that, with no phone named and no sender to follow, nothing is sent.
+#[test]
+fn a_phone_named_while_running_gets_the_start_message() {
+    let phone = FakePhone::start(|_, _| Vec::new());
+    let (handle, _rx) = start_with(IngestConfig {
+        listen: vec![],
+        phones: vec![phone_listen(Protocol::IFacialMocap)],
+        phone: None,
+        phone_ports: PhonePorts {
+            ifacialmocap: phone.addr.port(),
+            ..PhonePorts::default()
+        },
+        ..IngestConfig::default()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(phone.received().is_empty(), "sent before a phone was named");
+    assert_eq!(handle.phone(), None);
+    handle.set_phone(Some(IpAddr::from([127, 0, 0, 1])));
+    assert_eq!(handle.phone(), Some(IpAddr::from([127, 0, 0, 1])));
+    let deadline = Instant::now() + WAIT;
+    while phone.received().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "no start message after naming the phone"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(phone.received()[0].0, IFM_START.as_bytes());
+    handle.shutdown();
+    phone.stop();
+}
+
 #[test]
 fn vtube_studio_streams_while_requests_come_and_stops_after() {
     let sample = vts_sample();

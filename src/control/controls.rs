@@ -62,4 +62,18 @@ pub trait Controls {
     fn expressions(&self) -> Vec<ExpressionStatus> {
         Vec::new()
     }
+
+    /// The phone that iFacialMocap, Facemotion3d, VTube Studio and MeowFace are asked for data
+    /// (`ingest.phone`), as the panel's field shows it ("" for none).
+    fn phone(&self) -> String {
+        String::new()
+    }
+
+    /// Asks the phone at `address` (empty: the phone that sends first) from now on, and with
+    /// `save` writes it into the configuration file as `[ingest] phone` (comments kept).
+    /// Returns a confirmation, or what went wrong and how to fix it.
+    fn set_phone(&mut self, address: &str, save: bool) -> Result<String, String> {
+        let _ = (address, save);
+        Err("there is no live network input to ask a phone for data".into())
+    }
 }

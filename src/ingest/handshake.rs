@@ -79,6 +79,11 @@ impl Schedule {
         }
     }
 
+    /// Its rule.
+    pub(crate) fn rule(&self) -> Rule {
+        self.rule
+    }
+
     /// Records a send (successful or not) at `now`.
     pub(crate) fn sent(&mut self, now: Instant) {
         self.last_sent = Some(now);

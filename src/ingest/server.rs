@@ -131,6 +131,8 @@ pub struct IngestHandle<A = ()> {
     net_stats: Arc<Mutex<NetStats>>,
     /// What each listener has heard, updated once per datagram.
     reports: Arc<Mutex<Reports>>,
+    /// The phone the start messages go to, changed while the run lasts.
+    phone: watch::Sender<Option<IpAddr>>,
     /// The thread. Declared before `attached`: fields drop in order, so a dropped handle stops
     /// the thread (and with it the tap and the sink) before what is attached goes.
     thread: Running,
@@ -149,6 +151,7 @@ impl IngestHandle {
             stats,
             net_stats,
             reports,
+            phone,
             thread,
             attached: (),
         } = self;
@@ -159,6 +162,7 @@ impl IngestHandle {
             stats,
             net_stats,
             reports,
+            phone,
             thread,
             attached,
         }
@@ -214,6 +218,22 @@ impl<A> IngestHandle<A> {
     /// poll ([`IngestProbe`]).
     pub fn probe(&self) -> IngestProbe {
         IngestProbe::new(Arc::clone(&self.reports))
+    }
+
+    /// Sends the start messages of iFacialMocap, Facemotion3d, VTube Studio and MeowFace to
+    /// `phone` from now on (`None`: to the sender facewire follows, as without `ingest.phone`);
+    /// a new address gets them at once.
+    pub fn set_phone(&self, phone: Option<IpAddr>) {
+        self.phone.send_if_modified(|now| {
+            let changed = *now != phone;
+            *now = phone;
+            changed
+        });
+    }
+
+    /// The phone the start messages go to (`None`: the sender facewire follows).
+    pub fn phone(&self) -> Option<IpAddr> {
+        *self.phone.borrow()
     }
 
     /// What is attached to the run ([`IngestHandle::attach`]).
@@ -319,6 +339,7 @@ pub fn spawn(
         listeners.iter().map(|l| (l.kind, l.addr)),
     )));
     let (stop, stopped) = watch::channel(false);
+    let (phone, phone_rx) = watch::channel(config.phone);
     let receiver = Receiver {
         kinds: listeners.iter().map(|l| l.kind).collect(),
         locals: listeners.iter().map(|l| l.addr).collect(),
@@ -328,7 +349,7 @@ pub fn spawn(
         reports: Arc::clone(&reports),
         silence_after: config.silence_after,
         guard: Guard::new(config.allow.clone(), config.prefer, config.lock_release),
-        phone: config.phone,
+        phone: phone_rx,
         handshakes,
         sink,
         tap: config.tap.take(),
@@ -345,6 +366,7 @@ pub fn spawn(
         stats,
         net_stats,
         reports,
+        phone,
         thread: Running {
             stop,
             thread: Some(thread),
@@ -453,8 +475,8 @@ struct Receiver {
     silence_after: Duration,
     /// The allow-list and the source lock.
     guard: Guard,
-    /// The configured phone.
-    phone: Option<IpAddr>,
+    /// The phone the start messages go to ([`IngestHandle::set_phone`] changes it).
+    phone: watch::Receiver<Option<IpAddr>>,
     /// The start messages.
     handshakes: Vec<Handshake>,
     /// The frame callback.
@@ -802,8 +824,14 @@ impl Receiver {
     /// Sends every start message that is due.
     fn send_handshakes(&mut self, state: &mut Loop, now: Instant) {
         let mut changed = false;
+        let moved = self.phone.has_changed().unwrap_or(false);
+        let phone = *self.phone.borrow_and_update();
         for hs in &mut self.handshakes {
-            let Some(ip) = self.phone.or_else(|| self.guard.locked_ip(hs.family)) else {
+            if moved {
+                // A phone named anew gets its start message at once.
+                hs.schedule = Schedule::new(hs.schedule.rule());
+            }
+            let Some(ip) = phone.or_else(|| self.guard.locked_ip(hs.family)) else {
                 continue;
             };
             if !hs.schedule.due(now, state.last_frame[slot(hs.family)]) {

@@ -3,6 +3,7 @@
 
 use egui::{Color32, RichText};
 
+use super::PanelAction;
 use crate::connect::ConnectCard;
 
 /// The connect card as the panel shows it.
@@ -12,6 +13,8 @@ pub struct ConnectView {
     pub card: ConnectCard,
     /// No frame has arrived yet: the section opens and shows the hints.
     pub waiting: bool,
+    /// The phone asked for data now (`ingest.phone`; empty for none).
+    pub phone: String,
 }
 
 /// The colour of a hint: what to check.
@@ -19,7 +22,12 @@ const HINT: Color32 = Color32::from_rgb(220, 150, 40);
 
 /// Lays out the section: open while facewire waits for the phone, folded (as "Connect another
 /// phone") once data flows.
-pub(super) fn section(ui: &mut egui::Ui, view: &ConnectView) {
+pub(super) fn section(
+    ui: &mut egui::Ui,
+    view: &ConnectView,
+    phone: &mut Option<String>,
+    actions: &mut Vec<PanelAction>,
+) {
     let card = &view.card;
     let title = if view.waiting {
         card.title()
@@ -58,6 +66,7 @@ pub(super) fn section(ui: &mut egui::Ui, view: &ConnectView) {
             for note in card.notes() {
                 ui.label(RichText::new(note).weak());
             }
+            phone_field(ui, view, phone, actions);
             if view.waiting {
                 for hint in card.hints() {
                     ui.label(RichText::new(&hint.text).color(HINT));
@@ -71,4 +80,54 @@ pub(super) fn section(ui: &mut egui::Ui, view: &ConnectView) {
                 }
             }
         });
+}
+
+/// The phone's address: iFacialMocap, Facemotion3d, VTube Studio and MeowFace stream once
+/// facewire asks the phone, so it must know where the phone is. Applied at once; saved into
+/// the configuration on request. `edited` holds the text while it differs from the one in use.
+fn phone_field(
+    ui: &mut egui::Ui,
+    view: &ConnectView,
+    edited: &mut Option<String>,
+    actions: &mut Vec<PanelAction>,
+) {
+    ui.horizontal_wrapped(|ui| {
+        ui.label("Phone's address:");
+        let text = edited.get_or_insert_with(|| view.phone.clone());
+        ui.add(
+            egui::TextEdit::singleline(text)
+                .hint_text("e.g. 192.168.1.23")
+                .desired_width(140.0),
+        );
+        let address = text.trim().to_string();
+        let changed = address != view.phone;
+        if ui
+            .add_enabled(changed, egui::Button::new("Apply"))
+            .on_hover_text("ask this phone for data from now on")
+            .clicked()
+        {
+            actions.push(PanelAction::SetPhone {
+                address: address.clone(),
+                save: false,
+            });
+        }
+        if ui
+            .button("Save")
+            .on_hover_text("ask this phone, and keep it in the configuration ([ingest] phone)")
+            .clicked()
+        {
+            actions.push(PanelAction::SetPhone {
+                address,
+                save: true,
+            });
+        }
+    });
+    ui.label(
+        RichText::new(
+            "iFacialMocap, Facemotion3d, VTube Studio and MeowFace send once facewire asks the \
+             phone; empty asks the phone that sends first.",
+        )
+        .weak()
+        .small(),
+    );
 }

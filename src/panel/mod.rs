@@ -60,6 +60,14 @@ pub enum PanelAction {
         /// Allow it (`false`: deny).
         allow: bool,
     },
+    /// Ask the phone at `address` for data (empty: the phone that sends first), and with
+    /// `save` keep it in the configuration.
+    SetPhone {
+        /// As typed.
+        address: String,
+        /// Save it as `[ingest] phone`.
+        save: bool,
+    },
     /// Switch this expression on or off (hold ones too: the panel's buttons toggle).
     ToggleExpression(String),
     /// Switch every expression off.
@@ -215,6 +223,8 @@ pub struct PanelState {
     pub messages: Messages,
     /// The Look tab's own state.
     pub look: LookTabState,
+    /// The phone's address as being typed (`None`: the one in use).
+    pub phone: Option<String>,
 }
 
 /// The colour of a tracking state's badge.
@@ -285,7 +295,7 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
         .show(ui, |ui| {
             status(ui, model);
             if let Some(view) = &model.connect {
-                connect::section(ui, view);
+                connect::section(ui, view, &mut state.phone, &mut actions);
             }
             lipsync::section(
                 ui,
@@ -661,14 +671,26 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
                             if row.targets.is_empty() {
                                 ui.label(RichText::new("(nothing)").weak());
                             }
-                            for (target, weight) in &row.targets {
+                            // Narrow, a row stays one line: the first target and how many
+                            // more, all of them on hover.
+                            let shown = if narrow { 1 } else { row.targets.len() };
+                            for (target, weight) in row.targets.iter().take(shown) {
                                 ui.label(RichText::new(target.as_str()).small());
                                 if narrow {
-                                    bar(ui, Some(*weight), target_color, 30.0)
-                                        .on_hover_text(format!("{target}: {weight:.2}"));
+                                    bar(ui, Some(*weight), target_color, 30.0);
                                 } else {
                                     meter(ui, Some(*weight), target_color, 50.0);
                                 }
+                            }
+                            let more = row.targets.len().saturating_sub(shown);
+                            if more > 0 {
+                                let all: Vec<String> = row
+                                    .targets
+                                    .iter()
+                                    .map(|(t, w)| format!("{t}: {w:.2}"))
+                                    .collect();
+                                ui.label(RichText::new(format!("+{more}")).small().weak())
+                                    .on_hover_text(all.join("\n"));
                             }
                         });
                         ui.end_row();
@@ -958,6 +980,7 @@ mod tests {
         ConnectView {
             card: ConnectCard::new(&listeners, &lan, None),
             waiting: true,
+            phone: String::new(),
         }
     }
 
@@ -990,6 +1013,7 @@ mod tests {
             let (texts, _) = pass_at(&ctx, &m, &mut state, Vec::new(), size);
             let all: String = texts.iter().map(|(t, _)| t.as_str()).collect();
             assert!(all.contains("UDP 39539"), "the card is shown: {all}");
+            assert!(all.contains("Phone's address:"), "no phone field: {all}");
             let cut: Vec<String> = texts
                 .iter()
                 .filter(|(_, rect)| rect.max.x > width + 0.5)

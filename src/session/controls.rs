@@ -48,6 +48,8 @@ pub struct LiveControls {
     api: Option<super::ApiModel>,
     /// The expressions and their states, as the chain publishes them.
     expressions: ExpressionsWatch,
+    /// The configuration file the run started with, where the panel's settings are saved.
+    config_path: Option<PathBuf>,
 }
 
 /// Watches `path` and sends each saved version to the stage; `None` (logged) when it cannot.
@@ -88,6 +90,7 @@ impl LiveControls {
             lipsync: None,
             api: None,
             expressions: tokio::sync::watch::channel(Vec::new()).1,
+            config_path: None,
         }
     }
 
@@ -95,6 +98,13 @@ impl LiveControls {
     /// vowels and a chosen profile's voice applies.
     pub fn with_lipsync(mut self, lipsync: Option<super::LipSource>) -> LiveControls {
         self.lipsync = lipsync;
+        self
+    }
+
+    /// Saves the panel's settings (the phone's address) into `path`, the configuration file
+    /// the run started with.
+    pub fn with_config_path(mut self, path: Option<&Path>) -> LiveControls {
+        self.config_path = path.map(Path::to_path_buf);
         self
     }
 
@@ -305,6 +315,39 @@ impl Controls for LiveControls {
         self.config_folder.clone()
     }
 
+    fn phone(&self) -> String {
+        match &self.input {
+            Some(Input::Network(handle)) => handle.phone().map(|ip| ip.to_string()),
+            _ => self.config.ingest.phone.map(|ip| ip.to_string()),
+        }
+        .unwrap_or_default()
+    }
+
+    fn set_phone(&mut self, address: &str, save: bool) -> Result<String, String> {
+        let phone = parse_phone(address)?;
+        let Some(Input::Network(handle)) = &self.input else {
+            return Err("a replay asks no phone for data".into());
+        };
+        handle.set_phone(phone);
+        self.config.ingest.phone = phone;
+        let asked = match phone {
+            Some(ip) => format!("asking the phone at {ip} for data"),
+            None => "asking the phone that sends first for data".to_string(),
+        };
+        if !save {
+            return Ok(asked);
+        }
+        let Some(path) = &self.config_path else {
+            return Err(format!(
+                "{asked}; not saved: facewire started without a configuration file \
+                 (--config PATH names one)"
+            ));
+        };
+        save_phone(path, phone)
+            .map(|()| format!("{asked}; saved as [ingest] phone in {}", path.display()))
+            .map_err(|e| format!("{asked}; not saved: {e}"))
+    }
+
     fn models(&self) -> Vec<PathBuf> {
         super::models_in(&self.config.render.models_dir)
     }
@@ -333,5 +376,75 @@ impl Controls for LiveControls {
                 text: format!("cannot load the avatar: {error}"),
             });
         }
+    }
+}
+
+/// The phone's address as typed in the panel: an IP address, or empty for none.
+fn parse_phone(text: &str) -> Result<Option<std::net::IpAddr>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        format!(
+            "`{text}` is not an IP address: enter the address the phone app shows, such as \
+             192.168.1.23 (empty: the phone that sends first)"
+        )
+    })
+}
+
+/// Writes `phone` into the configuration file at `path` as `[ingest] phone` (removed for
+/// `None`), keeping everything else as written; the result must load before it replaces the
+/// file.
+pub fn save_phone(path: &Path, phone: Option<std::net::IpAddr>) -> Result<(), String> {
+    let mut file = crate::tomlfile::TomlFile::read(path).map_err(|e| e.to_string())?;
+    let text = phone.map(|ip| ip.to_string());
+    file.set_key("ingest", "phone", text.as_ref())
+        .map_err(|e| e.to_string())?;
+    let label = path.display().to_string();
+    match Config::parse(&file.text(), &label) {
+        Ok(parsed) if parsed.ingest.phone == phone => {}
+        Ok(_) => return Err("the new [ingest] phone did not take".into()),
+        Err(error) => return Err(error.to_string()),
+    }
+    file.write().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_phone_is_saved_into_the_configuration_with_its_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("facewire.toml");
+        let text = "# mine\n[ingest]\n# where the phone is\nlisten = [\"0.0.0.0:39539\"]\n";
+        std::fs::write(&path, text).unwrap();
+        let ip: std::net::IpAddr = "192.168.1.23".parse().unwrap();
+        save_phone(&path, Some(ip)).unwrap();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            saved.starts_with("# mine\n[ingest]\n# where the phone is\n"),
+            "{saved}"
+        );
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.ingest.phone, Some(ip));
+        save_phone(&path, None).unwrap();
+        assert_eq!(Config::load(&path).unwrap().ingest.phone, None);
+        // A broken file is left alone, with the reason.
+        std::fs::write(&path, "[ingest\n").unwrap();
+        assert!(save_phone(&path, Some(ip)).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[ingest\n");
+    }
+
+    #[test]
+    fn a_typed_phone_is_an_ip_address_or_empty() {
+        assert_eq!(parse_phone("  "), Ok(None));
+        assert_eq!(
+            parse_phone(" 192.168.1.23 "),
+            Ok(Some("192.168.1.23".parse().unwrap()))
+        );
+        let error = parse_phone("192.168.1").unwrap_err();
+        assert!(error.contains("not an IP address") && error.contains("192.168.1.23"));
     }
 }

@@ -165,7 +165,8 @@ pub fn stage(
     )
     .with_lipsync(live.lipsync)
     .with_api(live.api.as_ref().map(|api| api.model.clone()))
-    .with_expressions(live.expressions);
+    .with_expressions(live.expressions)
+    .with_config_path(run.source);
     Ok(StageRun {
         receiver,
         controls,

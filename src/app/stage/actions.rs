@@ -89,6 +89,14 @@ impl StageApp {
                 self.post(Topic::General, result);
             }
             PanelAction::ClearMessages => self.panel_state.messages.clear(),
+            PanelAction::SetPhone { address, save } => {
+                let result = controls.set_phone(&address, save);
+                if result.is_ok() {
+                    // The field shows the address in use again.
+                    self.panel_state.phone = None;
+                }
+                self.post(Topic::Config, result);
+            }
             PanelAction::AnswerPlugin { id, allow } => {
                 let result = self.plugins.answer(id, allow);
                 self.post(Topic::Api, result);

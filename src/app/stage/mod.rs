@@ -399,6 +399,11 @@ impl StageApp {
                 .map(|card| crate::panel::ConnectView {
                     card: card.clone(),
                     waiting: self.connect_waiting,
+                    phone: self
+                        .controls
+                        .as_ref()
+                        .map(|c| c.phone())
+                        .unwrap_or_default(),
                 }),
             hotkeys: STAGE_HOTKEYS,
             plugins: self.plugins.waiting(),
