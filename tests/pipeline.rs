@@ -1772,6 +1772,43 @@ fn partial_skips_a_taken_usual_port_and_runs_the_others() {
     );
 }
 
+/// Two listeners whose ports are taken: one message names both, each with its fix, so that
+/// a newcomer fixes them in one go rather than one run at a time.
+#[test]
+fn every_taken_port_is_listed_in_one_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let osc = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let llf = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (osc_addr, llf_addr) = (osc.local_addr().unwrap(), llf.local_addr().unwrap());
+    let config = dir.path().join("taken.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[ingest]\nlisten = [\"{osc_addr}\"]\nifacialmocap = []\nfacemotion3d = []\n\
+             livelinkface = [\"{llf_addr}\"]\nvtubestudio = []\n"
+        ),
+    )
+    .unwrap();
+    let output = facewire()
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--headless", "--exit-after", "1", "--size", "64x64"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("2 listeners cannot start"), "{stderr}");
+    for addr in [osc_addr, llf_addr] {
+        assert!(
+            stderr.contains(&format!("on {addr} (UDP)")),
+            "{addr}:\n{stderr}"
+        );
+    }
+    assert!(stderr.contains("--listen 127.0.0.1:"), "{stderr}");
+    assert!(stderr.contains("[ingest] livelinkface = ["), "{stderr}");
+    drop((osc, llf));
+}
+
 #[test]
 fn the_connect_card_names_the_port_and_then_which_app_sends_to_it() {
     let dir = out_dir("connect-card");

@@ -45,6 +45,10 @@ pub enum IngestError {
         /// this one (it is on its usual address, and there are others).
         partial_helps: bool,
     },
+    /// Several required listeners could not be bound: each one's message (with the
+    /// operating system's words), so that every taken port is fixed in one go.
+    #[error("{} listeners cannot start:{}", .0.len(), several(.0))]
+    Several(Vec<IngestError>),
     /// A bound socket could not be handed to tokio.
     #[error("cannot set up the UDP socket on {addr}")]
     Socket {
@@ -60,6 +64,17 @@ pub enum IngestError {
     /// The ingest thread could not be spawned.
     #[error("cannot spawn the ingest thread")]
     Thread(#[source] io::Error),
+}
+
+/// The lines of [`IngestError::Several`]: each error with its cause, one per line.
+fn several(errors: &[IngestError]) -> String {
+    errors
+        .iter()
+        .map(|e| match std::error::Error::source(e) {
+            Some(cause) => format!("\n  - {e}: {cause}"),
+            None => format!("\n  - {e}"),
+        })
+        .collect()
 }
 
 /// The `[ingest]` key of a listener kind.
@@ -207,6 +222,7 @@ pub(super) fn bind_all(wanted: &[Wanted]) -> Result<Bound, IngestError> {
         skipped: Vec::new(),
     };
     let mut first_error = None;
+    let mut required = Vec::new();
     for w in wanted {
         let partial_helps = w.required && wanted.len() > 1 && w.addr == default_addr(w.kind);
         match bind(w.kind, w.addr, partial_helps) {
@@ -217,7 +233,7 @@ pub(super) fn bind_all(wanted: &[Wanted]) -> Result<Bound, IngestError> {
                     addr: local,
                 });
             }
-            Err(err) if w.required => return Err(err),
+            Err(err) if w.required => required.push(err),
             Err(err) => {
                 let cause = std::error::Error::source(&err)
                     .map(ToString::to_string)
@@ -242,6 +258,12 @@ pub(super) fn bind_all(wanted: &[Wanted]) -> Result<Bound, IngestError> {
                 first_error.get_or_insert(err);
             }
         }
+    }
+    // Every required listener that failed, in one message.
+    match required.len() {
+        0 => {}
+        1 => return Err(required.remove(0)),
+        _ => return Err(IngestError::Several(required)),
     }
     if bound.sockets.is_empty() {
         return Err(first_error.unwrap_or(IngestError::NoListenAddress));
