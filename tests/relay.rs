@@ -220,22 +220,25 @@ fn sigterm_and_sigint_end_the_relay_and_a_headless_run_with_status_0() {
     }
 }
 
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// The top-level modules of `src` and which of ours each names (`crate::X`), test modules left
 /// out, as `../shared/tools/modgraph.py` reads them.
 fn module_graph() -> BTreeMap<String, BTreeMap<String, String>> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let src = repo().join("src");
-    let mut files = Vec::new();
-    walk(&src, &mut files);
+    let files = rust_files(&src);
     let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for file in files {
         let rel = file.strip_prefix(&src).unwrap();
@@ -338,19 +341,8 @@ fn no_circle_between_top_level_modules_and_session_names_no_front_end() {
 /// their own; nothing outside `src/mixer` (tests aside) finds a layer by a name string.
 #[test]
 fn no_layer_is_found_by_name_outside_the_mixer() {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let src = repo().join("src");
-    let mut files = Vec::new();
-    walk(&src, &mut files);
+    let files = rust_files(&src);
     let mut found = Vec::new();
     for file in files {
         let rel = file.strip_prefix(&src).unwrap();

@@ -256,13 +256,19 @@ pub fn connect_placement(viewport: (u32, u32), card_size: (u32, u32)) -> (i32, i
 /// half size, so the 16-pixel text becomes 8-pixel text and a small stage (800x800, 640x480)
 /// still shows the whole card.
 pub fn fit_connect(card: &ConnectCard, viewport: (u32, u32)) -> RgbaImage {
+    fit(viewport, |width| render_connect(card, width))
+}
+
+/// A card drawn by `render` (at a width) that fits a `viewport`-sized stage, as
+/// [`fit_connect`] says.
+fn fit(viewport: (u32, u32), render: impl Fn(u32) -> RgbaImage) -> RgbaImage {
     let width = connect_width(viewport.0);
-    let image = render_connect(card, width);
+    let image = render(width);
     if image.height <= viewport.1 {
         return image;
     }
     let wide = viewport.0.saturating_sub(32).max(width / 2) * 2;
-    half(&render_connect(card, wide))
+    half(&render(wide))
 }
 
 /// `image` at half its size, each 2x2 block of pixels averaged.
@@ -492,13 +498,7 @@ fn private_layout(card: &ConnectCard, width: u32) -> Layout {
 
 /// [`fit_connect`] for the card without addresses ([`render_connect_private`]).
 pub fn fit_connect_private(card: &ConnectCard, viewport: (u32, u32)) -> RgbaImage {
-    let width = connect_width(viewport.0);
-    let image = render_connect_private(card, width);
-    if image.height <= viewport.1 {
-        return image;
-    }
-    let wide = viewport.0.saturating_sub(32).max(width / 2) * 2;
-    half(&render_connect_private(card, wide))
+    fit(viewport, |width| render_connect_private(card, width))
 }
 
 #[cfg(test)]

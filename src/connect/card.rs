@@ -83,8 +83,7 @@ fn what_to_enter(protocol: Protocol, pc: &str, port: u16, phone: Option<IpAddr>)
     let ask = |extra: &str| match phone {
         Some(phone) => format!("{extra}facewire asks {phone} for data; keep the app open"),
         None => format!(
-            "{}enter the address the app shows as the phone's address in the control panel \
-             (or start facewire with --phone PHONE-IP)",
+            "{}type the address the app shows in the panel (or --phone IP)",
             if extra.is_empty() {
                 String::new()
             } else {
@@ -387,13 +386,12 @@ mod tests {
         assert_eq!(row(&card, Protocol::LiveLinkFace).port, 11111);
         assert_eq!(
             row(&card, Protocol::IFacialMocap).enter,
-            "enter the address the app shows as the phone's address in the control panel (or \
-             start facewire with --phone PHONE-IP)"
+            "type the address the app shows in the panel (or --phone IP)"
         );
         assert_eq!(
             row(&card, Protocol::VTubeStudio).enter,
-            "turn on 3rd Party PC Clients, then enter the address the app shows as the phone's \
-             address in the control panel (or start facewire with --phone PHONE-IP)"
+            "turn on 3rd Party PC Clients, then type the address the app shows in the panel (or \
+             --phone IP)"
         );
         assert_eq!(card.ports(), [39539, 49983, 49993, 11111, 11125]);
         // 0.0.0.0 hears IPv4 only; loopback is never offered to the phone.

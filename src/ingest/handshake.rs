@@ -11,7 +11,16 @@
 //! Start messages go only to the phone named in `ingest.phone`, or, when none is named, to the
 //! address of the source facewire follows; never to a broadcast address.
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+
+use tracing::warn;
+
+use super::bind::BoundListener;
+use super::config::IngestConfig;
+use super::ifacialmocap::{self, TextSender};
+use super::vts;
+use crate::arkit::Protocol;
 
 /// How often an iFacialMocap or Facemotion3d start string is repeated while no data comes.
 pub const TEXT_RETRY: Duration = Duration::from_secs(2);
@@ -88,6 +97,73 @@ impl Schedule {
     pub(crate) fn sent(&mut self, now: Instant) {
         self.last_sent = Some(now);
     }
+}
+
+/// One start message and when to send it.
+pub(crate) struct Handshake {
+    /// The protocol it starts.
+    pub(crate) family: Protocol,
+    /// The index of the socket it is sent from (the phone answers to the sender's address).
+    pub(crate) socket: usize,
+    /// The phone's port.
+    pub(crate) port: u16,
+    /// The datagram.
+    pub(crate) message: Vec<u8>,
+    /// When it is due.
+    pub(crate) schedule: Schedule,
+    /// The target it was last announced to in the log.
+    pub(crate) announced: Option<SocketAddr>,
+}
+
+/// The start messages for the bound listeners that need one.
+pub(crate) fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handshake> {
+    let first = |protocol| listeners.iter().position(|l| l.kind == protocol);
+    let text_rule = Rule::WhileMissing {
+        retry: TEXT_RETRY,
+        silence: TEXT_SILENCE,
+    };
+    let mut out = Vec::new();
+    if let Some(socket) = first(Protocol::IFacialMocap) {
+        out.push(Handshake {
+            family: Protocol::IFacialMocap,
+            socket,
+            port: config.phone_ports.ifacialmocap,
+            message: ifacialmocap::handshake(TextSender::IFacialMocap, false).into_bytes(),
+            schedule: Schedule::new(text_rule),
+            announced: None,
+        });
+    }
+    if let Some(socket) = first(Protocol::Facemotion3d) {
+        out.push(Handshake {
+            family: Protocol::Facemotion3d,
+            socket,
+            port: config.phone_ports.facemotion3d,
+            message: ifacialmocap::handshake(TextSender::Facemotion3d, false).into_bytes(),
+            schedule: Schedule::new(text_rule),
+            announced: None,
+        });
+    }
+    if let Some(socket) = first(Protocol::VTubeStudio) {
+        // The phone streams to the request's source address on every port it names.
+        let ports: Vec<u16> = listeners
+            .iter()
+            .filter(|l| l.kind == Protocol::VTubeStudio)
+            .map(|l| l.addr.port())
+            .take(vts::MAX_REQUEST_PORTS)
+            .collect();
+        match vts::vts_request(VTS_SENT_BY, &ports, VTS_REQUEST_TIME_S) {
+            Ok(request) => out.push(Handshake {
+                family: Protocol::VTubeStudio,
+                socket,
+                port: config.phone_ports.vtubestudio,
+                message: request.into_bytes(),
+                schedule: Schedule::new(Rule::Every(VTS_PERIOD)),
+                announced: None,
+            }),
+            Err(err) => warn!(%err, "cannot build the VTube Studio request; not sending one"),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

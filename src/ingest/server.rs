@@ -18,14 +18,13 @@ use super::bind::{bind_all, Bound, BoundListener, IngestError, Wanted};
 use super::config::IngestConfig;
 use super::decoder::{DatagramClass, Decoder, KeyEvent, MAX_DATAGRAM, MAX_KEYS};
 use super::guard::{Admit, Guard, GuardStats};
-use super::handshake::{self, Rule, Schedule};
-use super::ifacialmocap::{self, TextSender};
+use super::handshake::{handshakes, Handshake, Schedule};
+use super::ifacialmocap;
 use super::phone::{PhoneDecoder, PhoneStats};
 use super::report::{Heard, IngestProbe, ListenerReport, Reports};
 use super::sniff;
 use super::stats::{RateLimiter, Stats};
 use super::tap::{RawDatagram, Tap};
-use super::vts;
 pub use crate::arkit::FrameSink;
 use crate::arkit::{FaceFrame, Protocol};
 
@@ -373,77 +372,6 @@ pub fn spawn(
         },
         attached: (),
     })
-}
-
-/// One start message and when to send it.
-struct Handshake {
-    /// The protocol it starts.
-    family: Protocol,
-    /// The index of the socket it is sent from (the phone answers to the sender's address).
-    socket: usize,
-    /// The phone's port.
-    port: u16,
-    /// The datagram.
-    message: Vec<u8>,
-    /// When it is due.
-    schedule: Schedule,
-    /// The target it was last announced to in the log.
-    announced: Option<SocketAddr>,
-}
-
-/// The start messages for the bound listeners that need one.
-fn handshakes(config: &IngestConfig, listeners: &[BoundListener]) -> Vec<Handshake> {
-    let first = |protocol| listeners.iter().position(|l| l.kind == protocol);
-    let text_rule = Rule::WhileMissing {
-        retry: handshake::TEXT_RETRY,
-        silence: handshake::TEXT_SILENCE,
-    };
-    let mut out = Vec::new();
-    if let Some(socket) = first(Protocol::IFacialMocap) {
-        out.push(Handshake {
-            family: Protocol::IFacialMocap,
-            socket,
-            port: config.phone_ports.ifacialmocap,
-            message: ifacialmocap::handshake(TextSender::IFacialMocap, false).into_bytes(),
-            schedule: Schedule::new(text_rule),
-            announced: None,
-        });
-    }
-    if let Some(socket) = first(Protocol::Facemotion3d) {
-        out.push(Handshake {
-            family: Protocol::Facemotion3d,
-            socket,
-            port: config.phone_ports.facemotion3d,
-            message: ifacialmocap::handshake(TextSender::Facemotion3d, false).into_bytes(),
-            schedule: Schedule::new(text_rule),
-            announced: None,
-        });
-    }
-    if let Some(socket) = first(Protocol::VTubeStudio) {
-        // The phone streams to the request's source address on every port it names.
-        let ports: Vec<u16> = listeners
-            .iter()
-            .filter(|l| l.kind == Protocol::VTubeStudio)
-            .map(|l| l.addr.port())
-            .take(vts::MAX_REQUEST_PORTS)
-            .collect();
-        match vts::vts_request(
-            handshake::VTS_SENT_BY,
-            &ports,
-            handshake::VTS_REQUEST_TIME_S,
-        ) {
-            Ok(request) => out.push(Handshake {
-                family: Protocol::VTubeStudio,
-                socket,
-                port: config.phone_ports.vtubestudio,
-                message: request.into_bytes(),
-                schedule: Schedule::new(Rule::Every(handshake::VTS_PERIOD)),
-                announced: None,
-            }),
-            Err(err) => warn!(%err, "cannot build the VTube Studio request; not sending one"),
-        }
-    }
-    out
 }
 
 /// The slot of a protocol's family in per-family arrays ([`Protocol::FAMILIES`] order).

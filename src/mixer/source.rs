@@ -198,6 +198,11 @@ impl<'a, K: Kit> Own<'a, K> {
         self.layers
     }
 
+    /// Counts as a change of the mix though no layer was reached.
+    pub(super) fn touch(&mut self) {
+        *self.changed = true;
+    }
+
     /// Its layer `i`, to change; counts as a change of the mix.
     pub fn layer_mut(&mut self, i: usize) -> Option<&mut Layer> {
         *self.changed = true;

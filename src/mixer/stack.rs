@@ -177,20 +177,22 @@ impl<K: Kit> Mixer<K> {
 
     /// Offers `input` at `now` to every source; the one it is meant for takes it.
     pub fn input(&mut self, input: &K::Input, now: Instant) {
-        let tracked = self.tracked();
-        for part in &mut self.parts {
-            let mut own = Own::new(
-                &mut self.layers[part.at.clone()],
-                tracked,
-                &mut self.changed,
-                &mut self.news,
-            );
-            part.source.input(input, now, &mut own);
-        }
+        self.each_source(|source, own| source.input(input, now, own));
     }
 
     /// Moves every source on to `now`, before a mix may be made.
     pub fn advance(&mut self, now: Instant) {
+        self.each_source(|source, own| {
+            source.advance(now, own);
+            if source.live(now) {
+                // Its values over the layers below change with them.
+                own.touch();
+            }
+        });
+    }
+
+    /// Calls `f` with every source and its own layers, in the order they were registered.
+    fn each_source(&mut self, mut f: impl FnMut(&mut dyn Source<K>, &mut Own<'_, K>)) {
         let tracked = self.tracked();
         for part in &mut self.parts {
             let mut own = Own::new(
@@ -199,10 +201,7 @@ impl<K: Kit> Mixer<K> {
                 &mut self.changed,
                 &mut self.news,
             );
-            part.source.advance(now, &mut own);
-            if part.source.live(now) {
-                self.changed = true;
-            }
+            f(part.source.as_mut(), &mut own);
         }
     }
 

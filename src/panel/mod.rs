@@ -677,7 +677,7 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
                             for (target, weight) in row.targets.iter().take(shown) {
                                 ui.label(RichText::new(target.as_str()).small());
                                 if narrow {
-                                    bar(ui, Some(*weight), target_color, 30.0);
+                                    bar(ui, Some(*weight), target_color, 18.0);
                                 } else {
                                     meter(ui, Some(*weight), target_color, 50.0);
                                 }

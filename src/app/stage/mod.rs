@@ -29,6 +29,7 @@ use crate::panel::{PanelAction, PanelModel, PanelState, Timings};
 use crate::render;
 
 mod actions;
+mod layout;
 
 /// Options of the stage window.
 #[derive(Debug, Clone)]
@@ -267,41 +268,7 @@ impl StageApp {
 
     fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
         self.panel_wanted = false;
-        // Where it was laid out with the stage at first start; else beside the stage if the
-        // stage's screen has room, else over it; never off the screen (window managers may
-        // still move it).
-        let defaults = render::panel::PanelOptions::default();
-        let area = self.panel_area.take().or_else(|| {
-            let window = self.window.as_ref()?.window();
-            let at = window.outer_position().ok()?;
-            let size = window.outer_size();
-            let stage = super::Area {
-                x: at.x,
-                y: at.y,
-                width: size.width,
-                height: size.height,
-            };
-            let screen = window.current_monitor().map_or(stage, |m| super::Area {
-                x: m.position().x,
-                y: m.position().y,
-                width: m.size().width,
-                height: m.size().height,
-            });
-            Some(super::panel_area(
-                stage,
-                screen,
-                (defaults.width, defaults.height),
-            ))
-        });
-        let options = match area {
-            Some(area) => render::panel::PanelOptions {
-                position: Some((area.x, area.y)),
-                width: area.width,
-                height: area.height,
-                ..defaults
-            },
-            None => defaults,
-        };
+        let options = self.panel_options();
         match render::panel::PanelWindow::create(event_loop, &options) {
             Ok(panel) => {
                 tracing::info!("control panel open");
@@ -579,36 +546,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
             multisample: true,
         };
         if self.panel_wanted {
-            // The stage and the panel open side by side, both on the screen.
-            let monitor = event_loop
-                .primary_monitor()
-                .or_else(|| event_loop.available_monitors().next());
-            if let Some(m) = monitor {
-                let screen = super::Area {
-                    x: m.position().x,
-                    y: m.position().y,
-                    width: m.size().width,
-                    height: m.size().height,
-                };
-                let panel = render::panel::PanelOptions::default();
-                let (stage, area, shrunk) = super::first_start(
-                    screen,
-                    (cfg.width, cfg.height),
-                    (panel.width, panel.height),
-                );
-                if shrunk {
-                    tracing::info!(
-                        screen = %format!("{}x{}", screen.width, screen.height),
-                        stage = %format!("{}x{}", stage.width, stage.height),
-                        "the stage opens smaller so that the control panel fits beside it; \
-                         P hides the panel, and [window] width and height set the stage's size"
-                    );
-                }
-                opts.position = Some((stage.x, stage.y));
-                opts.width = stage.width;
-                opts.height = stage.height;
-                self.panel_area = Some(area);
-            }
+            self.panel_area = layout::lay_out_with_panel(event_loop, &mut opts);
         }
         let window = match render::window::create(event_loop, &opts) {
             Ok(w) => w,
