@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use facewire::api::{
-    spawn, ApiConfig, ApiEvent, ApiHandle, ApiHost, Approval, ExpressionState, HostError, Hotkey,
-    InjectedStore, Limits, ModelInfo,
+    spawn, ApiConfig, ApiEvent, ApiHandle, ApiHost, Applied, Approval, ExpressionState, HostError,
+    Hotkey, InjectedStore, Limits, ModelInfo,
 };
 use facewire::arkit::Channel;
 use futures_util::{SinkExt, StreamExt};
@@ -63,9 +63,9 @@ impl ApiHost for RecordingHost {
             },
         ]
     }
-    fn trigger_hotkey(&self, id: &str) -> Result<(), HostError> {
+    fn trigger_hotkey(&self, id: &str) -> Result<Applied, HostError> {
         self.calls.lock().unwrap().push(format!("hotkey {id}"));
-        Ok(())
+        Ok(Applied::now())
     }
     fn expressions(&self) -> Vec<ExpressionState> {
         vec![ExpressionState {
@@ -74,12 +74,17 @@ impl ApiHost for RecordingHost {
             active: false,
         }]
     }
-    fn set_expression(&self, file: &str, active: bool, _fade: Duration) -> Result<(), HostError> {
+    fn set_expression(
+        &self,
+        file: &str,
+        active: bool,
+        _fade: Duration,
+    ) -> Result<Applied, HostError> {
         self.calls
             .lock()
             .unwrap()
             .push(format!("expression {file} {active}"));
-        Ok(())
+        Ok(Applied::now())
     }
     fn tracking(&self) -> bool {
         true

@@ -158,6 +158,30 @@ async fn authenticate(ws: &mut Client) {
     assert_eq!(r["data"]["authenticated"], true, "{r}");
 }
 
+/// Whether the expression `file` is active, as `ExpressionStateRequest` reports it.
+async fn active(ws: &mut Client, file: &str) -> Option<bool> {
+    let r = ask(
+        ws,
+        "ExpressionStateRequest",
+        json!({"expressionFile": file}),
+    )
+    .await;
+    r["data"]["expressions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no expressions: {r}"))
+        .iter()
+        .find(|e| e["file"] == file)
+        .and_then(|e| e["active"].as_bool())
+}
+
+/// `facewire relay` (no window, no GL) for at most `seconds`, listening for phones on a port
+/// nothing sends to.
+fn relay(dir: &Path, config: &Path, seconds: &str) -> Child {
+    let listen = format!("127.0.0.1:{}", free_udp_port());
+    let args = ["relay", "--exit-after", seconds, "--listen", &listen];
+    facewire(dir, config, &args).spawn().unwrap()
+}
+
 /// A snapshot of `weights` through `config`, as the headless run draws it.
 fn snapshot(dir: &Path, config: &Path, weights: &str, name: &str) -> RgbaImage {
     let out = dir.join(name);
@@ -204,21 +228,8 @@ async fn a_plugin_drives_a_headless_run() {
     )
     .await;
     assert_eq!(r["messageType"], "HotkeyTriggerResponse", "{r}");
-    // The chain takes the trigger at its next tick.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let r = ask(&mut ws, "ExpressionStateRequest", json!({})).await;
-        let smiling = r["data"]["expressions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["file"] == "smile" && e["active"] == true);
-        if smiling {
-            break;
-        }
-        assert!(Instant::now() < deadline, "smile never came on: {r}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The answer came once the chain had taken the trigger: the state shows it at once.
+    assert_eq!(active(&mut ws, "smile").await, Some(true));
     let r = ask(
         &mut ws,
         "HotkeyTriggerRequest",
@@ -257,6 +268,48 @@ async fn a_plugin_drives_a_headless_run() {
          closed one (see {})",
         dir.display()
     );
+}
+
+#[tokio::test]
+async fn an_expression_state_request_sees_the_activation_answered_just_before_it() {
+    let dir = out_dir("state-after-activation");
+    let api: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let config = config(&dir, api, "");
+    let mut child = relay(&dir, &config, "30");
+    let mut ws = connect(api).await;
+    authenticate(&mut ws).await;
+    // As pyvts and VTubeStudioJS do: the state is asked the moment the answer comes.
+    for round in 0..10 {
+        let on = round % 2 == 0;
+        let r = ask(
+            &mut ws,
+            "ExpressionActivationRequest",
+            json!({"expressionFile": "smile", "active": on, "fadeTime": 0.5}),
+        )
+        .await;
+        assert_eq!(r["messageType"], "ExpressionActivationResponse", "{r}");
+        assert_eq!(active(&mut ws, "smile").await, Some(on), "round {round}");
+    }
+    // A hotkey too: each trigger toggles, and the next state request sees it.
+    for round in 0..4 {
+        let before = active(&mut ws, "angry").await.unwrap();
+        let r = ask(
+            &mut ws,
+            "HotkeyTriggerRequest",
+            json!({"hotkeyID": "angry"}),
+        )
+        .await;
+        assert_eq!(r["messageType"], "HotkeyTriggerResponse", "{r}");
+        assert_eq!(
+            active(&mut ws, "angry").await,
+            Some(!before),
+            "round {round}"
+        );
+        // Past the hotkey's cooldown.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 #[tokio::test]

@@ -73,6 +73,32 @@ pub struct ExpressionState {
     pub active: bool,
 }
 
+/// A command the host handed on (a trigger for the run's chain): done once the run carried it
+/// out and published what follows from it, so that a request after it sees its effect.
+#[derive(Debug, Default)]
+pub struct Applied(Option<oneshot::Receiver<()>>);
+
+impl Applied {
+    /// Done already (the host acted at once).
+    pub fn now() -> Applied {
+        Applied(None)
+    }
+
+    /// Done when `done` fires, or when its sender is dropped (the run ended).
+    pub fn when(done: oneshot::Receiver<()>) -> Applied {
+        Applied(Some(done))
+    }
+
+    /// Waits until it is done, or at most `limit`; whether it was carried out in time (a run
+    /// that ended counts as done: nothing more will come of it).
+    pub async fn wait(self, limit: Duration) -> bool {
+        match self.0 {
+            None => true,
+            Some(done) => tokio::time::timeout(limit, done).await.is_ok(),
+        }
+    }
+}
+
 /// The host's answer to a plugin asking for a token.
 #[derive(Debug)]
 pub enum Approval {
@@ -103,7 +129,9 @@ pub enum HostError {
 }
 
 /// What the live run offers the API. Methods are called from the API's thread and must not
-/// block: a host hands commands on (a channel to the session) and answers from state it keeps.
+/// block: a host hands commands on (a channel to the session) and answers from state it keeps;
+/// a command whose effect later requests must see comes back as [`Applied`], which the
+/// connection waits for (briefly, see [`Limits::apply_timeout`]) before it answers.
 pub trait ApiHost: Send + Sync + 'static {
     /// The model shown, if any.
     fn current_model(&self) -> Option<ModelInfo>;
@@ -113,12 +141,19 @@ pub trait ApiHost: Send + Sync + 'static {
     fn load_model(&self, id: &str) -> Result<(), HostError>;
     /// The current model's hotkeys.
     fn hotkeys(&self) -> Vec<Hotkey>;
-    /// Triggers the hotkey with ID `id` (already resolved from a name).
-    fn trigger_hotkey(&self, id: &str) -> Result<(), HostError>;
+    /// Triggers the hotkey with ID `id` (already resolved from a name); the answer goes out
+    /// once it is [`Applied`].
+    fn trigger_hotkey(&self, id: &str) -> Result<Applied, HostError>;
     /// The current model's expressions.
     fn expressions(&self) -> Vec<ExpressionState>;
-    /// Shows (`active`) or hides the expression `file`, fading over `fade`.
-    fn set_expression(&self, file: &str, active: bool, fade: Duration) -> Result<(), HostError>;
+    /// Shows (`active`) or hides the expression `file`, fading over `fade`; the answer goes out
+    /// once it is [`Applied`].
+    fn set_expression(
+        &self,
+        file: &str,
+        active: bool,
+        fade: Duration,
+    ) -> Result<Applied, HostError>;
     /// Whether the face is tracked now.
     fn tracking(&self) -> bool;
     /// A plugin (`pluginName`, `pluginDeveloper`) asks for a token: allow it?

@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::params::{self, Param};
 use super::protocol::{self, ErrorId, Request};
 use super::{
-    valid_name, ApiEvent, ApiHost, Approval, HostError, Hotkey, InjectError, InjectMode,
+    valid_name, ApiEvent, ApiHost, Applied, Approval, HostError, Hotkey, InjectError, InjectMode,
     InjectedStore, ModelInfo, ParamValue, TokenStore,
 };
 
@@ -67,6 +67,14 @@ pub(super) struct Shared {
 pub(super) enum Step {
     /// Send this.
     Reply(String),
+    /// Send `reply` once `applied` is done (the run carried out what was asked), so that the
+    /// plugin's next request sees it; the connection reads nothing else meanwhile.
+    After {
+        /// The answer.
+        reply: String,
+        /// What it waits for.
+        applied: Applied,
+    },
     /// The host asks the user; answer with [`Plugin::answered`] when `answer` resolves.
     Ask {
         /// The token request's ID.
@@ -105,6 +113,14 @@ fn model_fields(model: Option<&ModelInfo>) -> Value {
         "modelName": model.map_or("", |m| m.name.as_str()),
         "modelID": model.map_or("", |m| m.id.as_str()),
     })
+}
+
+/// `step`, sent once `applied` is done.
+fn after(step: Step, applied: Applied) -> Step {
+    match step {
+        Step::Reply(reply) => Step::After { reply, applied },
+        other => other,
+    }
 }
 
 fn merge(mut a: Value, b: Value) -> Value {
@@ -366,7 +382,7 @@ impl Plugin {
                     .unwrap_or(0.25)
                     .clamp(0.0, 2.0);
                 match host.set_expression(file, active, Duration::from_secs_f64(fade)) {
-                    Ok(()) => reply(json!({})),
+                    Ok(applied) => after(reply(json!({})), applied),
                     Err(HostError::NoModel) => fail(
                         ErrorId::ExpressionActivationRequestNoModelLoaded,
                         "No model is loaded.",
@@ -614,14 +630,14 @@ impl Plugin {
             cooldowns.insert(hotkey.id.clone(), now);
         }
         match host.trigger_hotkey(&hotkey.id) {
-            Ok(()) => {
+            Ok(applied) => {
                 // No subscriber is no error.
                 let _ = shared.events.send(ApiEvent::HotkeyTriggered {
                     hotkey: hotkey.clone(),
                     model: Some(model),
                     by_api: true,
                 });
-                reply(json!({"hotkeyID": hotkey.id}))
+                after(reply(json!({"hotkeyID": hotkey.id})), applied)
             }
             Err(HostError::NoModel) => fail(
                 ErrorId::HotkeyExecutionFailedBecauseNoModelLoaded,
@@ -867,9 +883,9 @@ pub(super) mod tests {
                 file: "happy".into(),
             }]
         }
-        fn trigger_hotkey(&self, id: &str) -> Result<(), HostError> {
+        fn trigger_hotkey(&self, id: &str) -> Result<Applied, HostError> {
             self.calls.lock().unwrap().push(format!("hotkey {id}"));
-            Ok(())
+            Ok(Applied::now())
         }
         fn expressions(&self) -> Vec<ExpressionState> {
             vec![ExpressionState {
@@ -883,12 +899,12 @@ pub(super) mod tests {
             file: &str,
             active: bool,
             fade: Duration,
-        ) -> Result<(), HostError> {
+        ) -> Result<Applied, HostError> {
             self.calls
                 .lock()
                 .unwrap()
                 .push(format!("expression {file} {active} {}", fade.as_secs_f32()));
-            Ok(())
+            Ok(Applied::now())
         }
         fn tracking(&self) -> bool {
             true
@@ -923,7 +939,9 @@ pub(super) mod tests {
 
     fn answer(step: Step) -> Value {
         match step {
-            Step::Reply(text) => serde_json::from_str(&text).unwrap(),
+            Step::Reply(text) | Step::After { reply: text, .. } => {
+                serde_json::from_str(&text).unwrap()
+            }
             Step::Ask { .. } => panic!("asked"),
         }
     }
@@ -1040,7 +1058,10 @@ pub(super) mod tests {
         assert_eq!(r["data"]["availableHotkeys"][0]["hotkeyID"], "h1");
         assert_eq!(r["data"]["availableHotkeys"][0]["type"], "ToggleExpression");
         let trigger = |id: &str| request("HotkeyTriggerRequest", json!({"hotkeyID": id}));
-        let r = answer(s.handle(&sh, &trigger("h1"), t0));
+        // The answer waits until the host has carried the trigger out.
+        let step = s.handle(&sh, &trigger("h1"), t0);
+        assert!(matches!(step, Step::After { .. }), "{step:?}");
+        let r = answer(step);
         assert_eq!(r["data"]["hotkeyID"], "h1");
         assert_eq!(error_id(&answer(s.handle(&sh, &trigger("h1"), t0))), 203);
         let r = answer(s.handle(&sh, &trigger("SMILE"), at(t0, 0.1)));

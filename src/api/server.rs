@@ -37,6 +37,9 @@ pub struct Limits {
     pub handshake_timeout: Duration,
     /// How long a token request waits for the host's answer before it counts as denied.
     pub approval_timeout: Duration,
+    /// How long an answer waits for the run to carry out what it asked (an expression or a
+    /// hotkey, taken at the chain's next tick, every 10 ms) before it goes out anyway.
+    pub apply_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -47,6 +50,7 @@ impl Default for Limits {
             queue: 64,
             handshake_timeout: Duration::from_secs(5),
             approval_timeout: Duration::from_secs(120),
+            apply_timeout: Duration::from_millis(500),
         }
     }
 }
@@ -492,6 +496,13 @@ async fn serve(
                         Step::Reply(reply) => {
                             if session.take_refused() {
                                 counters.bump(&counters.malformed);
+                            }
+                            push(reply)
+                        }
+                        Step::After { reply, applied } => {
+                            // Only this connection waits: the others are served meanwhile.
+                            if !applied.wait(limits.apply_timeout).await {
+                                tracing::debug!(%peer, session = id, "answered before the run carried the request out");
                             }
                             push(reply)
                         }

@@ -1,6 +1,7 @@
 //! The live run as the API's host: answers from the state the chain keeps (expressions,
 //! tracking) and the avatar shown, hands triggers to the chain as commands, model switches and
-//! token requests to the stage. Nothing here blocks the API's thread.
+//! token requests to the stage. Nothing here blocks the API's thread: a trigger comes back as
+//! [`Applied`], done when the chain has carried it out and published the expressions' states.
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, OnceLock, PoisonError};
@@ -11,8 +12,8 @@ use tokio::sync::oneshot;
 use super::chain::{ExpressionsWatch, SessionCommand, TrackingWatch};
 use super::Notify;
 use crate::api::{
-    ApiEmitter, ApiEvent, ApiHandle, ApiHost, Approval, ExpressionState, HostError, Hotkey,
-    ModelInfo,
+    ApiEmitter, ApiEvent, ApiHandle, ApiHost, Applied, Approval, ExpressionState, HostError,
+    Hotkey, ModelInfo,
 };
 use crate::calibrate::TrackingState;
 use crate::config::Config;
@@ -146,6 +147,14 @@ impl SessionHost {
             .map_err(|_| HostError::Failed("the run is ending".into()))
     }
 
+    /// Sends `input` to the expressions, then asks the chain to say when it is carried out.
+    fn express(&self, input: ExpressionInput) -> Result<Applied, HostError> {
+        self.send(SessionCommand::Expression(input))?;
+        let (done, applied) = oneshot::channel();
+        self.send(SessionCommand::Done(done))?;
+        Ok(Applied::when(applied))
+    }
+
     /// The expression called `name` (any letter case), as the chain spells it.
     fn expression(&self, name: &str) -> Option<String> {
         self.expressions
@@ -214,9 +223,9 @@ impl ApiHost for SessionHost {
         hotkeys
     }
 
-    fn trigger_hotkey(&self, id: &str) -> Result<(), HostError> {
+    fn trigger_hotkey(&self, id: &str) -> Result<Applied, HostError> {
         if id == REMOVE_ALL_ID {
-            return self.send(SessionCommand::Expression(ExpressionInput::ReleaseAll));
+            return self.express(ExpressionInput::ReleaseAll);
         }
         let name = self
             .hotkeys()
@@ -224,12 +233,12 @@ impl ApiHost for SessionHost {
             .find(|h| h.id == id && h.action == "ToggleExpression")
             .map(|h| h.name)
             .ok_or(HostError::NotFound)?;
-        self.send(SessionCommand::Expression(ExpressionInput::Trigger {
+        self.express(ExpressionInput::Trigger {
             name,
             trigger: Trigger::Toggle,
             source: TriggerSource::Api,
             fade: None,
-        }))
+        })
     }
 
     fn expressions(&self) -> Vec<ExpressionState> {
@@ -244,15 +253,20 @@ impl ApiHost for SessionHost {
             .collect()
     }
 
-    /// Fades as the expression's own `fade` says: the chain has no per-trigger fade.
-    fn set_expression(&self, file: &str, active: bool, fade: Duration) -> Result<(), HostError> {
+    /// Fades over `fade` for this change alone; keys and the panel keep the expression's own.
+    fn set_expression(
+        &self,
+        file: &str,
+        active: bool,
+        fade: Duration,
+    ) -> Result<Applied, HostError> {
         let name = self.expression(file).ok_or(HostError::NotFound)?;
-        self.send(SessionCommand::Expression(ExpressionInput::Trigger {
+        self.express(ExpressionInput::Trigger {
             name,
             trigger: if active { Trigger::On } else { Trigger::Off },
             source: TriggerSource::Api,
             fade: Some(fade),
-        }))
+        })
     }
 
     fn tracking(&self) -> bool {
@@ -310,17 +324,33 @@ mod tests {
         assert_eq!(hotkeys[0].id, crate::expressions::layer_name("Smile"));
         assert_eq!(hotkeys[0].file, "Smile");
         assert_eq!(hotkeys[1].action, "RemoveAllExpressions");
-        host.trigger_hotkey(&hotkeys[0].id).unwrap();
+        let applied = host.trigger_hotkey(&hotkeys[0].id).unwrap();
         assert!(matches!(
             rx.try_recv().unwrap(),
             SessionCommand::Expression(ExpressionInput::Trigger { ref name, trigger: Trigger::Toggle, source: TriggerSource::Api, fade: None }) if name == "Smile"
         ));
-        host.trigger_hotkey(REMOVE_ALL_ID).unwrap();
+        // The answer waits for the chain to say the trigger is carried out.
+        let SessionCommand::Done(done) = rx.try_recv().unwrap() else {
+            panic!("no Done after the trigger");
+        };
+        done.send(()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        assert!(rt.block_on(applied.wait(Duration::from_secs(5))));
+        // A run that ends (its commands dropped) counts as done at once.
+        let applied = host.trigger_hotkey(REMOVE_ALL_ID).unwrap();
         assert!(matches!(
             rx.try_recv().unwrap(),
             SessionCommand::Expression(ExpressionInput::ReleaseAll)
         ));
-        assert_eq!(host.trigger_hotkey("nothing"), Err(HostError::NotFound));
+        drop(rx.try_recv().unwrap());
+        assert!(rt.block_on(applied.wait(Duration::from_secs(5))));
+        assert!(matches!(
+            host.trigger_hotkey("nothing"),
+            Err(HostError::NotFound)
+        ));
         host.set_expression("smile", false, Duration::ZERO).unwrap();
         assert!(matches!(
             rx.try_recv().unwrap(),

@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use super::StartError;
 use crate::api::{ApiEmitter, ApiEvent, InjectedStore};
@@ -76,6 +76,10 @@ pub enum SessionCommand {
     Lip(LipFrame),
     /// A trigger, a key or a release for the expressions.
     Expression(ExpressionInput),
+    /// Answer once every command sent before this one is carried out and what follows from
+    /// it published (the expressions' states in their watch), so that the sender (the API)
+    /// can wait for its trigger to show. A dropped receiver is no error.
+    Done(oneshot::Sender<()>),
 }
 
 /// Makes the conditioner's neutral pose (a performer's, or all zeros) the mixer's rest pose.
@@ -127,6 +131,9 @@ pub struct LiveSink {
     presets: Vec<Expression>,
     /// Whether the face counted as found at the last tracking change (for the API's event).
     face_found: bool,
+    /// Senders waiting for the commands before their [`SessionCommand::Done`] to be carried
+    /// out; answered once the sources' news is published.
+    done: Vec<oneshot::Sender<()>>,
 }
 
 impl LiveSink {
@@ -170,6 +177,7 @@ impl LiveSink {
             stack,
             presets,
             face_found: false,
+            done: Vec::new(),
         };
         sink.mixer.advance(now);
         sink.hear_sources();
@@ -244,6 +252,7 @@ impl LiveSink {
             SessionCommand::Expression(input) => {
                 self.mixer.input(&SourceInput::Expression(input), now);
             }
+            SessionCommand::Done(reply) => self.done.push(reply),
         }
     }
 
@@ -368,6 +377,10 @@ impl FrameSink for LiveSink {
         }
         self.mixer.advance(now);
         self.hear_sources();
+        for reply in self.done.drain(..) {
+            // The sender may have stopped waiting.
+            let _ = reply.send(());
+        }
         let out = self.core.on_tick(now);
         let made = out.frame.is_some();
         self.deliver(out);
@@ -1054,6 +1067,35 @@ fade_out = 0.1
         commands.send(key("F1", true)).unwrap();
         stream(&mut sink, &mut rx, t0, 1.3, 0.25);
         assert_eq!(sink.mixer.weight("expression:smile"), Some(0.0));
+    }
+
+    #[test]
+    fn done_is_answered_once_the_trigger_before_it_shows_in_the_states() {
+        let config = with_expressions(ANGRY_AND_SMILE);
+        let t0 = Instant::now();
+        let (mut sink, _rx, commands) = chain(&config);
+        sink.tick(t0);
+        let states = sink.out.expressions.subscribe();
+        commands
+            .send(SessionCommand::Expression(ExpressionInput::Trigger {
+                name: "smile".into(),
+                trigger: Trigger::On,
+                source: TriggerSource::Api,
+                fade: None,
+            }))
+            .unwrap();
+        let (done, mut applied) = oneshot::channel();
+        commands.send(SessionCommand::Done(done)).unwrap();
+        assert!(applied.try_recv().is_err(), "not before the chain's tick");
+        sink.tick(at(t0, 0.01));
+        applied.try_recv().expect("answered at the tick");
+        let smile = states.borrow().iter().find(|e| e.name == "smile").cloned();
+        assert!(smile.is_some_and(|e| e.on), "the state is published first");
+        // A sender that stopped waiting is no error.
+        let (done, applied) = oneshot::channel();
+        drop(applied);
+        commands.send(SessionCommand::Done(done)).unwrap();
+        sink.tick(at(t0, 0.02));
     }
 
     #[test]
