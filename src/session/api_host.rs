@@ -26,9 +26,30 @@ pub const DEFAULT_HEAD_ID: &str = "facewire-default-head";
 /// The ID of the hotkey that switches every expression off.
 pub const REMOVE_ALL_ID: &str = "remove-all-expressions";
 
-/// The avatar `path` (`None`: the default head) as the API names it: its path is its ID.
+/// Whether the file at `path` is the built-in default head (`models/default_head.glb`, as
+/// `render.models_dir` lists it): its name and size are the built-in one's.
+fn is_default_head(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str())
+        == Path::new(crate::headgen::DEFAULT_HEAD)
+            .file_name()
+            .and_then(|n| n.to_str())
+        && std::fs::metadata(path)
+            .is_ok_and(|m| m.len() == crate::headgen::DEFAULT_HEAD_GLB.len() as u64)
+}
+
+/// Whether `a` and `b` name the same file (as written, or once resolved).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || a.canonicalize()
+            .ok()
+            .zip(b.canonicalize().ok())
+            .is_some_and(|(a, b)| a == b)
+}
+
+/// The avatar `path` (`None`: the default head) as the API names it: its path is its ID. The
+/// default head's file is the default head, whichever way it was loaded.
 pub fn model_info(path: Option<&Path>) -> ModelInfo {
-    match path {
+    match path.filter(|p| !is_default_head(p)) {
         None => ModelInfo {
             id: DEFAULT_HEAD_ID.into(),
             name: "default head".into(),
@@ -164,13 +185,16 @@ impl SessionHost {
             .map(|e| e.name.clone())
     }
 
-    /// The avatars by path: the one shown, then those in `render.models_dir`.
+    /// The avatars by path, each once: the default head, those in `render.models_dir` (its
+    /// file of the default head is the default head), then the one shown if it is elsewhere.
     fn paths(&self) -> Vec<Option<PathBuf>> {
-        let mut paths = vec![None];
-        paths.extend(super::models_in(&self.models_dir).into_iter().map(Some));
-        if let Some(shown) = self.model.shown() {
-            if !paths.iter().flatten().any(|p| *p == shown) {
-                paths.push(Some(shown));
+        let mut paths: Vec<Option<PathBuf>> = vec![None];
+        let listed = super::models_in(&self.models_dir).into_iter();
+        for path in listed.chain(self.model.shown()) {
+            let known =
+                is_default_head(&path) || paths.iter().flatten().any(|p| same_file(p, &path));
+            if !known {
+                paths.push(Some(path));
             }
         }
         paths
@@ -372,6 +396,42 @@ mod tests {
             host.load_model(DEFAULT_HEAD_ID),
             Err(HostError::Failed(_))
         ));
+    }
+
+    #[test]
+    fn every_model_is_listed_once_and_the_default_head_s_file_is_the_default_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let models = dir.path().join("models");
+        std::fs::create_dir_all(&models).unwrap();
+        // The repository's models folder has the default head's file beside the others.
+        std::fs::write(
+            models.join("default_head.glb"),
+            crate::headgen::DEFAULT_HEAD_GLB,
+        )
+        .unwrap();
+        std::fs::write(models.join("alicia.vrm"), b"glTF").unwrap();
+        let mut config = Config::default();
+        config.render.models_dir = models.clone();
+        // Started with a model of the folder, spelled another way.
+        config.render.model = models.join(".").join("alicia.vrm");
+        let (commands, _rx) = mpsc::channel();
+        let (_, expressions) = tokio::sync::watch::channel(Vec::new());
+        let (_, tracking) = tokio::sync::watch::channel(Default::default());
+        let host = SessionHost::new(&config, commands, expressions, tracking, None);
+        let ids: Vec<String> = host.available_models().into_iter().map(|m| m.id).collect();
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert_eq!(ids[0], DEFAULT_HEAD_ID);
+        assert!(ids[1].ends_with("alicia.vrm"), "{ids:?}");
+        // The default head loaded from its file is reported as the default head.
+        host.model().swapped(Some(&models.join("default_head.glb")));
+        assert_eq!(host.current_model().unwrap().id, DEFAULT_HEAD_ID);
+        assert_eq!(host.available_models().len(), 2);
+        // Another file of the same name is a model of its own.
+        std::fs::write(dir.path().join("default_head.glb"), b"other").unwrap();
+        assert_ne!(
+            model_info(Some(&dir.path().join("default_head.glb"))).id,
+            DEFAULT_HEAD_ID
+        );
     }
 
     #[test]
