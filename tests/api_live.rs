@@ -313,6 +313,58 @@ async fn an_expression_state_request_sees_the_activation_answered_just_before_it
 }
 
 #[tokio::test]
+async fn models_are_listed_once_and_statistics_count_the_plugins() {
+    let dir = out_dir("models-and-statistics");
+    let api: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let config = config(&dir, api, "");
+    let mut child = relay(&dir, &config, "30");
+    let mut ws = connect(api).await;
+    authenticate(&mut ws).await;
+    // The repository's models folder holds the default head's file: listed once, as the
+    // default head.
+    let r = ask(&mut ws, "AvailableModelsRequest", json!({})).await;
+    let ids: Vec<&str> = r["data"]["availableModels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["modelID"].as_str())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "a model listed twice: {r}");
+    let heads = ids
+        .iter()
+        .filter(|i| **i == "facewire-default-head")
+        .count();
+    assert_eq!(heads, 1, "{r}");
+    assert_eq!(r["data"]["numberOfModels"], ids.len(), "{r}");
+
+    // One plugin allowed (its token in the file) and connected; a connection that has not
+    // authenticated is no plugin.
+    let _idle = connect(api).await;
+    let r = ask(&mut ws, "StatisticsRequest", json!({})).await;
+    assert_eq!(r["data"]["allowedPlugins"], 1, "{r}");
+    assert_eq!(r["data"]["connectedPlugins"], 1, "{r}");
+    let mut second = connect(api).await;
+    authenticate(&mut second).await;
+    let r = ask(&mut ws, "StatisticsRequest", json!({})).await;
+    assert_eq!(r["data"]["connectedPlugins"], 2, "{r}");
+    drop(second);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let r = ask(&mut ws, "StatisticsRequest", json!({})).await;
+        if r["data"]["connectedPlugins"] == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a plugin gone still counts: {r}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test]
 async fn a_thousand_connections_leave_the_stage_drawing() {
     let dir = out_dir("flood");
     let api: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();

@@ -2,6 +2,7 @@
 //! request the API answers, and the events it subscribed to. Transport-free: text in, text out.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,8 +59,8 @@ pub(super) struct Shared {
     pub cooldowns: Mutex<HashMap<String, Instant>>,
     /// When the server started, for `StatisticsRequest`.
     pub started: Instant,
-    /// Sessions connected now, for `StatisticsRequest`.
-    pub connected: Arc<std::sync::atomic::AtomicUsize>,
+    /// Sessions authenticated now (the plugins connected), for `StatisticsRequest`.
+    pub plugins: AtomicUsize,
 }
 
 /// What handling a message leads to.
@@ -170,6 +171,14 @@ impl Plugin {
     /// Whether the session has authenticated.
     pub fn authenticated(&self) -> bool {
         self.auth.is_some()
+    }
+
+    /// The session ends: what it injected goes, and it no longer counts as a plugin connected.
+    pub fn close(&mut self, shared: &Shared) {
+        shared.injected.lock().release(self.id);
+        if self.auth.take().is_some() {
+            shared.plugins.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Answers one message at `now`.
@@ -399,8 +408,11 @@ impl Plugin {
                 "uptime": now.saturating_duration_since(shared.started).as_millis() as u64,
                 "framerate": 0,
                 "vTubeStudioVersion": env!("CARGO_PKG_VERSION"),
-                "allowedPlugins": 0,
-                "connectedPlugins": shared.connected.load(std::sync::atomic::Ordering::Relaxed),
+                "allowedPlugins": shared.tokens.allowed().unwrap_or_else(|e| {
+                    tracing::warn!(cause = %e, "cannot read the API tokens");
+                    0
+                }),
+                "connectedPlugins": shared.plugins.load(Ordering::Relaxed),
                 "startedWithSteam": false,
                 "windowWidth": 0,
                 "windowHeight": 0,
@@ -567,6 +579,9 @@ impl Plugin {
                 developer,
                 "API plugin authenticated"
             );
+            if self.auth.is_none() {
+                shared.plugins.fetch_add(1, Ordering::Relaxed);
+            }
             self.auth = Some((plugin.to_string(), developer.to_string()));
             "Token valid. The plugin is authenticated for the duration of this session."
         } else {
@@ -927,7 +942,7 @@ pub(super) mod tests {
             events: broadcast::channel(8).0,
             cooldowns: Mutex::new(HashMap::new()),
             started: Instant::now(),
-            connected: Arc::default(),
+            plugins: AtomicUsize::new(0),
         }
     }
 
@@ -999,6 +1014,34 @@ pub(super) mod tests {
         login(&mut s, &sh, now);
         let r = answer(s.handle(&sh, &request("APIStateRequest", json!({})), now));
         assert_eq!(r["data"]["currentSessionAuthenticated"], true);
+    }
+
+    #[test]
+    fn statistics_count_the_plugins_allowed_and_those_connected() {
+        let dir = tempfile::tempdir().unwrap();
+        let sh = shared(dir.path(), Arc::default());
+        let t0 = Instant::now();
+        let stats = |s: &mut Plugin| {
+            let r = answer(s.handle(&sh, &request("StatisticsRequest", json!({})), t0));
+            (
+                r["data"]["allowedPlugins"].as_u64().unwrap(),
+                r["data"]["connectedPlugins"].as_u64().unwrap(),
+            )
+        };
+        let mut first = Plugin::new(1);
+        login(&mut first, &sh, t0);
+        assert_eq!(stats(&mut first), (1, 1));
+        // A connection that has not authenticated is no plugin yet.
+        let mut second = Plugin::new(2);
+        answer(second.handle(&sh, &request("APIStateRequest", json!({})), t0));
+        assert_eq!(stats(&mut first), (1, 1));
+        // The same plugin again: still one allowed, two connected; another one allowed.
+        login(&mut second, &sh, t0);
+        assert_eq!(stats(&mut first), (1, 2));
+        sh.tokens.issue("Other Plugin", "Someone").unwrap();
+        assert_eq!(stats(&mut first), (2, 2));
+        second.close(&sh);
+        assert_eq!(stats(&mut first), (2, 1));
     }
 
     #[test]

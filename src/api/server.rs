@@ -283,7 +283,7 @@ pub fn spawn(
             events: events.clone(),
             cooldowns: Mutex::new(Default::default()),
             started: Instant::now(),
-            connected: Arc::new(AtomicUsize::new(0)),
+            plugins: AtomicUsize::new(0),
         },
         counters: counters.clone(),
         next_session: AtomicU64::new(1),
@@ -400,15 +400,6 @@ async fn answer(pending: &mut Option<Pending>) -> bool {
     }
 }
 
-/// Counts a session while it lives.
-struct Connected(Arc<AtomicUsize>);
-
-impl Drop for Connected {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 async fn serve(
     context: Arc<Context>,
     tcp: TcpStream,
@@ -434,8 +425,6 @@ async fn serve(
     };
     counters.bump(&counters.accepted);
     let shared = &context.shared;
-    shared.connected.fetch_add(1, Ordering::Relaxed);
-    let _connected = Connected(shared.connected.clone());
     let id = context.next_session.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(%peer, session = id, "API client connected");
 
@@ -540,7 +529,7 @@ async fn serve(
             break;
         }
     }
-    shared.injected.lock().release(id);
+    session.close(shared);
     drop(tx);
     // Let what is queued go out (a close frame, the last answers), briefly.
     if tokio::time::timeout(Duration::from_secs(1), &mut writer)

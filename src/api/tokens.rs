@@ -127,6 +127,12 @@ impl TokenStore {
         Ok(token)
     }
 
+    /// How many plugins hold a token (the user allowed them and has not revoked them).
+    pub fn allowed(&self) -> Result<usize, TokenError> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(self.read()?.plugin.len())
+    }
+
     /// Whether `token` was issued to `name` by `developer` and is still in the file.
     pub fn check(&self, name: &str, developer: &str, token: &str) -> Result<bool, TokenError> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -156,6 +162,7 @@ mod tests {
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
         let other = store.issue("Mix It Up", "SaviorXTanren").unwrap();
         assert_ne!(token, other);
+        assert_eq!(store.allowed().unwrap(), 2);
 
         let reopened = TokenStore::open(&path).unwrap();
         assert!(reopened
