@@ -397,6 +397,61 @@ async fn injected_parameters_reach_the_store_and_lapse() {
 }
 
 #[tokio::test]
+async fn custom_parameters_are_created_injected_and_kept_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_in(dir.path(), Limits::default());
+    let mut ws = connect(&server).await;
+    let t = token(&mut ws, STREAMER_BOT).await;
+    assert!(authenticate(&mut ws, STREAMER_BOT, &t).await);
+    let r = ask(
+        &mut ws,
+        "ParameterCreationRequest",
+        json!({"parameterName": "ChatHype", "explanation": "how lively the chat is",
+               "min": 0, "max": 10, "defaultValue": 1}),
+    )
+    .await;
+    assert_eq!(r["messageType"], "ParameterCreationResponse", "{r}");
+    drop(ws);
+    drop(server);
+
+    // After a restart the parameter is still there: injected and read back at once.
+    let server = start_in(dir.path(), Limits::default());
+    let mut ws = connect(&server).await;
+    assert!(authenticate(&mut ws, STREAMER_BOT, &t).await);
+    let r = ask(
+        &mut ws,
+        "InjectParameterDataRequest",
+        json!({"parameterValues": [{"id": "ChatHype", "value": 7.5}]}),
+    )
+    .await;
+    assert_eq!(r["messageType"], "InjectParameterDataResponse", "{r}");
+    let r = ask(
+        &mut ws,
+        "ParameterValueRequest",
+        json!({"name": "ChatHype"}),
+    )
+    .await;
+    assert_eq!(r["data"]["value"], 7.5, "{r}");
+    assert_eq!(r["data"]["addedBy"], "Streamer.bot", "{r}");
+    // Its values drive no ARKit channel.
+    assert!(server.injected.values(Instant::now()).is_empty());
+    let r = ask(
+        &mut ws,
+        "ParameterDeletionRequest",
+        json!({"parameterName": "ChatHype"}),
+    )
+    .await;
+    assert_eq!(r["data"]["parameterName"], "ChatHype", "{r}");
+    let r = ask(
+        &mut ws,
+        "ParameterValueRequest",
+        json!({"name": "ChatHype"}),
+    )
+    .await;
+    assert_eq!(error_id(&r), 500);
+}
+
+#[tokio::test]
 async fn malformed_and_oversized_messages() {
     let server = start(Limits::default());
     let mut ws = connect(&server).await;

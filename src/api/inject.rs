@@ -37,6 +37,18 @@ pub struct ParamValue {
     pub weight: f32,
 }
 
+/// One value of a request for a parameter a plugin created, validated. It drives no channel:
+/// it is kept for `ParameterValueRequest` and `InputParameterListRequest`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomValue {
+    /// The parameter's key ([`super::CustomParam::key`]).
+    pub key: String,
+    /// Its value.
+    pub value: f32,
+    /// Its weight against the parameter's default in `set` mode, in [0, 1].
+    pub weight: f32,
+}
+
 /// Why a request's values were refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InjectError {
@@ -45,6 +57,12 @@ pub enum InjectError {
     Owned {
         /// The channel.
         channel: Channel,
+    },
+    /// Another plugin sets this parameter (one a plugin created).
+    #[error("{key} is set by another plugin")]
+    OwnedParam {
+        /// The parameter's key.
+        key: String,
     },
 }
 
@@ -65,6 +83,10 @@ pub struct Injected {
     add: HashMap<(u64, usize), (f32, Instant)>,
     /// Per parameter name: the last value sent and when, for `ParameterValueRequest`.
     last: HashMap<&'static str, (f32, Instant)>,
+    /// Per parameter a plugin created (by key): the value set.
+    custom_set: HashMap<String, SetEntry>,
+    /// Per (plugin session, parameter a plugin created): its change and when it was sent.
+    custom_add: HashMap<(u64, String), (f32, Instant)>,
     face_found: Option<Instant>,
 }
 
@@ -74,6 +96,8 @@ impl Default for Injected {
             set: [None; COUNT],
             add: HashMap::new(),
             last: HashMap::new(),
+            custom_set: HashMap::new(),
+            custom_add: HashMap::new(),
             face_found: None,
         }
     }
@@ -100,6 +124,20 @@ impl Injected {
         face_found: bool,
         now: Instant,
     ) -> Result<(), InjectError> {
+        self.inject_all(owner, mode, values, &[], face_found, now)
+    }
+
+    /// [`Injected::inject`] with values for parameters plugins created (`custom`) too. All or
+    /// nothing: a channel or parameter set by another plugin refuses the whole request.
+    pub fn inject_all(
+        &mut self,
+        owner: u64,
+        mode: InjectMode,
+        values: &[ParamValue],
+        custom: &[CustomValue],
+        face_found: bool,
+        now: Instant,
+    ) -> Result<(), InjectError> {
         self.expire(now);
         if mode == InjectMode::Set {
             for v in values {
@@ -109,6 +147,15 @@ impl Injected {
                             return Err(InjectError::Owned { channel: *channel });
                         }
                     }
+                }
+            }
+            for v in custom {
+                if self
+                    .custom_set
+                    .get(&v.key)
+                    .is_some_and(|e| e.owner != owner)
+                {
+                    return Err(InjectError::OwnedParam { key: v.key.clone() });
                 }
             }
         }
@@ -134,10 +181,50 @@ impl Injected {
         for (i, d) in sums {
             self.add.insert((owner, i), (d.clamp(-1.0, 1.0), now));
         }
+        let mut custom_sums: HashMap<&str, f32> = HashMap::new();
+        for v in custom {
+            match mode {
+                InjectMode::Set => {
+                    let entry = SetEntry {
+                        value: v.value,
+                        weight: v.weight.clamp(0.0, 1.0),
+                        owner,
+                        at: now,
+                    };
+                    self.custom_set.insert(v.key.clone(), entry);
+                }
+                InjectMode::Add => *custom_sums.entry(&v.key).or_default() += v.value,
+            }
+        }
+        for (key, d) in custom_sums {
+            self.custom_add.insert((owner, key.to_string()), (d, now));
+        }
         if face_found {
             self.face_found = Some(now);
         }
         Ok(())
+    }
+
+    /// The value of the parameter a plugin created with key `key` and rest value `default` at
+    /// `now`: the default, moved towards the value set by its weight, plus what is added (as
+    /// in VTube Studio, not clamped to its range).
+    pub fn custom_value(&self, key: &str, default: f32, now: Instant) -> f32 {
+        let mut v = default;
+        if let Some(e) = self.custom_set.get(key).filter(|e| live(e.at, now)) {
+            v += (e.value - v) * e.weight;
+        }
+        for ((_, k), (d, at)) in &self.custom_add {
+            if k == key && live(*at, now) {
+                v += d;
+            }
+        }
+        v
+    }
+
+    /// Drops every value sent for the parameter with key `key` (it was deleted).
+    pub fn forget(&mut self, key: &str) {
+        self.custom_set.remove(key);
+        self.custom_add.retain(|(_, k), _| k != key);
     }
 
     /// Drops everything plugin session `owner` injected (it disconnected).
@@ -148,6 +235,8 @@ impl Injected {
             }
         }
         self.add.retain(|(o, _), _| *o != owner);
+        self.custom_set.retain(|_, e| e.owner != owner);
+        self.custom_add.retain(|(o, _), _| *o != owner);
     }
 
     /// Forgets values older than [`LAPSE`] at `now`, so memory stays bounded.
@@ -159,6 +248,8 @@ impl Injected {
         }
         self.add.retain(|_, (_, at)| live(*at, now));
         self.last.retain(|_, (_, at)| live(*at, now));
+        self.custom_set.retain(|_, e| live(e.at, now));
+        self.custom_add.retain(|_, (_, at)| live(*at, now));
         if self.face_found.is_some_and(|at| !live(at, now)) {
             self.face_found = None;
         }
@@ -510,6 +601,44 @@ mod tests {
         assert!((f.weights[Channel::EyeBlinkRight.index()] - 0.3).abs() < 1e-6);
         assert!((layer.get(Channel::JawOpen).unwrap() - 0.4).abs() < 1e-6);
         assert_eq!(layer.get(Channel::MouthClose), None);
+    }
+
+    #[test]
+    fn custom_parameters_are_set_by_one_added_by_many_and_lapse() {
+        let t0 = Instant::now();
+        let mut s = Injected::new();
+        let custom = |value: f32, weight: f32| CustomValue {
+            key: "heartrate".into(),
+            value,
+            weight,
+        };
+        s.inject_all(1, InjectMode::Set, &[], &[custom(120.0, 0.5)], false, t0)
+            .unwrap();
+        // Half way from the default (60) to 120.
+        assert_eq!(s.custom_value("heartrate", 60.0, t0), 90.0);
+        let e = s
+            .inject_all(2, InjectMode::Set, &[], &[custom(80.0, 1.0)], false, t0)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            InjectError::OwnedParam {
+                key: "heartrate".into()
+            }
+        );
+        s.inject_all(2, InjectMode::Add, &[], &[custom(5.0, 1.0)], false, t0)
+            .unwrap();
+        s.inject_all(3, InjectMode::Add, &[], &[custom(5.0, 1.0)], false, t0)
+            .unwrap();
+        assert_eq!(s.custom_value("heartrate", 60.0, t0), 100.0);
+        // Custom parameters drive no channel.
+        assert!(s.values(t0).is_empty());
+        s.release(3);
+        assert_eq!(s.custom_value("heartrate", 60.0, t0), 95.0);
+        assert_eq!(s.custom_value("heartrate", 60.0, at(t0, 1.5)), 60.0);
+        s.inject_all(1, InjectMode::Set, &[], &[custom(70.0, 1.0)], false, t0)
+            .unwrap();
+        s.forget("heartrate");
+        assert_eq!(s.custom_value("heartrate", 60.0, t0), 60.0);
     }
 
     #[test]

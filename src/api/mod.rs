@@ -10,6 +10,7 @@
 //! - `plugin.rs`: one plugin's connection: authentication, every request, event subscriptions.
 //! - `server.rs`: the listener thread, connection and message limits, per-client queues.
 //! - `params.rs`: input parameter names (VTube Studio's and ARKit's) onto ARKit channels.
+//! - `custom.rs`: the parameters plugins create, by VTube Studio's rules.
 //! - `inject.rs`: injected values with their weights and lapse.
 //! - `tokens.rs`: the plugins' tokens, kept in a file.
 
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+pub mod custom;
 mod inject;
 pub mod params;
 mod plugin;
@@ -25,9 +27,10 @@ mod server;
 mod tokens;
 
 pub use crate::config::{valid_name, ApiConfig, DEFAULT_PORT};
+pub use custom::{CustomParam, CustomParams};
 pub use inject::{
-    InjectError, InjectMode, Injected, InjectedStore, InjectedValues, InjectionSource, ParamValue,
-    LAPSE,
+    CustomValue, InjectError, InjectMode, Injected, InjectedStore, InjectedValues, InjectionSource,
+    ParamValue, LAPSE,
 };
 pub use server::{spawn, ApiEmitter, ApiError, ApiHandle, ApiStats, Limits};
 

@@ -224,6 +224,37 @@ pub const VTS_PARAMS: [Param; 17] = [
     ),
 ];
 
+/// VTube Studio's default inputs that facewire does not offer (head pose, mouse, voice,
+/// hands): no plugin may create a parameter of these names, as in VTube Studio.
+pub const VTS_RESERVED: [&str; 26] = [
+    "FacePositionX",
+    "FacePositionY",
+    "FacePositionZ",
+    "FaceAngleX",
+    "FaceAngleY",
+    "FaceAngleZ",
+    "MousePositionX",
+    "MousePositionY",
+    "VoiceFrequency",
+    "VoiceVolume",
+    "HandLeftFound",
+    "HandRightFound",
+    "BothHandsFound",
+    "HandDistance",
+    "HandLeftPositionX",
+    "HandLeftPositionY",
+    "HandLeftPositionZ",
+    "HandRightPositionX",
+    "HandRightPositionY",
+    "HandRightPositionZ",
+    "HandLeftAngleX",
+    "HandLeftAngleZ",
+    "HandRightAngleX",
+    "HandRightAngleZ",
+    "HandLeftOpen",
+    "HandRightOpen",
+];
+
 /// The ARKit channels as parameters, one per channel, canonical names.
 fn arkit_params() -> &'static [Param; crate::arkit::COUNT] {
     static TABLE: std::sync::OnceLock<[Param; crate::arkit::COUNT]> = std::sync::OnceLock::new();

@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, oneshot};
 
+use super::custom::{CreateError, CustomParam, CustomParams, DeleteError, NewParam};
 use super::params::{self, Param};
 use super::protocol::{self, ErrorId, Request};
 use super::{
-    valid_name, ApiEvent, ApiHost, Applied, Approval, HostError, Hotkey, InjectError, InjectMode,
-    InjectedStore, ModelInfo, ParamValue, TokenStore,
+    valid_name, ApiEvent, ApiHost, Applied, Approval, CustomValue, HostError, Hotkey, InjectError,
+    InjectMode, InjectedStore, ModelInfo, ParamValue, TokenStore,
 };
 
 /// The same hotkey runs at most once per this long (VTube Studio: once per 5 frames).
@@ -27,7 +28,7 @@ pub(super) const EVENTS: [&str; 3] = [
 ];
 
 /// Requests that need an authenticated session.
-const AUTHENTICATED: [&str; 13] = [
+const AUTHENTICATED: [&str; 15] = [
     "CurrentModelRequest",
     "AvailableModelsRequest",
     "ModelLoadRequest",
@@ -39,6 +40,8 @@ const AUTHENTICATED: [&str; 13] = [
     "InputParameterListRequest",
     "ParameterValueRequest",
     "InjectParameterDataRequest",
+    "ParameterCreationRequest",
+    "ParameterDeletionRequest",
     "EventSubscriptionRequest",
     "StatisticsRequest",
 ];
@@ -51,6 +54,8 @@ pub(super) struct Shared {
     pub tokens: TokenStore,
     /// Where injected values go.
     pub injected: InjectedStore,
+    /// The parameters plugins created (kept in the tokens file too).
+    pub custom: Mutex<CustomParams>,
     /// Plugin names approved without asking.
     pub approve: Vec<String>,
     /// Events to subscribed sessions.
@@ -148,6 +153,51 @@ fn param_json(p: &Param, value: f32) -> Value {
         "max": number(p.max),
         "defaultValue": number(p.default),
     })
+}
+
+fn custom_json(p: &CustomParam, value: f32) -> Value {
+    json!({
+        "name": p.name,
+        "addedBy": p.plugin,
+        "value": number(value),
+        "min": number(p.min),
+        "max": number(p.max),
+        "defaultValue": number(p.default),
+    })
+}
+
+impl Shared {
+    /// The parameters plugins created, locked.
+    fn custom(&self) -> std::sync::MutexGuard<'_, CustomParams> {
+        self.custom.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps the parameters plugins created in the tokens file.
+    fn save_custom(&self, custom: &CustomParams) {
+        if let Err(e) = self.tokens.save_parameters(custom.all()) {
+            tracing::warn!(cause = %e, "cannot store the parameters plugins created");
+        }
+    }
+
+    /// Drops the parameters of plugins whose token was revoked (their entry removed from the
+    /// tokens file), as VTube Studio does.
+    fn prune_custom(&self) {
+        let Ok(allowed) = self.tokens.allowed_plugins() else {
+            return;
+        };
+        let mut custom = self.custom();
+        let gone = custom.retain_allowed(allowed);
+        if !gone.is_empty() {
+            for p in &gone {
+                self.injected.lock().forget(&p.key());
+            }
+            tracing::info!(
+                parameters = gone.len(),
+                "parameters of revoked plugins removed"
+            );
+            self.save_custom(&custom);
+        }
+    }
 }
 
 impl Plugin {
@@ -419,6 +469,7 @@ impl Plugin {
                 "windowIsFullscreen": false,
             })),
             "InputParameterListRequest" => {
+                let created = shared.custom().all().to_vec();
                 let injected = shared.injected.lock();
                 let (mut defaults, mut custom) = (Vec::new(), Vec::new());
                 for p in params::all() {
@@ -429,6 +480,12 @@ impl Plugin {
                         custom.push(entry);
                     }
                 }
+                for p in &created {
+                    custom.push(custom_json(
+                        p,
+                        injected.custom_value(&p.key(), p.default, now),
+                    ));
+                }
                 drop(injected);
                 reply(merge(
                     model_fields(host.current_model().as_ref()),
@@ -436,16 +493,26 @@ impl Plugin {
                 ))
             }
             "ParameterValueRequest" => {
-                let Some(p) = str_field(data, "name").and_then(params::lookup) else {
+                let name = str_field(data, "name").unwrap_or("");
+                if let Some(p) = params::lookup(name) {
+                    let value = shared.injected.lock().param_value(p, now);
+                    return reply(param_json(p, value));
+                }
+                let Some(p) = shared.custom().get(name).cloned() else {
                     return fail(
                         ErrorId::ParameterValueRequestParameterNotFound,
                         "No parameter has this name.",
                     );
                 };
-                let value = shared.injected.lock().param_value(p, now);
-                reply(param_json(p, value))
+                let value = shared
+                    .injected
+                    .lock()
+                    .custom_value(&p.key(), p.default, now);
+                reply(custom_json(&p, value))
             }
             "InjectParameterDataRequest" => self.inject(shared, data, now, &reply, &fail),
+            "ParameterCreationRequest" => self.create_param(shared, data, &reply, &fail),
+            "ParameterDeletionRequest" => self.delete_param(shared, data, &reply, &fail),
             "EventSubscriptionRequest" => self.subscribe(id, data, &reply, &fail),
             _ => fail(ErrorId::InternalServerError, "Unhandled request."),
         }
@@ -572,6 +639,8 @@ impl Plugin {
                 );
             }
         };
+        // A plugin revoked by hand loses the parameters it created.
+        shared.prune_custom();
         let reason = if ok {
             tracing::info!(
                 session = self.id,
@@ -701,14 +770,21 @@ impl Plugin {
             );
         };
         let mut values = Vec::with_capacity(list.len());
+        let mut custom = Vec::new();
+        let created = shared.custom();
         for item in list {
             let id = item.get("id").and_then(Value::as_str).unwrap_or("");
-            let Some(param) = params::lookup(id) else {
+            let param = params::lookup(id);
+            let key = param
+                .is_none()
+                .then(|| created.get(id).map(CustomParam::key))
+                .flatten();
+            if param.is_none() && key.is_none() {
                 return fail(
                     ErrorId::InjectDataParamNameNotFound,
                     &format!("No parameter is called \"{id}\"."),
                 );
-            };
+            }
             let Some(value) = item
                 .get("value")
                 .and_then(Value::as_f64)
@@ -731,22 +807,137 @@ impl Plugin {
                     }
                 },
             };
-            values.push(ParamValue {
-                param,
-                value: value as f32,
-                weight: weight as f32,
-            });
+            match (param, key) {
+                (Some(param), _) => values.push(ParamValue {
+                    param,
+                    value: value as f32,
+                    weight: weight as f32,
+                }),
+                (None, Some(key)) => custom.push(CustomValue {
+                    key,
+                    value: value as f32,
+                    weight: weight as f32,
+                }),
+                (None, None) => unreachable!("refused above"),
+            }
         }
+        drop(created);
         let result = shared
             .injected
             .lock()
-            .inject(self.id, mode, &values, face_found, now);
+            .inject_all(self.id, mode, &values, &custom, face_found, now);
         match result {
             Ok(()) => reply(json!({})),
             Err(InjectError::Owned { channel }) => fail(
                 ErrorId::InjectDataParamControlledByOtherPlugin,
                 &format!("Another plugin sets {channel}."),
             ),
+            Err(InjectError::OwnedParam { key }) => fail(
+                ErrorId::InjectDataParamControlledByOtherPlugin,
+                &format!("Another plugin sets {key}."),
+            ),
+        }
+    }
+
+    /// `ParameterCreationRequest`: a parameter of this plugin's, created or set anew.
+    fn create_param(
+        &mut self,
+        shared: &Shared,
+        data: &Map<String, Value>,
+        reply: &dyn Fn(Value) -> Step,
+        fail: &dyn Fn(ErrorId, &str) -> Step,
+    ) -> Step {
+        let Some((plugin, developer)) = self.auth.clone() else {
+            return fail(
+                ErrorId::RequestRequiresAuthentication,
+                "This request requires an authenticated session.",
+            );
+        };
+        let Some(name) = str_field(data, "parameterName") else {
+            return fail(
+                ErrorId::CustomParamNameInvalid,
+                "parameterName is missing or not a string.",
+            );
+        };
+        let explanation = match data.get("explanation") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(e)) => e.as_str(),
+            Some(_) => {
+                return fail(
+                    ErrorId::CustomParamExplanationTooLong,
+                    "explanation must be a string shorter than 256 characters.",
+                )
+            }
+        };
+        let number = |key: &str| data.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN);
+        let new = NewParam {
+            name,
+            explanation,
+            min: number("min"),
+            max: number("max"),
+            default: number("defaultValue"),
+        };
+        let mut custom = shared.custom();
+        let made = custom
+            .create((&plugin, &developer), &new)
+            .map(|(p, changed)| (p.name.clone(), changed));
+        match made {
+            Ok((name, changed)) => {
+                if changed {
+                    shared.save_custom(&custom);
+                    tracing::info!(parameter = %name, plugin = %plugin, "a plugin created a parameter");
+                }
+                reply(json!({"parameterName": name}))
+            }
+            Err(e) => {
+                let id = match e {
+                    CreateError::Name => ErrorId::CustomParamNameInvalid,
+                    CreateError::Values => ErrorId::CustomParamValuesInvalid,
+                    CreateError::Taken { .. } => ErrorId::CustomParamAlreadyCreatedByOtherPlugin,
+                    CreateError::Explanation => ErrorId::CustomParamExplanationTooLong,
+                    CreateError::Reserved(_) => ErrorId::CustomParamDefaultParamNameNotAllowed,
+                    CreateError::PluginLimit => ErrorId::CustomParamLimitPerPluginExceeded,
+                    CreateError::TotalLimit => ErrorId::CustomParamLimitTotalExceeded,
+                };
+                fail(id, &format!("{}.", capitalised(&e.to_string())))
+            }
+        }
+    }
+
+    /// `ParameterDeletionRequest`: a parameter this plugin created, deleted.
+    fn delete_param(
+        &mut self,
+        shared: &Shared,
+        data: &Map<String, Value>,
+        reply: &dyn Fn(Value) -> Step,
+        fail: &dyn Fn(ErrorId, &str) -> Step,
+    ) -> Step {
+        let Some((plugin, developer)) = self.auth.clone() else {
+            return fail(
+                ErrorId::RequestRequiresAuthentication,
+                "This request requires an authenticated session.",
+            );
+        };
+        let name = str_field(data, "parameterName").unwrap_or("");
+        let mut custom = shared.custom();
+        match custom.delete((&plugin, &developer), name) {
+            Ok(gone) => {
+                shared.injected.lock().forget(&gone.key());
+                shared.save_custom(&custom);
+                tracing::info!(parameter = %gone.name, plugin = %plugin, "a plugin deleted a parameter");
+                reply(json!({"parameterName": gone.name}))
+            }
+            Err(e) => {
+                let id = match e {
+                    DeleteError::Name => ErrorId::CustomParamDeletionNameInvalid,
+                    DeleteError::NotFound => ErrorId::CustomParamDeletionNotFound,
+                    DeleteError::Owned { .. } => ErrorId::CustomParamDeletionCreatedByOtherPlugin,
+                    DeleteError::Reserved(_) => {
+                        ErrorId::CustomParamDeletionCannotDeleteDefaultParam
+                    }
+                };
+                fail(id, &format!("{}.", capitalised(&e.to_string())))
+            }
         }
     }
 
@@ -848,6 +1039,14 @@ impl Plugin {
     }
 }
 
+/// `text` with its first letter in upper case, for an error's message.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+}
+
 fn hotkey_json(h: &Hotkey) -> Value {
     json!({
         "name": h.name,
@@ -938,6 +1137,7 @@ pub(super) mod tests {
             host,
             tokens: TokenStore::open(&dir.join("tokens.toml")).unwrap(),
             injected: InjectedStore::new(),
+            custom: Mutex::default(),
             approve: vec!["Approved Plugin".into()],
             events: broadcast::channel(8).0,
             cooldowns: Mutex::new(HashMap::new()),
@@ -1178,6 +1378,141 @@ pub(super) mod tests {
         ));
         assert_eq!(r["data"]["name"], "jawOpen");
         assert_eq!(r["data"]["value"], 0.5);
+    }
+
+    /// Logs `s` in as `plugin` (approved by the host) at `now`.
+    fn login_as(s: &mut Plugin, sh: &Shared, plugin: &str, now: Instant) {
+        let names = json!({"pluginName": plugin, "pluginDeveloper": "Someone"});
+        let r = answer(s.handle(
+            sh,
+            &request("AuthenticationTokenRequest", names.clone()),
+            now,
+        ));
+        let mut auth = names;
+        auth["authenticationToken"] = r["data"]["authenticationToken"].clone();
+        let r = answer(s.handle(sh, &request("AuthenticationRequest", auth), now));
+        assert_eq!(r["data"]["authenticated"], true, "{r}");
+    }
+
+    #[test]
+    fn plugins_create_delete_and_inject_parameters_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Arc::new(FakeHost::default());
+        *host.approve.lock().unwrap() = Some(true);
+        let sh = shared(dir.path(), host);
+        let t0 = Instant::now();
+        let mut me = Plugin::new(1);
+        login_as(&mut me, &sh, "Heart Rate", t0);
+        let create = |name: &str| {
+            request(
+                "ParameterCreationRequest",
+                json!({"parameterName": name, "explanation": "beats per minute",
+                       "min": 40, "max": 200, "defaultValue": 60}),
+            )
+        };
+        let r = answer(me.handle(&sh, &create("HeartRate"), t0));
+        assert_eq!(r["messageType"], "ParameterCreationResponse", "{r}");
+        assert_eq!(r["data"]["parameterName"], "HeartRate");
+        let refused = [
+            (create("Bad Name"), 350),
+            (create("MouthOpen"), 354),
+            (create("FaceAngleX"), 354),
+            (
+                request(
+                    "ParameterCreationRequest",
+                    json!({"parameterName": "NoValues"}),
+                ),
+                351,
+            ),
+            (
+                request(
+                    "ParameterCreationRequest",
+                    json!({"parameterName": "Explained", "explanation": "x".repeat(300),
+                           "min": 0, "max": 1, "defaultValue": 0}),
+                ),
+                353,
+            ),
+        ];
+        for (message, id) in refused {
+            assert_eq!(error_id(&answer(me.handle(&sh, &message, t0))), id);
+        }
+        // Another plugin can neither take its name nor delete it.
+        let mut other = Plugin::new(2);
+        login_as(&mut other, &sh, "Bonk Plugin", t0);
+        assert_eq!(
+            error_id(&answer(other.handle(&sh, &create("heartrate"), t0))),
+            352
+        );
+        let delete =
+            |name: &str| request("ParameterDeletionRequest", json!({"parameterName": name}));
+        assert_eq!(
+            error_id(&answer(other.handle(&sh, &delete("HeartRate"), t0))),
+            402
+        );
+        assert_eq!(
+            error_id(&answer(other.handle(&sh, &delete("MouthOpen"), t0))),
+            403
+        );
+        assert_eq!(
+            error_id(&answer(other.handle(&sh, &delete("Nothing"), t0))),
+            401
+        );
+
+        // Injected like a built-in parameter: one plugin sets it, any may add.
+        let inject = |mode: &str, value: f64| {
+            request(
+                "InjectParameterDataRequest",
+                json!({"mode": mode, "parameterValues": [
+                    {"id": "HeartRate", "value": value, "weight": 1},
+                    {"id": "jawOpen", "value": 0.2}]}),
+            )
+        };
+        let r = answer(me.handle(&sh, &inject("set", 120.0), t0));
+        assert_eq!(r["messageType"], "InjectParameterDataResponse", "{r}");
+        assert_eq!(sh.injected.values(t0).set.get(Channel::JawOpen), Some(0.2));
+        assert_eq!(
+            error_id(&answer(other.handle(&sh, &inject("set", 80.0), t0))),
+            454
+        );
+        let add = request(
+            "InjectParameterDataRequest",
+            json!({"mode": "add", "parameterValues": [{"id": "HeartRate", "value": 5}]}),
+        );
+        answer(other.handle(&sh, &add, t0));
+        let value = |s: &mut Plugin, t: Instant| {
+            let r = answer(s.handle(
+                &sh,
+                &request("ParameterValueRequest", json!({"name": "heartrate"})),
+                t,
+            ));
+            assert_eq!(r["data"]["addedBy"], "Heart Rate", "{r}");
+            r["data"]["value"].as_f64().unwrap()
+        };
+        assert_eq!(value(&mut me, t0), 125.0);
+        // Listed among the custom parameters, with its plugin.
+        let r = answer(me.handle(&sh, &request("InputParameterListRequest", json!({})), t0));
+        let listed: Vec<&Value> = r["data"]["customParameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["name"] == "HeartRate")
+            .collect();
+        assert_eq!(listed.len(), 1, "{r}");
+        assert_eq!(listed[0]["addedBy"], "Heart Rate");
+        assert_eq!(listed[0]["min"], 40.0);
+        assert_eq!(listed[0]["defaultValue"], 60.0);
+        // Not sent again: back to its default after a second.
+        assert_eq!(value(&mut me, at(t0, 1.5)), 60.0);
+        // Kept in the tokens file, for the next run.
+        assert_eq!(sh.tokens.parameters().unwrap().len(), 1);
+        // Deleted by its plugin: no longer injectable.
+        let r = answer(me.handle(&sh, &delete("HEARTRATE"), t0));
+        assert_eq!(r["data"]["parameterName"], "HeartRate", "{r}");
+        assert_eq!(
+            error_id(&answer(me.handle(&sh, &inject("set", 1.0), t0))),
+            453
+        );
+        assert!(sh.tokens.parameters().unwrap().is_empty());
     }
 
     #[test]

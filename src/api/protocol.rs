@@ -67,6 +67,28 @@ pub enum ErrorId {
     HotkeyUnknownExecutionFailure = 206,
     /// Live2D items are not offered.
     HotkeyExecutionFailedBecauseLive2DItemNotFound = 207,
+    /// `parameterName` is not 4 to 32 letters and digits.
+    CustomParamNameInvalid = 350,
+    /// `min`, `max` or `defaultValue` is not a number within ±1 000 000.
+    CustomParamValuesInvalid = 351,
+    /// Another plugin created a parameter of that name.
+    CustomParamAlreadyCreatedByOtherPlugin = 352,
+    /// `explanation` is 256 characters or longer.
+    CustomParamExplanationTooLong = 353,
+    /// The name is a default parameter's.
+    CustomParamDefaultParamNameNotAllowed = 354,
+    /// The plugin created 100 parameters already.
+    CustomParamLimitPerPluginExceeded = 355,
+    /// Plugins created 300 parameters already.
+    CustomParamLimitTotalExceeded = 356,
+    /// `parameterName` is missing or not a parameter name.
+    CustomParamDeletionNameInvalid = 400,
+    /// No plugin created a parameter of that name.
+    CustomParamDeletionNotFound = 401,
+    /// Another plugin created it.
+    CustomParamDeletionCreatedByOtherPlugin = 402,
+    /// Default parameters cannot be deleted.
+    CustomParamDeletionCannotDeleteDefaultParam = 403,
     /// `parameterValues` is missing or empty.
     InjectDataNoDataProvided = 450,
     /// A value is not a number within ±1 000 000.

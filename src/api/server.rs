@@ -262,6 +262,7 @@ pub fn spawn(
         return Err(ApiError::Exposed { addr });
     }
     let tokens = TokenStore::open(&config.tokens)?;
+    let custom = super::CustomParams::new(tokens.parameters()?);
     let listener =
         std::net::TcpListener::bind(addr).map_err(|cause| ApiError::Bind { addr, cause })?;
     let bound = listener
@@ -279,6 +280,7 @@ pub fn spawn(
             host,
             tokens,
             injected,
+            custom: Mutex::new(custom),
             approve: config.approve.clone(),
             events: events.clone(),
             cooldowns: Mutex::new(Default::default()),

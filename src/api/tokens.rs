@@ -1,11 +1,14 @@
 //! The plugins' authentication tokens: random, kept in a TOML file written atomically (through
 //! [`crate::tomlfile`], so comments written in it stay), read again on every check so that an
-//! entry removed by hand revokes the plugin at once.
+//! entry removed by hand revokes the plugin at once. The parameters plugins created live in the
+//! same file, and go with their plugin's entry.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
+
+use super::custom::CustomParam;
 
 /// Why the tokens file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -51,11 +54,23 @@ struct Entry {
 struct File {
     #[serde(default)]
     plugin: Vec<Entry>,
+    /// The parameters plugins created (`ParameterCreationRequest`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    parameter: Vec<CustomParam>,
+}
+
+impl File {
+    fn allows(&self, name: &str, developer: &str) -> bool {
+        self.plugin
+            .iter()
+            .any(|e| e.name == name && e.developer == developer)
+    }
 }
 
 const HEADER: &str =
-    "# Plugins allowed to drive facewire through its VTube Studio-compatible API.\n\
-# Remove a plugin's entry to revoke it; it must then ask again.\n\n";
+    "# Plugins allowed to drive facewire through its VTube Studio-compatible API, and the\n\
+# parameters they created. Remove a plugin's entry to revoke it (its parameters go with it);\n\
+# it must then ask again.\n\n";
 
 /// The tokens file; checks and issues tokens.
 #[derive(Debug)]
@@ -127,6 +142,33 @@ impl TokenStore {
         Ok(token)
     }
 
+    /// The parameters plugins created whose plugin still holds a token.
+    pub fn parameters(&self) -> Result<Vec<CustomParam>, TokenError> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let file = self.read()?;
+        Ok(file
+            .parameter
+            .iter()
+            .filter(|p| file.allows(&p.plugin, &p.developer))
+            .cloned()
+            .collect())
+    }
+
+    /// Whether `name` by `developer` holds a token, as a test over the file read now.
+    pub fn allowed_plugins(&self) -> Result<impl Fn(&str, &str) -> bool, TokenError> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let file = self.read()?;
+        Ok(move |name: &str, developer: &str| file.allows(name, developer))
+    }
+
+    /// Keeps `params` as the parameters plugins created, replacing those in the file.
+    pub fn save_parameters(&self, params: &[CustomParam]) -> Result<(), TokenError> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = self.read()?;
+        file.parameter = params.to_vec();
+        crate::tomlfile::save(&self.path, &file, HEADER).map_err(TokenError::Write)
+    }
+
     /// How many plugins hold a token (the user allowed them and has not revoked them).
     pub fn allowed(&self) -> Result<usize, TokenError> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -192,6 +234,7 @@ mod tests {
                 .into_iter()
                 .filter(|e| e.name != "Streamer.bot")
                 .collect(),
+            parameter: Vec::new(),
         };
         std::fs::write(&path, toml::to_string(&kept).unwrap()).unwrap();
         assert!(!reopened
@@ -227,6 +270,39 @@ mod tests {
         assert_eq!(text.matches("[[plugin]]").count(), 3, "{text}");
         assert!(store.check("OBS bot", "me", &again).unwrap());
         assert!(!store.check("OBS bot", "me", &first).unwrap());
+    }
+
+    #[test]
+    fn parameters_are_kept_with_the_tokens_and_go_with_their_plugin() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("api_tokens.toml");
+        let store = TokenStore::open(&path).unwrap();
+        store.issue("Heart Rate", "Someone").unwrap();
+        store.issue("Bonk", "Someone").unwrap();
+        let param = |name: &str, plugin: &str| CustomParam {
+            name: name.into(),
+            plugin: plugin.into(),
+            developer: "Someone".into(),
+            explanation: "beats per minute".into(),
+            min: 40.0,
+            max: 200.0,
+            default: 60.0,
+        };
+        let params = [param("HeartRate", "Heart Rate"), param("BonkPower", "Bonk")];
+        store.save_parameters(&params).unwrap();
+        // A new token keeps them; a restart reads them.
+        store.issue("Heart Rate", "Someone").unwrap();
+        let reopened = TokenStore::open(&path).unwrap();
+        assert_eq!(reopened.parameters().unwrap(), params);
+        // Revoking a plugin by hand drops its parameters.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut file: File = toml::from_str(&text).unwrap();
+        file.plugin.retain(|e| e.name != "Bonk");
+        std::fs::write(&path, toml::to_string(&file).unwrap()).unwrap();
+        assert_eq!(reopened.parameters().unwrap(), [params[0].clone()]);
+        let allowed = reopened.allowed_plugins().unwrap();
+        assert!(allowed("Heart Rate", "Someone"));
+        assert!(!allowed("Bonk", "Someone"));
     }
 
     #[test]
