@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use facewire::api::{
     spawn, ApiConfig, ApiEvent, ApiHandle, ApiHost, Applied, Approval, ExpressionState, HostError,
-    Hotkey, InjectedStore, Limits, ModelInfo,
+    Hotkey, InjectedStore, Limits, ModelInfo, ModelMove, ModelPosition,
 };
 use facewire::arkit::Channel;
 use futures_util::{SinkExt, StreamExt};
@@ -88,6 +88,13 @@ impl ApiHost for RecordingHost {
     }
     fn tracking(&self) -> bool {
         true
+    }
+    fn model_position(&self) -> ModelPosition {
+        ModelPosition::default()
+    }
+    fn move_model(&self, m: &ModelMove) -> Result<(), HostError> {
+        self.calls.lock().unwrap().push(format!("move {:?}", m.x));
+        Ok(())
     }
     fn approve(&self, _plugin: &str, _developer: &str) -> Approval {
         let (tx, rx) = oneshot::channel();

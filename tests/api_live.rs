@@ -364,6 +364,99 @@ async fn models_are_listed_once_and_statistics_count_the_plugins() {
     let _ = child.wait();
 }
 
+/// The middle (mean x and y, in pixels) of what differs from the top-left pixel (the
+/// background) in `image`.
+fn middle_of_avatar(image: &RgbaImage) -> (f64, f64) {
+    let background = image.pixel(0, 0);
+    let (mut sx, mut sy, mut n) = (0.0, 0.0, 0.0);
+    for y in 0..image.height {
+        for x in 0..image.width {
+            let p = image.pixel(x, y);
+            if p.iter().zip(background).any(|(a, b)| a.abs_diff(b) > 8) {
+                sx += f64::from(x);
+                sy += f64::from(y);
+                n += 1.0;
+            }
+        }
+    }
+    assert!(n > 100.0, "no avatar drawn");
+    (sx / n, sy / n)
+}
+
+#[tokio::test]
+async fn a_plugin_moves_the_avatar_on_a_headless_stage() {
+    let dir = out_dir("move");
+    let api: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let config = config(&dir, api, "");
+    let child = headless(&dir, &config, "3", &[]);
+    let mut ws = connect(api).await;
+    authenticate(&mut ws).await;
+    // To the right half of the window and down a little, at once; then half as large, turned,
+    // over a moment (relative to where it is).
+    let r = ask(
+        &mut ws,
+        "MoveModelRequest",
+        json!({"timeInSeconds": 0, "valuesAreRelativeToModel": false,
+               "positionX": 0.5, "positionY": -0.2}),
+    )
+    .await;
+    assert_eq!(r["messageType"], "MoveModelResponse", "{r}");
+    let r = ask(
+        &mut ws,
+        "MoveModelRequest",
+        json!({"timeInSeconds": 0.3, "valuesAreRelativeToModel": true,
+               "rotation": 30, "size": -33.4}),
+    )
+    .await;
+    assert_eq!(r["messageType"], "MoveModelResponse", "{r}");
+    let r = ask(&mut ws, "CurrentModelRequest", json!({})).await;
+    let at = &r["data"]["modelPosition"];
+    assert_eq!(at["positionX"], 0.5, "{r}");
+    assert_eq!(at["positionY"], -0.2, "{r}");
+    assert_eq!(at["rotation"], 30.0, "{r}");
+    let r = ask(
+        &mut ws,
+        "MoveModelRequest",
+        json!({"timeInSeconds": 5, "valuesAreRelativeToModel": false}),
+    )
+    .await;
+    assert_eq!(r["data"]["errorID"], 302, "{r}");
+    let report = report(child, &dir);
+    assert!(report["frames_drawn"].as_u64().unwrap() > 5, "{report}");
+
+    // The last frame drawn shows the head there: its middle a quarter of the width right of
+    // the window's middle, a tenth of the height below it.
+    let got = RgbaImage::load_png(&dir.join("last.png")).unwrap();
+    let rest = snapshot(&dir, &config, "jawOpen=0", "rest.png");
+    let (gx, gy) = middle_of_avatar(&got);
+    let (rx, ry) = middle_of_avatar(&rest);
+    let (w, h) = (f64::from(got.width), f64::from(got.height));
+    assert!(
+        (gx - rx - 0.25 * w).abs() < 0.06 * w && (gy - ry - 0.1 * h).abs() < 0.06 * h,
+        "the head's middle moved from ({rx:.0}, {ry:.0}) to ({gx:.0}, {gy:.0}), not by \
+         ({:.0}, {:.0}) (see {})",
+        0.25 * w,
+        0.1 * h,
+        dir.display()
+    );
+    // Half as large: about a quarter of the pixels.
+    let area = |image: &RgbaImage| {
+        let background = image.pixel(0, 0);
+        (0..image.height)
+            .flat_map(|y| (0..image.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| {
+                image
+                    .pixel(x, y)
+                    .iter()
+                    .zip(background)
+                    .any(|(a, b)| a.abs_diff(b) > 8)
+            })
+            .count() as f64
+    };
+    let ratio = area(&got) / area(&rest);
+    assert!(ratio > 0.15 && ratio < 0.4, "{ratio} of the area at rest");
+}
+
 #[tokio::test]
 async fn a_thousand_connections_leave_the_stage_drawing() {
     let dir = out_dir("flood");

@@ -49,7 +49,67 @@ pub struct ModelInfo {
     pub file: String,
 }
 
-/// A hotkey of the current model.
+/// Where the model stands on the stage, in VTube Studio's units (`MoveModelRequest`,
+/// `CurrentModelResponse`'s `modelPosition`): its middle at `x`, `y` (-1 to 1 are the window's
+/// left and right, bottom and top edges), turned `rotation` degrees clockwise, at `size` (-100
+/// smallest to 100 largest; 0 is the framing facewire draws by itself).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ModelPosition {
+    /// Left (-1) to right (1) edge; further is off the window.
+    pub x: f32,
+    /// Bottom (-1) to top (1) edge; further is off the window.
+    pub y: f32,
+    /// Degrees clockwise, 0 to 360.
+    pub rotation: f32,
+    /// -100 (smallest) to 100 (largest).
+    pub size: f32,
+}
+
+/// The largest position either way, as VTube Studio.
+pub const POSITION_LIMIT: f32 = 1000.0;
+/// The largest turn either way in one request, in degrees, as VTube Studio.
+pub const ROTATION_LIMIT: f32 = 360.0;
+/// The largest size either way, as VTube Studio.
+pub const SIZE_LIMIT: f32 = 100.0;
+/// The longest a move may take, as VTube Studio.
+pub const MOVE_TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// A plugin's `MoveModelRequest`, checked: where to, and over how long.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelMove {
+    /// How long the move takes (0: at once), at most [`MOVE_TIME_LIMIT`].
+    pub over: Duration,
+    /// Whether the values are added to where the model is (else they are where it goes).
+    pub relative: bool,
+    /// `positionX`, when given.
+    pub x: Option<f32>,
+    /// `positionY`, when given.
+    pub y: Option<f32>,
+    /// `rotation`, when given.
+    pub rotation: Option<f32>,
+    /// `size`, when given.
+    pub size: Option<f32>,
+}
+
+impl ModelPosition {
+    /// Where `m` takes a model that stands here: each value given set (or, `relative`, added),
+    /// the others kept; positions and size kept within their limits, the turn within 0 to 360.
+    pub fn moved(self, m: &ModelMove) -> ModelPosition {
+        let apply = |now: f32, given: Option<f32>| match given {
+            Some(v) if m.relative => now + v,
+            Some(v) => v,
+            None => now,
+        };
+        ModelPosition {
+            x: apply(self.x, m.x).clamp(-POSITION_LIMIT, POSITION_LIMIT),
+            y: apply(self.y, m.y).clamp(-POSITION_LIMIT, POSITION_LIMIT),
+            rotation: apply(self.rotation, m.rotation).rem_euclid(360.0),
+            size: apply(self.size, m.size).clamp(-SIZE_LIMIT, SIZE_LIMIT),
+        }
+    }
+}
+
+/// A hotkey of the current model./// A hotkey of the current model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hotkey {
     /// Its unique ID (`hotkeyID`).
@@ -159,6 +219,11 @@ pub trait ApiHost: Send + Sync + 'static {
     ) -> Result<Applied, HostError>;
     /// Whether the face is tracked now.
     fn tracking(&self) -> bool;
+    /// Where the current model stands (where the last move takes it).
+    fn model_position(&self) -> ModelPosition;
+    /// Moves the current model (`MoveModelRequest`); a run that draws nothing keeps where it
+    /// would stand.
+    fn move_model(&self, m: &ModelMove) -> Result<(), HostError>;
     /// A plugin (`pluginName`, `pluginDeveloper`) asks for a token: allow it?
     fn approve(&self, plugin: &str, developer: &str) -> Approval;
 }

@@ -14,7 +14,8 @@ use super::params::{self, Param};
 use super::protocol::{self, ErrorId, Request};
 use super::{
     valid_name, ApiEvent, ApiHost, Applied, Approval, CustomValue, HostError, Hotkey, InjectError,
-    InjectMode, InjectedStore, ModelInfo, ParamValue, TokenStore,
+    InjectMode, InjectedStore, ModelInfo, ModelMove, ParamValue, TokenStore, MOVE_TIME_LIMIT,
+    POSITION_LIMIT, ROTATION_LIMIT, SIZE_LIMIT,
 };
 
 /// The same hotkey runs at most once per this long (VTube Studio: once per 5 frames).
@@ -28,10 +29,11 @@ pub(super) const EVENTS: [&str; 3] = [
 ];
 
 /// Requests that need an authenticated session.
-const AUTHENTICATED: [&str; 15] = [
+const AUTHENTICATED: [&str; 16] = [
     "CurrentModelRequest",
     "AvailableModelsRequest",
     "ModelLoadRequest",
+    "MoveModelRequest",
     "HotkeysInCurrentModelRequest",
     "HotkeyTriggerRequest",
     "ExpressionStateRequest",
@@ -118,6 +120,62 @@ fn model_fields(model: Option<&ModelInfo>) -> Value {
         "modelLoaded": model.is_some(),
         "modelName": model.map_or("", |m| m.name.as_str()),
         "modelID": model.map_or("", |m| m.id.as_str()),
+    })
+}
+
+/// A `MoveModelRequest`'s data, checked as VTube Studio does: `timeInSeconds` (0 to 2) and
+/// `valuesAreRelativeToModel` are needed (301), the values given must be numbers within their
+/// ranges (302).
+fn model_move(data: &Map<String, Value>) -> Result<ModelMove, (ErrorId, &'static str)> {
+    let missing = (
+        ErrorId::MoveModelRequestMissingFields,
+        "timeInSeconds and valuesAreRelativeToModel are needed.",
+    );
+    let range = |text| (ErrorId::MoveModelRequestValuesOutOfRange, text);
+    let time = match data.get("timeInSeconds") {
+        None | Some(Value::Null) => return Err(missing),
+        Some(t) => t
+            .as_f64()
+            .filter(|t| (0.0..=MOVE_TIME_LIMIT.as_secs_f64()).contains(t))
+            .ok_or(range("timeInSeconds must be a number from 0 to 2."))?,
+    };
+    let Some(relative) = data
+        .get("valuesAreRelativeToModel")
+        .and_then(Value::as_bool)
+    else {
+        return Err(missing);
+    };
+    let value = |key: &str, limit: f32, text| match data.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|v| v.abs() <= f64::from(limit))
+            .map(|v| Some(v as f32))
+            .ok_or(range(text)),
+    };
+    Ok(ModelMove {
+        over: Duration::from_secs_f64(time),
+        relative,
+        x: value(
+            "positionX",
+            POSITION_LIMIT,
+            "positionX must be a number from -1000 to 1000.",
+        )?,
+        y: value(
+            "positionY",
+            POSITION_LIMIT,
+            "positionY must be a number from -1000 to 1000.",
+        )?,
+        rotation: value(
+            "rotation",
+            ROTATION_LIMIT,
+            "rotation must be a number from -360 to 360.",
+        )?,
+        size: value(
+            "size",
+            SIZE_LIMIT,
+            "size must be a number from -100 to 100.",
+        )?,
     })
 }
 
@@ -263,6 +321,12 @@ impl Plugin {
             }
             "AuthenticationTokenRequest" => return self.token_request(shared, &request),
             "AuthenticationRequest" => return self.authenticate(shared, &request),
+            "ColorTintRequest" => {
+                return fail(
+                    ErrorId::RequestTypeUnknown,
+                    "facewire has no Live2D ArtMeshes to tint: ColorTintRequest is not offered.",
+                )
+            }
             k if !AUTHENTICATED.contains(&k) => {
                 return fail(
                     ErrorId::RequestTypeUnknown,
@@ -282,6 +346,7 @@ impl Plugin {
         match kind {
             "CurrentModelRequest" => {
                 let model = host.current_model();
+                let at = host.model_position();
                 reply(merge(
                     model_fields(model.as_ref()),
                     json!({
@@ -295,7 +360,12 @@ impl Plugin {
                         "hasPhysicsFile": false,
                         "numberOfTextures": 0,
                         "textureResolution": 0,
-                        "modelPosition": {"positionX": 0.0, "positionY": 0.0, "rotation": 0.0, "size": 0.0},
+                        "modelPosition": {
+                            "positionX": number(at.x),
+                            "positionY": number(at.y),
+                            "rotation": number(at.rotation),
+                            "size": number(at.size),
+                        },
                     }),
                 ))
             }
@@ -334,6 +404,26 @@ impl Plugin {
                         fail(ErrorId::ModelIdNotFound, "No model has this ID.")
                     }
                     Err(e) => fail(ErrorId::CannotCurrentlyChangeModel, &e.to_string()),
+                }
+            }
+            "MoveModelRequest" => {
+                if host.current_model().is_none() {
+                    return fail(
+                        ErrorId::MoveModelRequestNoModelLoaded,
+                        "No model is loaded.",
+                    );
+                }
+                let m = match model_move(data) {
+                    Ok(m) => m,
+                    Err((id, text)) => return fail(id, text),
+                };
+                match host.move_model(&m) {
+                    Ok(()) => reply(json!({})),
+                    Err(HostError::NoModel) => fail(
+                        ErrorId::MoveModelRequestNoModelLoaded,
+                        "No model is loaded.",
+                    ),
+                    Err(e) => fail(ErrorId::InternalServerError, &e.to_string()),
                 }
             }
             "HotkeysInCurrentModelRequest" => {
@@ -1062,7 +1152,7 @@ fn hotkey_json(h: &Hotkey) -> Value {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::api::{ExpressionState, Hotkey};
+    use crate::api::{ExpressionState, Hotkey, ModelPosition};
     use crate::arkit::Channel;
     use crate::calibrate::at;
 
@@ -1071,6 +1161,7 @@ pub(super) mod tests {
     pub struct FakeHost {
         pub calls: Mutex<Vec<String>>,
         pub approve: Mutex<Option<bool>>,
+        pub position: Mutex<ModelPosition>,
     }
 
     impl ApiHost for FakeHost {
@@ -1122,6 +1213,18 @@ pub(super) mod tests {
         }
         fn tracking(&self) -> bool {
             true
+        }
+        fn model_position(&self) -> ModelPosition {
+            *self.position.lock().unwrap()
+        }
+        fn move_model(&self, m: &ModelMove) -> Result<(), HostError> {
+            let mut at = self.position.lock().unwrap();
+            *at = at.moved(m);
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("move {}", m.over.as_secs_f32()));
+            Ok(())
         }
         fn approve(&self, _plugin: &str, _developer: &str) -> Approval {
             match *self.approve.lock().unwrap() {
@@ -1563,6 +1666,67 @@ pub(super) mod tests {
         let r = answer(s.handle(&sh, &sub("", false, json!({})), t0));
         assert_eq!(r["data"]["subscribedEventCount"], 0);
         assert!(s.event(&lost).is_none());
+    }
+
+    #[test]
+    fn moves_are_checked_and_the_current_model_says_where_it_stands() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Arc::new(FakeHost::default());
+        let sh = shared(dir.path(), host.clone());
+        let mut s = Plugin::new(1);
+        let t0 = Instant::now();
+        login(&mut s, &sh, t0);
+        let send = |s: &mut Plugin, data: Value| {
+            answer(s.handle(&sh, &request("MoveModelRequest", data), t0))
+        };
+        let r = send(
+            &mut s,
+            json!({"timeInSeconds": 0.2, "valuesAreRelativeToModel": false,
+                   "positionX": 0.1, "positionY": -0.7, "rotation": 16.3, "size": -22.5}),
+        );
+        assert_eq!(r["messageType"], "MoveModelResponse", "{r}");
+        // Relative: only the rotation changes, turning past 360 and back to the positive form.
+        send(
+            &mut s,
+            json!({"timeInSeconds": 0, "valuesAreRelativeToModel": true, "rotation": -20}),
+        );
+        let r = answer(s.handle(&sh, &request("CurrentModelRequest", json!({})), t0));
+        let at = &r["data"]["modelPosition"];
+        assert_eq!(at["positionX"], 0.1, "{r}");
+        assert_eq!(at["positionY"], -0.7, "{r}");
+        assert!(
+            (at["rotation"].as_f64().unwrap() - 356.3).abs() < 1e-3,
+            "{r}"
+        );
+        assert_eq!(at["size"], -22.5, "{r}");
+        let refused = [
+            (json!({"valuesAreRelativeToModel": false}), 301),
+            (json!({"timeInSeconds": 1}), 301),
+            (
+                json!({"timeInSeconds": 3, "valuesAreRelativeToModel": false}),
+                302,
+            ),
+            (
+                json!({"timeInSeconds": 1, "valuesAreRelativeToModel": false, "positionX": 1001}),
+                302,
+            ),
+            (
+                json!({"timeInSeconds": 1, "valuesAreRelativeToModel": false, "rotation": -361}),
+                302,
+            ),
+            (
+                json!({"timeInSeconds": 1, "valuesAreRelativeToModel": false, "size": "big"}),
+                302,
+            ),
+        ];
+        for (data, id) in refused {
+            assert_eq!(error_id(&send(&mut s, data)), id);
+        }
+        assert_eq!(*host.calls.lock().unwrap(), ["move 0.2", "move 0"]);
+        // Color tints have no ArtMeshes to work on.
+        let r = answer(s.handle(&sh, &request("ColorTintRequest", json!({})), t0));
+        assert_eq!(error_id(&r), 7);
+        assert!(r["data"]["message"].as_str().unwrap().contains("ArtMesh"));
     }
 
     #[test]

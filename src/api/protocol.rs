@@ -67,6 +67,12 @@ pub enum ErrorId {
     HotkeyUnknownExecutionFailure = 206,
     /// Live2D items are not offered.
     HotkeyExecutionFailedBecauseLive2DItemNotFound = 207,
+    /// No model is loaded to move.
+    MoveModelRequestNoModelLoaded = 300,
+    /// `timeInSeconds` or `valuesAreRelativeToModel` is missing.
+    MoveModelRequestMissingFields = 301,
+    /// A value is out of its range (time 0 to 2 s, positions ±1000, rotation ±360, size ±100).
+    MoveModelRequestValuesOutOfRange = 302,
     /// `parameterName` is not 4 to 32 letters and digits.
     CustomParamNameInvalid = 350,
     /// `min`, `max` or `defaultValue` is not a number within ±1 000 000.

@@ -99,7 +99,9 @@ pub fn run_headless(
             aged += 1;
         }
         let now = Instant::now();
-        let moving = motion.settles_at().is_some_and(|at| now <= at) || scene.springs_moving();
+        let moving = motion.settles_at().is_some_and(|at| now <= at)
+            || scene.springs_moving()
+            || scene.model_moving(now);
         let changed = before_draw(scene) || first || moving;
         first = false;
         if wants_redraw(pace.render_on_change, new_frame.is_some(), changed) {

@@ -184,8 +184,8 @@ pub fn run_offscreen(
     Ok((image, report))
 }
 
-/// Applies a change the offscreen run was told of (a saved mapping, look or configuration);
-/// whether the picture may change.
+/// Applies a change the offscreen run was told of (a saved mapping, look or configuration, a
+/// plugin's move of the avatar); whether the picture may change.
 fn apply_change(scene: &mut Scene, event: AppEvent) -> bool {
     match event {
         AppEvent::Mapping(parsed) => {
@@ -195,6 +195,7 @@ fn apply_change(scene: &mut Scene, event: AppEvent) -> bool {
             let _ = reload_look(scene, parsed.map(|l| *l));
         }
         AppEvent::Camera(camera) => scene.set_camera(camera),
+        AppEvent::MoveModel { to, over } => scene.move_model(to, over, Instant::now()),
         AppEvent::Layers(stack) => {
             if let Err(e) = scene.set_stack(&stack) {
                 tracing::error!(error = %e, "layer targets kept as they were");

@@ -9,6 +9,7 @@
 //! - `camera_save`: saving the camera into the configuration file.
 //! - `pacing`: the frame-rate cap and redrawing on change.
 //! - `placement`: where the control panel opens on the screen.
+//! - `model_move`: where plugins of the API put the avatar on the stage, eased over time.
 //! - `headless`: the offscreen loop of `facewire run --headless`.
 //! - `live`: live runs put together: the session's input and chain feeding the stage window,
 //!   the offscreen loop or the calibration routine's stage.
@@ -21,6 +22,7 @@ pub mod hud;
 mod input;
 mod live;
 mod look;
+pub mod model_move;
 pub mod motion;
 mod pacing;
 mod placement;

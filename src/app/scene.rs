@@ -2,7 +2,7 @@
 //! swapping in a reloaded mapping at a frame boundary.
 
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::arkit::FaceFrame;
 use crate::avatar::correctives::Correctives;
@@ -14,6 +14,7 @@ use crate::mapping::{CompiledMapping, LayerTargetError, LayerTargets};
 use crate::render::{Camera, DrawTarget, MorphPath, RenderError, Renderer, WrinkleMap};
 
 use super::look::LookState;
+use super::model_move::ModelMover;
 
 /// Everything needed to draw the avatar: the model, its compiled mapping, the GL renderer and
 /// the camera. Owns the renderer, so it must be dropped while its GL context is current.
@@ -42,6 +43,8 @@ pub struct Scene {
     look: LookState,
     /// The avatar's corrective targets (`a*b`), set from their inputs after everything else.
     correctives: Correctives,
+    /// Where plugins of the API put the avatar on the stage.
+    mover: ModelMover,
 }
 
 impl Scene {
@@ -79,6 +82,7 @@ impl Scene {
             wrinkle_maps: Vec::new(),
             look: LookState::new(&avatar, mapping.sliders()),
             correctives: Correctives::resolve(&avatar),
+            mover: ModelMover::new(Instant::now()),
             pose: rest.clone(),
             rest,
             mapping,
@@ -184,6 +188,28 @@ impl Scene {
         &self.camera
     }
 
+    /// Moves the avatar on the stage to `to` (a plugin's `MoveModelRequest`), eased over
+    /// `over` from where it stands at `now`.
+    pub fn move_model(&mut self, to: crate::api::ModelPosition, over: Duration, now: Instant) {
+        self.mover.move_to(to, over, now);
+    }
+
+    /// Whether the avatar is moving on the stage at `now`, so a frame drawn now would differ.
+    pub fn model_moving(&self, now: Instant) -> bool {
+        self.mover.moving(now)
+    }
+
+    /// Where plugins have put the avatar, and the move under way: for another scene (a new
+    /// avatar) to go on from.
+    pub fn mover(&self) -> ModelMover {
+        self.mover
+    }
+
+    /// Goes on from `mover` (the scene this one replaces).
+    pub fn set_mover(&mut self, mover: ModelMover) {
+        self.mover = mover;
+    }
+
     /// Replaces the mapping (for example with one compiled from a mapping file), with the
     /// wrinkle maps it declares; maps the renderer cannot use are dropped with an error logged
     /// (the rest of the mapping still applies).
@@ -261,6 +287,7 @@ impl Scene {
     pub fn draw(&mut self, target: &DrawTarget) {
         let aspect = target.width as f32 / target.height.max(1) as f32;
         let camera = Camera::framed(self.bounds, aspect, &self.camera).reaching(self.reach);
+        let camera = self.mover.camera(camera, Instant::now());
         self.renderer.draw(&self.pose, &camera, target);
     }
 

@@ -50,6 +50,14 @@ pub enum AppEvent {
     /// Show this avatar instead (`None`: the default head), as the panel's choice does: a
     /// plugin of the API asked.
     LoadModel(Option<std::path::PathBuf>),
+    /// A plugin of the API moves the avatar on the stage (`MoveModelRequest`): from where it
+    /// stands to `to`, eased over `over` (at once when zero).
+    MoveModel {
+        /// Where it goes.
+        to: crate::api::ModelPosition,
+        /// How long the move takes.
+        over: std::time::Duration,
+    },
     /// A plugin of the API asks for a token: the panel asks the performer, whose answer goes
     /// to `reply` (`true`: allow).
     ApiApproval {

@@ -13,7 +13,7 @@ use super::chain::{ExpressionsWatch, SessionCommand, TrackingWatch};
 use super::Notify;
 use crate::api::{
     ApiEmitter, ApiEvent, ApiHandle, ApiHost, Applied, Approval, ExpressionState, HostError,
-    Hotkey, ModelInfo,
+    Hotkey, ModelInfo, ModelMove, ModelPosition,
 };
 use crate::calibrate::TrackingState;
 use crate::config::Config;
@@ -131,17 +131,24 @@ pub struct SessionHost {
     models_dir: PathBuf,
     /// The stage, in a window run: it loads avatars and asks the performer about plugins.
     stage: Option<Notify>,
+    /// The front-end that draws the avatar (the stage, or a headless run's offscreen loop):
+    /// plugins' moves go there.
+    front: Option<Notify>,
+    /// Where the avatar stands on the stage, as the last move left it.
+    position: Mutex<ModelPosition>,
 }
 
 impl SessionHost {
-    /// A host sending commands to the chain, reading the state it keeps, and with `stage`
-    /// (a window run) switching avatars and asking for approval there.
+    /// A host sending commands to the chain, reading the state it keeps, with `stage` (a
+    /// window run) switching avatars and asking for approval there, and moving the avatar on
+    /// `front` (the stage, or a headless run's offscreen loop; a relay draws nothing).
     pub fn new(
         config: &Config,
         commands: mpsc::Sender<SessionCommand>,
         expressions: ExpressionsWatch,
         tracking: TrackingWatch,
         stage: Option<Notify>,
+        front: Option<Notify>,
     ) -> SessionHost {
         let shown = Some(config.render.model.clone()).filter(|p| !p.as_os_str().is_empty());
         SessionHost {
@@ -154,6 +161,8 @@ impl SessionHost {
             },
             models_dir: config.render.models_dir.clone(),
             stage,
+            front,
+            position: Mutex::new(ModelPosition::default()),
         }
     }
 
@@ -300,6 +309,23 @@ impl ApiHost for SessionHost {
         )
     }
 
+    fn model_position(&self) -> ModelPosition {
+        *self.position.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn move_model(&self, m: &ModelMove) -> Result<(), HostError> {
+        let to = {
+            let mut at = self.position.lock().unwrap_or_else(PoisonError::into_inner);
+            *at = at.moved(m);
+            *at
+        };
+        tracing::debug!(?to, over = ?m.over, "a plugin moves the avatar");
+        if let Some(front) = &self.front {
+            front(AppEvent::MoveModel { to, over: m.over });
+        }
+        Ok(())
+    }
+
     fn approve(&self, plugin: &str, developer: &str) -> Approval {
         let Some(stage) = &self.stage else {
             tracing::info!(
@@ -336,7 +362,14 @@ mod tests {
             weight: 1.0,
         }]);
         let (_, tracking) = tokio::sync::watch::channel(Default::default());
-        let host = SessionHost::new(&Config::default(), commands, expressions, tracking, stage);
+        let host = SessionHost::new(
+            &Config::default(),
+            commands,
+            expressions,
+            tracking,
+            stage.clone(),
+            stage,
+        );
         (host, rx)
     }
 
@@ -399,6 +432,47 @@ mod tests {
     }
 
     #[test]
+    fn moves_reach_the_front_end_as_where_the_avatar_goes() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = Mutex::new(tx);
+        let notify: Notify = Arc::new(move |event| {
+            let _ = tx.lock().unwrap().send(event);
+        });
+        let (stage, _commands) = host(Some(notify));
+        let mv = |relative, x, rotation| ModelMove {
+            over: Duration::from_millis(500),
+            relative,
+            x,
+            y: None,
+            rotation,
+            size: None,
+        };
+        stage.move_model(&mv(false, Some(0.5), Some(90.0))).unwrap();
+        stage
+            .move_model(&mv(true, Some(-0.2), Some(-100.0)))
+            .unwrap();
+        let to: Vec<ModelPosition> = rx
+            .try_iter()
+            .filter_map(|e| match e {
+                AppEvent::MoveModel { to, over } => {
+                    assert_eq!(over, Duration::from_millis(500));
+                    Some(to)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(to.len(), 2);
+        assert_eq!((to[0].x, to[0].rotation), (0.5, 90.0));
+        assert!((to[1].x - 0.3).abs() < 1e-6);
+        assert_eq!(to[1].rotation, 350.0);
+        assert_eq!(stage.model_position(), to[1]);
+        // A relay draws nothing: the move is answered and kept.
+        let (relay, _commands) = host(None);
+        relay.move_model(&mv(false, Some(1.0), None)).unwrap();
+        assert_eq!(relay.model_position().x, 1.0);
+    }
+
+    #[test]
     fn every_model_is_listed_once_and_the_default_head_s_file_is_the_default_head() {
         let dir = tempfile::tempdir().unwrap();
         let models = dir.path().join("models");
@@ -417,7 +491,7 @@ mod tests {
         let (commands, _rx) = mpsc::channel();
         let (_, expressions) = tokio::sync::watch::channel(Vec::new());
         let (_, tracking) = tokio::sync::watch::channel(Default::default());
-        let host = SessionHost::new(&config, commands, expressions, tracking, None);
+        let host = SessionHost::new(&config, commands, expressions, tracking, None, None);
         let ids: Vec<String> = host.available_models().into_iter().map(|m| m.id).collect();
         assert_eq!(ids.len(), 2, "{ids:?}");
         assert_eq!(ids[0], DEFAULT_HEAD_ID);

@@ -150,6 +150,9 @@ pub struct LiveOptions<'a> {
     pub profiles: PathBuf,
     /// Where stage events go, when there is a stage window.
     pub notify: Option<Notify>,
+    /// The front-end that draws the avatar, for the API's moves of it: `notify` when not
+    /// given (a headless run gives its offscreen loop's channel; a relay has none).
+    pub front: Option<Notify>,
     /// The control panel's telemetry, when there is a panel.
     pub telemetry: Option<Arc<Telemetry>>,
     /// A recording to play instead of listening.
@@ -194,8 +197,16 @@ pub fn start(
     let notify = options.notify.clone();
     let (commands, command_rx) = mpsc::channel();
     let lip_telemetry = options.telemetry.clone();
+    let front = options.front.clone().or_else(|| notify.clone());
     let api = if options.api && config.api.enabled {
-        start_api(config, &commands, &expressions, &tracking, notify.clone())
+        start_api(
+            config,
+            &commands,
+            &expressions,
+            &tracking,
+            notify.clone(),
+            front,
+        )
     } else {
         None
     };
@@ -267,6 +278,7 @@ fn start_api(
     expressions: &ExpressionsWatch,
     tracking: &TrackingWatch,
     notify: Option<Notify>,
+    front: Option<Notify>,
 ) -> Option<(ApiLink, LiveApi)> {
     let host = SessionHost::new(
         config,
@@ -274,6 +286,7 @@ fn start_api(
         expressions.clone(),
         tracking.clone(),
         notify.clone(),
+        front,
     );
     let model = host.model();
     let injected = crate::api::InjectedStore::new();

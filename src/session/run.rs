@@ -151,6 +151,8 @@ pub fn stage(
             tap: None,
             presets: avatar_presets(avatar),
             api: true,
+            // The stage draws the avatar: the API's moves go to `notify`.
+            front: None,
         },
     )?;
     let watches = watch(&run, &live.commands, Some(&notify))?;
@@ -186,7 +188,8 @@ pub struct OffscreenRun {
     pub receiver: FrameReceiver,
     /// The hand-off's counters (a replay has ended once the last frame is taken).
     pub counters: Arc<BridgeCounters>,
-    /// Mapping, look, camera and layer changes, in the order they were saved.
+    /// Mapping, look, camera and layer changes, in the order they were saved, and the API's
+    /// moves of the avatar.
     pub changes: mpsc::Receiver<AppEvent>,
     /// The input (stop it with [`OffscreenRun::finish`]).
     pub input: Input,
@@ -230,6 +233,11 @@ impl OffscreenRun {
 pub fn offscreen(run: LiveRun<'_>, avatar: &Avatar) -> Result<OffscreenRun, StartError> {
     let (sender, receiver) = bridge::channel(QUEUE);
     let counters = sender.counters();
+    let (tx, changes) = mpsc::channel();
+    // Saved files and the API's moves of the avatar reach the loop through one channel.
+    let front: Notify = Arc::new(move |event| {
+        let _ = tx.send(event);
+    });
     let live = start(
         run.config,
         Some(sender),
@@ -240,13 +248,10 @@ pub fn offscreen(run: LiveRun<'_>, avatar: &Avatar) -> Result<OffscreenRun, Star
             replay: run.replay,
             presets: avatar_presets(avatar),
             api: true,
+            front: Some(Arc::clone(&front)),
             ..LiveOptions::default()
         },
     )?;
-    let (tx, changes) = mpsc::channel();
-    let front: Notify = Arc::new(move |event| {
-        let _ = tx.send(event);
-    });
     let watches = watch(&run, &live.commands, Some(&front))?;
     Ok(OffscreenRun {
         receiver,

@@ -144,6 +144,10 @@ impl StageApp {
         }
         self.options.mapping_path =
             crate::session::mapping_for(&self.options.config, loaded.path.as_deref());
+        // Where plugins put the avatar stays.
+        if let Some(old) = &self.scene {
+            scene.set_mover(old.mover());
+        }
         // The old scene's GL objects go while the stage's context is current.
         self.scene = Some(scene);
         self.dirty = true;

@@ -683,6 +683,12 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 tracing::debug!(state = state.name(), "stage sees a tracking change");
             }
             AppEvent::LoadModel(path) => self.act(PanelAction::SwitchModel(path)),
+            AppEvent::MoveModel { to, over } => {
+                if let Some(scene) = self.scene.as_mut() {
+                    scene.move_model(to, over, Instant::now());
+                }
+                self.dirty = true;
+            }
             AppEvent::ApiApproval {
                 plugin,
                 developer,
@@ -836,7 +842,10 @@ impl ApplicationHandler<AppEvent> for StageApp {
         let new_frame = render_on_change && self.frames.pending() > 0;
         // Motion between the phone's frames goes on for a moment after the newest arrived.
         let moving = self.motion.settles_at().is_some_and(|at| now <= at)
-            || self.scene.as_ref().is_some_and(Scene::springs_moving);
+            || self
+                .scene
+                .as_ref()
+                .is_some_and(|s| s.springs_moving() || s.model_moving(now));
         if !wants_redraw(render_on_change, new_frame, self.dirty || moving) {
             // Nothing to draw: sleep until the ingest side's FrameReady (or any other event)
             // wakes the loop, or until the panel or the exit is due.
