@@ -457,6 +457,148 @@ async fn a_plugin_moves_the_avatar_on_a_headless_stage() {
     assert!(ratio > 0.15 && ratio < 0.4, "{ratio} of the area at rest");
 }
 
+/// Waits for `child` at most `limit`; `None` (and the child killed) when it takes longer.
+fn wait_at_most(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The version of VTubeStudioJS the test drives facewire with.
+const VTUBESTUDIO_JS: &str = "vtubestudio@3.11.0";
+
+/// Node and the `vtubestudio` package, installed once under `target/vtubestudio-js` (never in
+/// the repository): the `node_modules` folder and the arguments Node needs for a WebSocket
+/// (Node 20 has it behind `--experimental-websocket`). `None`, with the reason printed, when
+/// Node, npm or the registry is not available.
+fn vtubestudio_js() -> Option<(PathBuf, Vec<&'static str>)> {
+    let works = |args: &[&str]| {
+        Command::new("node")
+            .args(args)
+            .args([
+                "-e",
+                "process.exit(typeof WebSocket === 'function' ? 0 : 1)",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let flags = if works(&[]) {
+        vec![]
+    } else if works(&["--experimental-websocket"]) {
+        vec!["--experimental-websocket"]
+    } else {
+        eprintln!("skipped: no Node with a WebSocket (Node 20 or later) to run VTubeStudioJS");
+        return None;
+    };
+    let dir = repo().join("target/vtubestudio-js");
+    let modules = dir.join("node_modules");
+    if !modules.join("vtubestudio/package.json").is_file() {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("package.json"),
+            r#"{"name": "facewire-vtubestudio-js-test", "private": true}"#,
+        )
+        .unwrap();
+        let install = Command::new("npm")
+            .current_dir(&dir)
+            .args(["install", "--no-audit", "--no-fund", "--fetch-retries=1"])
+            .args(["--fetch-timeout=20000", VTUBESTUDIO_JS])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let Ok(mut install) = install else {
+            eprintln!("skipped: npm is not installed, so VTubeStudioJS cannot be fetched");
+            return None;
+        };
+        match wait_at_most(&mut install, Duration::from_secs(180)) {
+            Some(status) if status.success() => {}
+            status => {
+                let mut why = String::new();
+                if let Some(mut err) = install.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut err, &mut why);
+                }
+                let status = status.map_or("timed out".to_string(), |s| s.to_string());
+                eprintln!(
+                    "skipped: npm could not install {VTUBESTUDIO_JS} ({status}); is the \
+                     registry reachable?\n{why}"
+                );
+                return None;
+            }
+        }
+    }
+    Some((modules, flags))
+}
+
+#[test]
+fn vtubestudio_js_drives_a_relay() {
+    let Some((modules, flags)) = vtubestudio_js() else {
+        return;
+    };
+    let dir = out_dir("vtubestudio-js");
+    let api: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let config = config(&dir, api, "");
+    let mut relay = relay(&dir, &config, "60");
+    // The client retries its connection every few seconds: wait for the API to listen first.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(api).is_err() {
+        assert!(Instant::now() < deadline, "the API never listened on {api}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let script = repo().join("tests/vtubestudio_js/drive.js");
+    let mut node = Command::new("node")
+        .args(&flags)
+        .arg(&script)
+        .env("NODE_PATH", &modules)
+        .env("FACEWIRE_API_PORT", api.port().to_string())
+        .env("FACEWIRE_PLUGIN_NAME", PLUGIN.0)
+        .env("FACEWIRE_PLUGIN_DEVELOPER", PLUGIN.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_at_most(&mut node, Duration::from_secs(40));
+    let _ = relay.kill();
+    let _ = relay.wait();
+    let output = node.wait_with_output().unwrap();
+    let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "VTubeStudioJS failed ({status:?}):\n{}\n{}\nfacewire's log:\n{log}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no report from the script: {output:?}"));
+    assert_eq!(seen["authenticated"], true, "{seen}");
+    assert_eq!(seen["currentSessionAuthenticated"], true, "{seen}");
+    let hotkeys = seen["hotkeys"].as_array().unwrap();
+    assert!(hotkeys.iter().any(|h| h == "angry"), "{seen}");
+    assert_eq!(seen["triggered"], "expression:smile", "{seen}");
+    assert_eq!(seen["smileActive"], true, "{seen}");
+    assert_eq!(seen["created"], "FacewireJsTest", "{seen}");
+    assert_eq!(seen["injected"], 7.5, "{seen}");
+    assert_eq!(seen["addedBy"], PLUGIN.0, "{seen}");
+    assert_eq!(seen["listed"], true, "{seen}");
+    assert_eq!(seen["reservedError"], 354, "{seen}");
+    assert_eq!(seen["connectedPlugins"], 1, "{seen}");
+    assert_eq!(seen["allowedPlugins"], 1, "{seen}");
+    assert_eq!(seen["deleted"], "FacewireJsTest", "{seen}");
+}
+
 #[tokio::test]
 async fn a_thousand_connections_leave_the_stage_drawing() {
     let dir = out_dir("flood");
