@@ -24,7 +24,7 @@ pub struct ApiConfig {
     pub allow: Vec<IpAddr>,
     /// Plugin names (`pluginName`) given a token without asking.
     pub approve: Vec<String>,
-    /// The file the plugins' tokens are kept in.
+    /// The file the plugins' tokens are kept in, with the parameters they create.
     pub tokens: PathBuf,
 }
 
