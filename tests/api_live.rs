@@ -31,12 +31,22 @@ fn out_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A TCP port free now and not handed to another test of this run: the tests run at once, and
+/// two runs told the same port would serve one API to both.
 fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A quiet configuration (no phone listeners, no idle life, the shipped expressions) whose API
