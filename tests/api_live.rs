@@ -1,6 +1,8 @@
-//! The API of a real `facewire run --headless`, driven by an independent WebSocket client:
-//! authentication, hotkeys of the shipped expressions, injected `jawOpen` in the frame drawn,
-//! a flood of connections while the stage keeps drawing, and a port already in use.
+//! The API of a real `facewire run --headless` or `facewire relay`, driven by an independent
+//! WebSocket client and by VTubeStudioJS: authentication, hotkeys of the shipped expressions and
+//! the expression state right after them, injected `jawOpen` in the frame drawn, the avatar
+//! moved in it, models listed once and statistics, a flood of connections while the stage keeps
+//! drawing, and a port already in use.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};

@@ -77,11 +77,13 @@ mod golden;
 mod lipsync;
 
 /// The VTube Studio-compatible API over loopback WebSockets: authentication and tokens,
-/// hotkeys, injected parameters, events, hostile clients.
+/// hotkeys, injected and custom parameters, events, hostile clients.
 mod api;
 
-/// The API of a real headless run, driven by an independent client: authentication, hotkeys,
-/// injected values in the frame drawn, a flood of connections, a port in use.
+/// The API of a real headless run or relay, driven by an independent client and by
+/// VTubeStudioJS: authentication, hotkeys and the expression state right after them, injected
+/// values in the frame drawn, the avatar moved, models and statistics, a flood of connections,
+/// a port in use.
 mod api_live;
 
 /// Hand-edited files (configuration, mapping, look, expressions, profile) under mutation: read or refused,

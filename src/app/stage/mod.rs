@@ -115,6 +115,8 @@ pub struct StageApp {
     stack: crate::stack::StackConfig,
     /// The expressions' keys registered with the desktop, where it allows.
     global_keys: Option<super::GlobalKeys>,
+    /// A plugin's move of the avatar that came before the stage had a scene to move.
+    early_move: Option<(crate::api::ModelPosition, std::time::Duration)>,
 }
 
 impl StageApp {
@@ -128,6 +130,7 @@ impl StageApp {
         StageApp {
             stack: crate::stack::StackConfig::of(&options.config),
             global_keys: None,
+            early_move: None,
             exit_at: options.exit_after.map(|d| Instant::now() + d),
             pacer: FramePacer::new(options.config.window.fps_cap),
             fps_target: 0,
@@ -593,6 +596,9 @@ impl ApplicationHandler<AppEvent> for StageApp {
                     tracing::warn!(error = %e, "layer targets left out");
                 }
                 tracing::info!(morph = ?scene.morph_path(), "stage ready");
+                if let Some((to, over)) = self.early_move.take() {
+                    scene.move_model(to, over, Instant::now());
+                }
                 self.scene = Some(scene);
             }
             Err(e) => return self.fail(event_loop, e.into()),
@@ -684,8 +690,9 @@ impl ApplicationHandler<AppEvent> for StageApp {
             }
             AppEvent::LoadModel(path) => self.act(PanelAction::SwitchModel(path)),
             AppEvent::MoveModel { to, over } => {
-                if let Some(scene) = self.scene.as_mut() {
-                    scene.move_model(to, over, Instant::now());
+                match self.scene.as_mut() {
+                    Some(scene) => scene.move_model(to, over, Instant::now()),
+                    None => self.early_move = Some((to, over)),
                 }
                 self.dirty = true;
             }
