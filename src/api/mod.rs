@@ -7,12 +7,13 @@
 //! [`ApiHandle::emit`].
 //!
 //! - `protocol.rs`: the envelope, responses and VTube Studio's error IDs.
-//! - `plugin.rs`: one plugin's connection: authentication, every request, event subscriptions.
+//! - `plugin/`: one plugin's connection: authentication, every request, event subscriptions
+//!   (`parameters.rs`: the requests about input parameters).
 //! - `server.rs`: the listener thread, connection and message limits, per-client queues.
 //! - `params.rs`: input parameter names (VTube Studio's and ARKit's) onto ARKit channels.
 //! - `custom.rs`: the parameters plugins create, by VTube Studio's rules.
 //! - `inject.rs`: injected values with their weights and lapse.
-//! - `tokens.rs`: the plugins' tokens, kept in a file.
+//! - `tokens.rs`: the plugins' tokens and the parameters they created, kept in a file.
 
 use std::time::Duration;
 
