@@ -228,10 +228,13 @@ impl Plugin {
                 ErrorId::InjectDataParamControlledByOtherPlugin,
                 &format!("Another plugin sets {channel}."),
             ),
-            Err(InjectError::OwnedParam { key }) => fail(
-                ErrorId::InjectDataParamControlledByOtherPlugin,
-                &format!("Another plugin sets {key}."),
-            ),
+            Err(InjectError::OwnedParam { key }) => {
+                let name = shared.custom().get(&key).map_or(key, |p| p.name.clone());
+                fail(
+                    ErrorId::InjectDataParamControlledByOtherPlugin,
+                    &format!("Another plugin sets {name}."),
+                )
+            }
         }
     }
 
