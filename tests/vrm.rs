@@ -1202,3 +1202,115 @@ fn the_panel_names_what_each_channel_drives_on_a_vrm_avatar() {
         "{blink:?}"
     );
 }
+
+/// A VRM 1.0 model of 18 nodes (a root drawing one triangle, then a chain of 17 hanging from
+/// it) whose one spring is the chain, with `colliders` and `groups` as given.
+fn vrm1_with_colliders(colliders: Value, groups: Value) -> Vec<u8> {
+    let positions: Vec<u8> = [-0.5f32, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0, 0.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let mut nodes = vec![serde_json::json!({"name": "root", "mesh": 0, "children": [1]})];
+    for n in 1..18 {
+        let mut node =
+            serde_json::json!({"name": format!("hair{n}"), "translation": [0.0, -0.05, 0.0]});
+        if n < 17 {
+            node["children"] = serde_json::json!([n + 1]);
+        }
+        nodes.push(node);
+    }
+    let joints: Vec<Value> = (1..18).map(|n| serde_json::json!({"node": n})).collect();
+    let root = serde_json::json!({
+        "asset": {"version": "2.0"},
+        "extensionsUsed": ["VRMC_vrm", "VRMC_springBone"],
+        "extensions": {
+            "VRMC_vrm": {"specVersion": "1.0", "meta": {"name": "hostile colliders"}},
+            "VRMC_springBone": {
+                "specVersion": "1.0",
+                "colliders": colliders,
+                "colliderGroups": groups,
+                "springs": [{"name": "hair", "joints": joints, "colliderGroups": [0]}]
+            }
+        },
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": nodes,
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+        "buffers": [{"byteLength": positions.len()}],
+        "bufferViews": [{"buffer": 0, "byteLength": positions.len()}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                       "min": [-0.5, 0.0, 0.0], "max": [0.5, 1.0, 0.0]}]
+    });
+    crate::support::glb(root.to_string().as_bytes(), &positions)
+}
+
+#[test]
+fn invalid_vrm1_colliders_are_dropped_before_the_springs_and_snapshot_see_them() {
+    // Every kind of invalid collider, in a group a spring uses and in one no spring uses.
+    let sphere = |node: Value, radius: Value| serde_json::json!({"node": node, "shape": {"sphere": {"offset": [0, 0, 0], "radius": radius}}});
+    let colliders = serde_json::json!([
+        sphere(serde_json::json!(0), serde_json::json!(0.1)),
+        sphere(serde_json::json!(18), serde_json::json!(0.1)),
+        sphere(serde_json::json!(-3), serde_json::json!(0.1)),
+        {"node": 0, "shape": {}},
+        {"node": 0},
+        sphere(serde_json::json!(0), serde_json::json!(-1.0)),
+        {"node": 0, "shape": {"sphere": {"offset": [0, 0], "radius": 0.1}}},
+        {"node": 0, "shape": {"capsule": {"offset": [0, 0, 0], "tail": [0, 1], "radius": 0.1}}}
+    ]);
+    let groups = serde_json::json!([
+        {"colliders": [0, 1, 2, 3]},
+        {"colliders": [4, 5, 6, 7]}
+    ]);
+    let glb = vrm1_with_colliders(colliders, groups);
+    let avatar = avatar::load_slice(&glb, "colliders.vrm").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(avatar.nodes.len(), 18);
+    let rig = avatar.springs.as_ref().expect("the chain is a spring");
+    assert_eq!(rig.colliders.len(), 1, "{:?}", rig.colliders);
+    assert_eq!(rig.colliders[0].node, 0);
+    assert_eq!(rig.collider_groups, vec![vec![0], vec![]]);
+    assert_eq!(rig.skipped.len(), 7, "{:#?}", rig.skipped);
+
+    // The simulation steps through a head turn.
+    let mut sim = avatar::spring::SpringSim::for_avatar(&avatar).expect("joints");
+    let mut pose = avatar.rest_pose();
+    for f in 0..30 {
+        pose.rotations[0] = Quat::from_rotation_y(f as f32 * 0.02);
+        sim.step(
+            &avatar,
+            &mut pose,
+            std::time::Duration::from_secs_f32(1.0 / 60.0),
+        );
+    }
+    assert!(pose.rotations.iter().all(|r| r.is_finite()));
+
+    // `facewire snapshot` draws it, with and without spring bones.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("colliders.vrm");
+    std::fs::write(&model, &glb).unwrap();
+    let config = dir.path().join("empty.toml");
+    std::fs::write(&config, "").unwrap();
+    for extra in [None, Some("--no-springs")] {
+        let out = dir.path().join("out.png");
+        let output = Command::new(facewire_bin())
+            .current_dir(repo())
+            .arg("snapshot")
+            .arg("--config")
+            .arg(&config)
+            .arg("--model")
+            .arg(&model)
+            .args(["--size", "64x64", "--morph", "cpu", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{extra:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("collider 1 names node 18"),
+            "the dropped collider is named: {stderr}"
+        );
+        assert!(out.is_file());
+    }
+}

@@ -19,9 +19,12 @@ use glam::Vec3;
 pub struct SpringRig {
     /// The springs: chains (or trees, for VRM 0.x) of joints sharing colliders and a centre.
     pub springs: Vec<Spring>,
-    /// Every collider, in file order (VRM 0.x: group by group).
+    /// Every usable collider, in file order (VRM 0.x: group by group). An invalid one (a node
+    /// the file lacks, no shape, a bad radius or offset) is dropped and listed in
+    /// [`SpringRig::skipped`], so every collider here names a node of the file.
     pub colliders: Vec<Collider>,
-    /// Collider groups: indices into [`SpringRig::colliders`].
+    /// Collider groups: indices into [`SpringRig::colliders`] (VRM 1.0 groups keep the file's
+    /// order; members naming dropped colliders are left out).
     pub collider_groups: Vec<Vec<usize>>,
     /// What was skipped while reading the file, and why.
     pub skipped: Vec<SpringIssue>,

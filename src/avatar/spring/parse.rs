@@ -144,6 +144,8 @@ impl Reader<'_> {
     /// VRM 1.0: `colliders`, `colliderGroups`, `springs[].joints`.
     fn read_v1(&mut self, root: &Map<String, Value>) {
         let nodes = self.nodes;
+        // Each file collider's index in the rig, or `None` where it was dropped.
+        let mut rig_index: Vec<Option<usize>> = Vec::new();
         for (i, collider) in array(root.get("colliders")).iter().enumerate() {
             let what = || format!("collider {i}");
             let node = self.node(collider.get("node"), what);
@@ -179,20 +181,26 @@ impl Reader<'_> {
                 self.issue(SpringIssue::NoShape { index: i });
                 None
             };
-            // Keep indices aligned with the file: an invalid collider becomes a hole that no
-            // group may use.
-            self.rig.colliders.push(match (node, shape) {
-                (Some(node), Some(shape)) => Collider { node, shape },
-                _ => HOLE,
-            });
+            // An invalid collider is dropped: the rig keeps only usable colliders, and the
+            // groups below name them by their place in the rig, not in the file.
+            match (node, shape) {
+                (Some(node), Some(shape)) => {
+                    rig_index.push(Some(self.rig.colliders.len()));
+                    self.rig.colliders.push(Collider { node, shape });
+                }
+                _ => rig_index.push(None),
+            }
         }
-        let valid: Vec<bool> = self.rig.colliders.iter().map(|c| *c != HOLE).collect();
         for (g, group) in array(root.get("colliderGroups")).iter().enumerate() {
             let mut members = Vec::new();
             for item in array(group.get("colliders")) {
                 match index(item) {
-                    Some(c) if valid.get(c) == Some(&true) => members.push(c),
-                    Some(c) if c < valid.len() => {} // reported with the collider
+                    Some(c) if c < rig_index.len() => {
+                        // A dropped collider was reported with the collider itself.
+                        if let Some(member) = rig_index[c] {
+                            members.push(member);
+                        }
+                    }
                     Some(c) => self.issue(SpringIssue::NoSuchCollider {
                         what: format!("collider group {g}"),
                         kind: "collider",
@@ -389,15 +397,6 @@ impl Reader<'_> {
     }
 }
 
-/// The placeholder for an invalid VRM 1.0 collider, which no group uses.
-const HOLE: Collider = Collider {
-    node: usize::MAX,
-    shape: ColliderShape::Sphere {
-        offset: Vec3::ZERO,
-        radius: 0.0,
-    },
-};
-
 /// A non-negative integer that fits `usize`.
 fn index(value: &Value) -> Option<usize> {
     value.as_u64().and_then(|v| usize::try_from(v).ok())
@@ -549,6 +548,50 @@ mod tests {
                 ..
             }
         )));
+    }
+
+    #[test]
+    fn vrm1_invalid_colliders_are_dropped_and_groups_remapped() {
+        let sphere = |node: Value, radius: Value| json!({"node": node, "shape": {"sphere": {"offset": [0.0, 0.1, 0.0], "radius": radius}}});
+        let rig = read(json!({"VRMC_springBone": {
+            "colliders": [
+                sphere(json!(-1), json!(0.1)),
+                sphere(json!(4), json!(0.1)),
+                sphere(json!(99), json!(0.1)),
+                {"node": 4, "shape": {}},
+                {"node": 4},
+                sphere(json!(4), json!(-0.5)),
+                sphere(json!(4), json!("wide")),
+                {"node": 4, "shape": {"capsule": {"offset": [0.1, 0.0], "radius": 0.05}}},
+                {"node": 4, "shape": {"capsule": {"offset": [0.1, 0.0, 0.0], "radius": 0.05,
+                                                  "tail": [-0.1, 0.0, 0.0]}}}
+            ],
+            // Group 1 is used by no spring and names only dropped colliders.
+            "colliderGroups": [{"colliders": [0, 1, 2, 3, 8, 12]}, {"colliders": [2, 5]}],
+            "springs": [{"colliderGroups": [0], "joints": [{"node": 1}, {"node": 2}]}]
+        }}))
+        .unwrap();
+        // Only the two valid colliders are kept, renumbered in file order.
+        assert_eq!(rig.colliders.len(), 2);
+        assert!(rig.colliders.iter().all(|c| c.node == 4));
+        assert!(matches!(
+            rig.colliders[1].shape,
+            ColliderShape::Capsule { .. }
+        ));
+        assert_eq!(rig.collider_groups, vec![vec![0, 1], vec![]]);
+        // Each dropped collider is reported once, and the index past the file's colliders too.
+        let issues: Vec<String> = rig.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(issues.len(), 8, "{issues:#?}");
+        assert!(
+            issues
+                .iter()
+                .any(|i| i.contains("collider 2 names node 99")),
+            "{issues:#?}"
+        );
+        assert!(
+            issues.iter().any(|i| i.contains("names collider 12")),
+            "{issues:#?}"
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub struct SpringSim {
     paths: Vec<usize>,
     /// Collider indices per joint (ranges of [`SimJoint::colliders`]).
     joint_colliders: Vec<usize>,
-    /// The rig's colliders.
+    /// The rig's colliders on nodes the avatar has.
     colliders: Vec<(usize, ColliderShape)>,
     /// Each collider this frame: the ends of its segment in avatar space and its radius.
     collider_world: Vec<(Vec3, Vec3, f32)>,
@@ -125,12 +125,24 @@ impl SpringSim {
             let children = &avatar.nodes[node].children;
             stack.extend(children.iter().rev().map(|&c| (c, Some(node), d + 1)));
         }
-        let reachable_parent = |node: usize| {
-            order
-                .iter()
-                .find(|&&(n, _)| n == node)
-                .and_then(|&(_, p)| p)
-        };
+        let mut parents = vec![None; count];
+        for &(node, parent) in &order {
+            parents[node] = parent;
+        }
+        let reachable_parent = |node: usize| parents[node];
+        // Only colliders on nodes the avatar has are simulated; `kept[c]` is rig collider `c`'s
+        // index among them.
+        let mut colliders: Vec<(usize, ColliderShape)> = Vec::new();
+        let kept: Vec<Option<usize>> = rig
+            .colliders
+            .iter()
+            .map(|c| {
+                (c.node < count).then(|| {
+                    colliders.push((c.node, c.shape));
+                    colliders.len() - 1
+                })
+            })
+            .collect();
         let mut is_joint = vec![false; count];
         let mut found = Vec::new();
         let mut centers: Vec<usize> = Vec::new();
@@ -146,8 +158,7 @@ impl SpringSim {
                 .iter()
                 .filter_map(|&g| rig.collider_groups.get(g))
                 .flatten()
-                .copied()
-                .filter(|&c| rig.colliders.get(c).is_some_and(|c| c.node < count))
+                .filter_map(|&c| kept.get(c).copied().flatten())
                 .collect();
             for joint in &spring.joints {
                 if joint.node >= count || is_joint[joint.node] || depth[joint.node] == usize::MAX {
@@ -205,8 +216,6 @@ impl SpringSim {
                 }
             })
             .collect();
-        let colliders: Vec<(usize, ColliderShape)> =
-            rig.colliders.iter().map(|c| (c.node, c.shape)).collect();
         SpringSim {
             order,
             joints,
@@ -697,6 +706,36 @@ mod tests {
                 .into_iter()
                 .any(|t| t.distance(nearest_on_segment(a, b, t)) < reach - 0.01);
             assert!(inside, "{shape:?}: the test chain never reaches the head");
+        }
+    }
+
+    #[test]
+    fn colliders_on_nodes_the_avatar_lacks_are_left_out() {
+        // A rig put together elsewhere may name nodes this avatar does not have, in a group a
+        // spring uses or in none: the simulation steps without them.
+        let shape = ColliderShape::Sphere {
+            offset: Vec3::ZERO,
+            radius: 0.1,
+        };
+        let (mut avatar, a, b, reach) = draped(shape);
+        let rig = avatar.springs.as_mut().unwrap();
+        rig.colliders.insert(
+            0,
+            Collider {
+                node: usize::MAX,
+                shape,
+            },
+        );
+        rig.colliders.push(Collider { node: 6, shape });
+        rig.collider_groups = vec![vec![0, 1, 2], vec![2]];
+        let mut sim = SpringSim::for_avatar(&avatar).unwrap();
+        let mut pose = avatar.rest_pose();
+        for _ in 0..120 {
+            sim.step(&avatar, &mut pose, Duration::from_secs_f64(1.0 / 60.0));
+        }
+        // The head's own collider, still in the group, keeps working.
+        for (_, tail) in sim.tails() {
+            assert!(tail.distance(nearest_on_segment(a, b, tail)) >= reach - 1e-3);
         }
     }
 
