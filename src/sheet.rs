@@ -767,7 +767,7 @@ pub fn render_sheet_with(
             let texture = crate::avatar::Texture {
                 width: crate::headgen::texture::SIZE,
                 height: crate::headgen::texture::SIZE,
-                rgba: crate::headgen::texture::paint_with(&palette),
+                rgba: crate::headgen::texture::paint_with(&palette).into(),
                 sampler: avatar.textures[atlas].sampler,
             };
             renderer.replace_texture(atlas, &texture)?;

@@ -8,7 +8,6 @@ use facewire::render::headless::HeadlessContext;
 use facewire::render::{Camera, DrawTarget, MorphMode, Renderer};
 use glam::{Vec2, Vec3};
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
 
 // ---------------------------------------------------------------------------------------------
 // Every fixture model against values read by hand.
@@ -1095,36 +1094,6 @@ fn triangle(doc: &mut Doc) -> usize {
     )
 }
 
-/// Collects the WARN lines the library logs while `f` runs on this thread.
-fn warnings_during<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
-    #[derive(Clone)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Sink {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let sink = Sink(Arc::default());
-    let writer = sink.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
-    let lines = text
-        .lines()
-        .filter(|l| l.contains("WARN"))
-        .map(str::to_owned)
-        .collect();
-    (out, lines)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Extensions: required versus only used.
 // ---------------------------------------------------------------------------------------------
@@ -1194,7 +1163,8 @@ fn an_unknown_optional_extension_is_skipped_with_one_warning() {
             "extensions": {"EXT_lights_image_based": {"lights": []}}
         }),
     );
-    let (avatar, warnings) = warnings_during(|| avatar::load_slice(&bytes, "optional.glb"));
+    let (avatar, warnings) =
+        crate::support::warnings_during(|| avatar::load_slice(&bytes, "optional.glb"));
     let avatar = avatar.unwrap();
     assert_eq!(avatar.meshes[0].primitives[0].positions.len(), 3);
     for name in ["KHR_materials_variants", "EXT_lights_image_based"] {

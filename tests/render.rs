@@ -157,7 +157,7 @@ fn head_texture() -> Texture {
     Texture {
         width: size,
         height: size,
-        rgba,
+        rgba: rgba.into(),
         sampler: Default::default(),
     }
 }
@@ -768,13 +768,13 @@ fn hostile_avatar_data_is_skipped_not_fatal() {
     avatar.textures.push(Texture {
         width: 4,
         height: 4,
-        rgba: vec![0; 10],
+        rgba: vec![0; 10].into(),
         sampler: Default::default(),
     });
     avatar.textures.push(Texture {
         width: 0,
         height: 0,
-        rgba: vec![],
+        rgba: Vec::new().into(),
         sampler: Default::default(),
     });
     avatar.nodes[2].mesh = Some(99);

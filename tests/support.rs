@@ -203,3 +203,33 @@ pub fn llf_packet(jaw: f32) -> Vec<u8> {
         value_len: livelink::VALUE_COUNT,
     })
 }
+
+/// Collects the WARN lines the library logs while `f` runs on this thread.
+pub fn warnings_during<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+    #[derive(Clone)]
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let sink = Sink(std::sync::Arc::default());
+    let writer = sink.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+    let lines = text
+        .lines()
+        .filter(|l| l.contains("WARN"))
+        .map(str::to_owned)
+        .collect();
+    (out, lines)
+}

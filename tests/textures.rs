@@ -565,6 +565,143 @@ fn every_single_byte_corruption_of_the_basis_files_loads_without_panicking() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Decompression bombs and the decoded-texture budget.
+// ---------------------------------------------------------------------------------------------
+
+/// A black one-bit greyscale PNG of `width` × `height`: a few kilobytes on disk, four bytes a
+/// pixel once decoded.
+fn blank_png(width: u32, height: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::One);
+    encoder.set_compression(png::Compression::High);
+    let mut writer = encoder.write_header().expect("PNG header");
+    let row = (width as usize).div_ceil(8);
+    writer
+        .write_image_data(&vec![0; row * height as usize])
+        .expect("PNG data");
+    writer.finish().expect("PNG end");
+    out
+}
+
+/// A GLB of one quad whose `textures` textures each draw image `texture % images.len()`.
+fn many_textures_glb(images: &[Vec<u8>], textures: usize) -> Vec<u8> {
+    let mut glb = Glb::default();
+    glb.quad(
+        Vec2::splat(-1.0),
+        Vec2::splat(1.0),
+        Vec2::ZERO,
+        Vec2::ONE,
+        0,
+    );
+    let images: Vec<String> = images
+        .iter()
+        .map(|png| {
+            let view = glb.view(png);
+            format!(r#"{{"bufferView":{view},"mimeType":"image/png"}}"#)
+        })
+        .collect();
+    let list: Vec<String> = (0..textures)
+        .map(|t| format!(r#"{{"source":{}}}"#, t % images.len()))
+        .collect();
+    glb.build(
+        textures,
+        &format!(
+            r#","textures":[{}],"images":[{}]{}"#,
+            list.join(","),
+            images.join(","),
+            requiring(&[])
+        ),
+    )
+}
+
+/// The bytes of decoded pixels `avatar` keeps, each shared buffer counted once.
+fn kept_bytes(avatar: &Avatar) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    avatar
+        .textures
+        .iter()
+        .filter(|t| seen.insert(t.rgba.id()))
+        .map(|t| t.rgba.len())
+        .sum()
+}
+
+#[test]
+fn one_small_png_declaring_8192_squared_for_64_textures_is_decoded_once_within_the_budget() {
+    // The reported file: a PNG of a few kilobytes declaring 8192×8192, named by every texture.
+    // Each texture used to decode (or copy) its own 256 MiB.
+    let bomb = blank_png(8192, 8192);
+    assert!(bomb.len() < 64 << 10, "the PNG is {} bytes", bomb.len());
+    let glb = many_textures_glb(&[bomb], 64);
+
+    let avatar = avatar::load_slice(&glb, "bomb.glb").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(avatar.textures.len(), 64);
+    let first = &avatar.textures[0];
+    assert_eq!((first.width, first.height), (8192, 8192));
+    assert!(avatar
+        .textures
+        .iter()
+        .all(|t| t.rgba.shares_with(&first.rgba)));
+    assert_eq!(kept_bytes(&avatar), 256 << 20);
+    assert!(kept_bytes(&avatar) as u64 <= avatar::DEFAULT_TEXTURE_BUDGET);
+    drop(avatar);
+
+    // Under a 32 MiB budget the one image is shrunk to fit, and the warning says so.
+    let limits = avatar::LoadLimits {
+        texture_budget: 32 << 20,
+    };
+    let (avatar, warnings) = crate::support::warnings_during(|| {
+        avatar::load_slice_with(&glb, "bomb.glb", &limits).unwrap_or_else(|e| panic!("{e}"))
+    });
+    let first = &avatar.textures[0];
+    assert_eq!((first.width, first.height), (2048, 2048));
+    assert!(first.rgba.chunks_exact(4).all(|p| p == [0, 0, 0, 255]));
+    assert!(avatar
+        .textures
+        .iter()
+        .all(|t| t.rgba.shares_with(&first.rgba)));
+    assert!(kept_bytes(&avatar) <= 32 << 20);
+    let shrunk: Vec<&String> = warnings.iter().filter(|w| w.contains("shrunk")).collect();
+    assert_eq!(shrunk.len(), 1, "{warnings:#?}");
+    for what in [
+        "image 0",
+        "8192×8192",
+        "2048×2048",
+        "texture_budget_mb",
+        "bomb.glb",
+    ] {
+        assert!(shrunk[0].contains(what), "{what}: {}", shrunk[0]);
+    }
+}
+
+#[test]
+fn many_distinct_bombs_are_shrunk_until_shrinking_costs_too_much_then_refused() {
+    // Twelve different 4096×4096 PNGs (64 MiB each decoded) under a 16 MiB budget: shrinking
+    // may decode eight budgets (128 MiB) of full-size pixels, so two are shrunk and the other
+    // ten refused before decoding; the avatar loads, within the budget.
+    let images: Vec<Vec<u8>> = (0..12).map(|_| blank_png(4096, 4096)).collect();
+    let glb = many_textures_glb(&images, 12);
+    let limits = avatar::LoadLimits {
+        texture_budget: 16 << 20,
+    };
+    let (avatar, warnings) = crate::support::warnings_during(|| {
+        avatar::load_slice_with(&glb, "bombs.glb", &limits).unwrap_or_else(|e| panic!("{e}"))
+    });
+    assert!(kept_bytes(&avatar) <= 16 << 20, "{}", kept_bytes(&avatar));
+    let refused = avatar.textures.iter().filter(|t| is_placeholder(t)).count();
+    assert_eq!(refused, 10);
+    let shrunk = warnings.iter().filter(|w| w.contains("shrunk")).count();
+    assert_eq!(shrunk, 2, "{warnings:#?}");
+    let refusals: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("refused before decoding"))
+        .collect();
+    assert_eq!(refusals.len(), 10, "{warnings:#?}");
+    assert!(refusals[0].contains("image 2"), "{}", refusals[0]);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Samplers.
 // ---------------------------------------------------------------------------------------------
 

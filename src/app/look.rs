@@ -104,7 +104,7 @@ impl LookState {
                         Texture {
                             width: texture::SIZE,
                             height: texture::SIZE,
-                            rgba,
+                            rgba: rgba.into(),
                             sampler,
                         },
                     ));

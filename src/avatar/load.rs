@@ -14,6 +14,7 @@
 //! reads them (see `compression`).
 
 mod accessor;
+mod budget;
 mod compression;
 mod extensions;
 mod ktx;
@@ -44,6 +45,27 @@ const MAX_DECODED_ELEMENTS: usize = 1 << 26;
 /// [`MAX_DECODED_ELEMENTS`] four-float elements. The codec can shrink runs of equal bytes more
 /// than a thousandfold, so a small file could otherwise ask for any amount of memory.
 const MAX_DECOMPRESSED_BYTES: usize = MAX_DECODED_ELEMENTS * 16;
+
+/// The decoded-texture budget when none is configured: 512 MiB of RGBA8 pixels, two 8192²
+/// images or eight 4096² ones, well beyond a real avatar's textures.
+pub const DEFAULT_TEXTURE_BUDGET: u64 = 512 << 20;
+
+/// Limits a load works within, beyond the fixed ones that guard against hostile files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadLimits {
+    /// The most bytes of decoded texture pixels (RGBA8) the avatar keeps, an image shared by
+    /// several textures counted once. Planned from the images' headers before decoding: images
+    /// that do not fit are shrunk (halved until they do), with a warning naming each.
+    pub texture_budget: u64,
+}
+
+impl Default for LoadLimits {
+    fn default() -> Self {
+        LoadLimits {
+            texture_budget: DEFAULT_TEXTURE_BUDGET,
+        }
+    }
+}
 
 /// Errors loading an avatar. Every message names the file (or in-memory label) first.
 #[derive(Debug, thiserror::Error)]
@@ -164,29 +186,53 @@ pub enum AvatarError {
     },
 }
 
-/// Loads a glTF (with external or data-URI buffers and images) or GLB file.
+/// Loads a glTF (with external or data-URI buffers and images) or GLB file, within the default
+/// [`LoadLimits`].
 pub fn load(path: &Path) -> Result<Avatar, AvatarError> {
+    load_with(path, &LoadLimits::default())
+}
+
+/// Loads a glTF or GLB file within `limits`.
+pub fn load_with(path: &Path, limits: &LoadLimits) -> Result<Avatar, AvatarError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| AvatarError::Io {
         file: file.clone(),
         source,
     })?;
     let base = path.parent().unwrap_or(Path::new(""));
-    load_bytes(&bytes, file, Some(base))
+    load_bytes(&bytes, file, Some(base), limits)
 }
 
-/// Loads GLB bytes (or self-contained glTF JSON) from memory; `label` names it in messages and
-/// in [`Avatar::source`]. External file references are errors here (data URIs are fine).
+/// Loads GLB bytes (or self-contained glTF JSON) from memory, within the default
+/// [`LoadLimits`]; `label` names it in messages and in [`Avatar::source`]. External file
+/// references are errors here (data URIs are fine).
 pub fn load_slice(bytes: &[u8], label: &str) -> Result<Avatar, AvatarError> {
-    load_bytes(bytes, label.to_owned(), None)
+    load_slice_with(bytes, label, &LoadLimits::default())
+}
+
+/// Loads GLB bytes (or self-contained glTF JSON) from memory within `limits` (see
+/// [`load_slice`]).
+pub fn load_slice_with(
+    bytes: &[u8],
+    label: &str,
+    limits: &LoadLimits,
+) -> Result<Avatar, AvatarError> {
+    load_bytes(bytes, label.to_owned(), None, limits)
 }
 
 /// Loads with panic containment: the checks in this module aim to leave the `gltf` and `image`
 /// crates nothing to panic on, but a hostile file must never take the process down, so any
 /// panic those crates still raise becomes an error.
-fn load_bytes(bytes: &[u8], file: String, base: Option<&Path>) -> Result<Avatar, AvatarError> {
+fn load_bytes(
+    bytes: &[u8],
+    file: String,
+    base: Option<&Path>,
+    limits: &LoadLimits,
+) -> Result<Avatar, AvatarError> {
     let started = Instant::now();
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| load_unguarded(bytes, &file, base)));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        load_unguarded(bytes, &file, base, limits)
+    }));
     let result = match outcome {
         Ok(result) => result,
         Err(payload) => {
@@ -215,7 +261,12 @@ fn load_bytes(bytes: &[u8], file: String, base: Option<&Path>) -> Result<Avatar,
 }
 
 /// The load itself: container checks, parsing and validation, buffers, then the avatar.
-fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avatar, AvatarError> {
+fn load_unguarded(
+    bytes: &[u8],
+    file: &str,
+    base: Option<&Path>,
+    limits: &LoadLimits,
+) -> Result<Avatar, AvatarError> {
     // Some exporters write a UTF-8 byte order mark, which JSON parsers reject.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     check_glb_header(bytes).map_err(|detail| AvatarError::Glb {
@@ -271,6 +322,7 @@ fn load_unguarded(bytes: &[u8], file: &str, base: Option<&Path>) -> Result<Avata
         base,
         document: &document,
         buffers: &buffers,
+        limits: *limits,
         decoded: 0,
         uv_sets: Vec::new(),
         joint_accessors: HashMap::new(),
@@ -342,6 +394,8 @@ struct Loader<'a> {
     base: Option<&'a Path>,
     document: &'a gltf::Document,
     buffers: &'a [gltf::buffer::Data],
+    /// The limits the load works within.
+    limits: LoadLimits,
     decoded: usize,
     /// The `TEXCOORD_n` set each material's base colour texture reads, by material index.
     uv_sets: Vec<u32>,

@@ -14,6 +14,7 @@ pub mod lod;
 pub mod lookat;
 pub mod material_binds;
 pub mod mtoon;
+mod pixels;
 pub mod rest_pose;
 mod sampler;
 pub mod spring;
@@ -22,10 +23,13 @@ pub mod vrm;
 pub use bust::Bust;
 pub use deltas::Deltas;
 pub use humanoid::{Bone, Humanoid, Side};
-pub use load::{load, load_slice, AvatarError};
+pub use load::{
+    load, load_slice, load_slice_with, load_with, AvatarError, LoadLimits, DEFAULT_TEXTURE_BUDGET,
+};
 pub use lod::LodGroup;
 pub use material_binds::MaterialOverride;
 pub use mtoon::{Outline, OutlineMode, Toon};
+pub use pixels::Pixels;
 pub use rest_pose::{relax_arms, ArmRest, ArmStart, RelaxedArm};
 pub use sampler::{MagFilter, MinFilter, Sampler, Wrap};
 pub use vrm::{Expression, MorphBind, Preset, Vrm, VrmVersion};
@@ -298,8 +302,9 @@ pub struct Texture {
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-    /// `width * height * 4` bytes; empty once [`Avatar::release_texture_pixels`] freed them.
-    pub rgba: Vec<u8>,
+    /// `width * height * 4` bytes, shared with the other textures drawn from the same image;
+    /// empty once [`Avatar::release_texture_pixels`] freed them.
+    pub rgba: Pixels,
     /// How the texture is sampled: the glTF texture's sampler.
     pub sampler: Sampler,
 }
@@ -432,7 +437,7 @@ impl Avatar {
     pub fn release_texture_pixels(&mut self) {
         for (index, texture) in self.textures.iter_mut().enumerate() {
             if sampled(&self.materials, index) {
-                texture.rgba = Vec::new();
+                texture.rgba = Pixels::default();
             }
         }
     }

@@ -623,6 +623,9 @@ pub struct RenderSection {
     pub models_dir: PathBuf,
     /// Whether a model's spring bones (hair, ribbons, skirts) move; off, they stay at rest.
     pub spring_bones: bool,
+    /// The most mebibytes of decoded texture pixels a model keeps (an image shared by several
+    /// textures counts once); images over it are shrunk to fit when the model loads.
+    pub texture_budget_mb: u32,
     /// The look preset: a name in config/looks (`round` for config/looks/round.toml) or a
     /// path; empty for none.
     pub look: String,
@@ -638,6 +641,7 @@ impl Default for RenderSection {
             headless_fps: 60,
             models_dir: PathBuf::from("models"),
             spring_bones: true,
+            texture_budget_mb: 512,
             look: String::new(),
         }
     }
@@ -746,6 +750,16 @@ impl Config {
                 "use a frame rate between 1 and 1000",
             );
         }
+        if !(16..=16384).contains(&self.render.texture_budget_mb) {
+            return fail(
+                "texture_budget_mb",
+                format!(
+                    "texture_budget_mb = {} is out of range",
+                    self.render.texture_budget_mb
+                ),
+                "use a size in mebibytes between 16 and 16384, e.g. texture_budget_mb = 512",
+            );
+        }
         if let Err(Invalid {
             line,
             column,
@@ -850,6 +864,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("f.toml:2:3:"), "{err}");
+    }
+
+    #[test]
+    fn the_texture_budget_is_read_and_its_range_located() {
+        assert_eq!(Config::default().render.texture_budget_mb, 512);
+        let config = Config::parse("[render]\ntexture_budget_mb = 2048\n", "f.toml").unwrap();
+        assert_eq!(config.render.texture_budget_mb, 2048);
+        for bad in ["0", "15", "16385"] {
+            let text = format!("[render]\nmodel = \"\"\n texture_budget_mb = {bad}\n");
+            let err = Config::parse(&text, "f.toml").unwrap_err().to_string();
+            assert!(err.starts_with("f.toml:3:2:"), "{bad}: {err}");
+            assert!(err.contains("texture_budget_mb"), "{bad}: {err}");
+        }
+        for bad in ["-1", "\"big\"", "1.5"] {
+            let text = format!("[render]\ntexture_budget_mb = {bad}\n");
+            let err = Config::parse(&text, "f.toml").unwrap_err().to_string();
+            assert!(err.starts_with("f.toml:2:"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -500,7 +500,7 @@ mod tests {
             textures: vec![crate::avatar::Texture {
                 width: 2,
                 height: 2,
-                rgba: vec![200; 16],
+                rgba: vec![200; 16].into(),
                 sampler: Default::default(),
             }],
             ..Default::default()

@@ -31,7 +31,7 @@ fn load_model_posed(config: &Config, pose: &PoseConfig) -> Result<Avatar, StartE
             crate::headgen::DEFAULT_HEAD,
         )?
     } else {
-        avatar::load(&config.render.model)?
+        avatar::load_with(&config.render.model, &load_limits(config))?
     };
     if let Some(rest) = pose.arm_rest() {
         for arm in avatar::rest_pose::relax(&mut avatar, &rest) {
@@ -45,6 +45,13 @@ fn load_model_posed(config: &Config, pose: &PoseConfig) -> Result<Avatar, StartE
         }
     }
     Ok(avatar)
+}
+
+/// The limits a model loads within: `render.texture_budget_mb`.
+fn load_limits(config: &Config) -> avatar::LoadLimits {
+    avatar::LoadLimits {
+        texture_budget: u64::from(config.render.texture_budget_mb) << 20,
+    }
 }
 
 /// Where look presets named without a path live: `<this>/looks/NAME.toml`.
@@ -201,6 +208,14 @@ mod tests {
         let (avatar, mapping) = load_avatar(&Config::default()).unwrap();
         assert!(!avatar.meshes.is_empty());
         assert!(!mapping.targets.is_empty());
+    }
+
+    #[test]
+    fn the_configured_texture_budget_defaults_to_the_loaders() {
+        assert_eq!(
+            load_limits(&Config::default()),
+            avatar::LoadLimits::default()
+        );
     }
 
     #[test]

@@ -6,17 +6,22 @@
 //! Rust `basisu` crate) sees it, because the transcoder trusts the sizes a file declares: a
 //! hostile header could otherwise make it allocate what the file claims.
 
-use super::texture::check_size;
-use crate::avatar::{Sampler, Texture};
+use super::texture::{check_size, Decoded};
 use ktx2::Format;
 
 /// Bytes per 4×4 block of UASTC, the largest Basis block; ETC1S decodes from BasisLZ codebooks
 /// whose sizes the format bounds (16-bit counts).
 const UASTC_BLOCK_BYTES: u64 = 16;
 
-/// Decodes a KTX 2.0 file's base level to RGBA8.
-pub(super) fn decode_ktx2(bytes: &[u8]) -> Result<Texture, String> {
+/// The size of a KTX 2.0 file's base level, from its header, checked to be a 2D image within
+/// the size limit.
+pub(super) fn declared_size(bytes: &[u8]) -> Result<(u32, u32), String> {
     let reader = ktx2::Reader::new(bytes).map_err(|e| format!("KTX2: {e}"))?;
+    size_of(&reader)
+}
+
+/// The base level's size of an open KTX 2.0 file (see [`declared_size`]).
+fn size_of(reader: &ktx2::Reader<&[u8]>) -> Result<(u32, u32), String> {
     let header = reader.header();
     check_size(header.pixel_width, header.pixel_height).map_err(|e| format!("KTX2: {e}"))?;
     if header.pixel_depth > 1 || header.layer_count > 1 || header.face_count != 1 {
@@ -25,16 +30,21 @@ pub(super) fn decode_ktx2(bytes: &[u8]) -> Result<Texture, String> {
             header.pixel_depth, header.layer_count, header.face_count
         ));
     }
-    let (width, height) = (header.pixel_width, header.pixel_height);
-    let rgba = match header.format {
+    Ok((header.pixel_width, header.pixel_height))
+}
+
+/// Decodes a KTX 2.0 file's base level to RGBA8.
+pub(super) fn decode_ktx2(bytes: &[u8]) -> Result<Decoded, String> {
+    let reader = ktx2::Reader::new(bytes).map_err(|e| format!("KTX2: {e}"))?;
+    let (width, height) = size_of(&reader)?;
+    let rgba = match reader.header().format {
         None => transcode_basis(&reader, bytes, width, height)?,
         Some(format) => uncompressed(&reader, format, width, height)?,
     };
-    Ok(Texture {
+    Ok(Decoded {
         width,
         height,
         rgba,
-        sampler: Sampler::default(),
     })
 }
 

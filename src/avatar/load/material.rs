@@ -1,14 +1,15 @@
-//! Textures and materials: decoding each glTF texture's image (a placeholder where that fails)
-//! and reading every material, with its texture transform and VRM MToon parameters.
+//! Textures and materials: decoding each glTF texture's image once, within the texture budget
+//! (a placeholder where that fails), and reading every material, with its texture transform and
+//! VRM MToon parameters.
 
+use super::budget::{self, Budget, Decision};
 use super::source::check_uri;
-use super::{ktx, texture, Loader};
+use super::{label, texture, Loader};
 use crate::avatar::{mtoon, AlphaMode, Material, Texture, TextureTransform};
 use glam::Vec2;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::{self, AssertUnwindSafe};
-use std::path::Path;
 
 /// The texture extensions that name an image of their own, in the order they are preferred
 /// over the plain `source` (which such files keep as an optional fallback).
@@ -18,24 +19,59 @@ impl Loader<'_> {
     /// Decodes every glTF texture from its image, in texture order, with its sampler. The image
     /// is the first that decodes of: the `EXT_texture_webp` image, the `KHR_texture_basisu`
     /// image, the plain `source`. A texture none of whose images decodes (unsupported encoding,
-    /// missing file, corrupt data, too large) is replaced by a 1×1 white placeholder with a
-    /// warning: a wrong-coloured avatar is more useful on stream than none.
+    /// missing file, corrupt data, too large, over the budget) is replaced by a 1×1 white
+    /// placeholder with a warning: a wrong-coloured avatar is more useful on stream than none.
+    ///
+    /// Each image is decoded once, however many textures draw from it, and the textures share
+    /// its pixels. Before any is decoded, every image's header is read and the decoded sizes
+    /// are planned within the texture budget ([`super::LoadLimits`]); an image that does not
+    /// fit is shrunk, with a warning naming it.
     pub(super) fn textures(&self) -> Vec<Texture> {
+        let candidates: Vec<Vec<usize>> = self
+            .document
+            .textures()
+            .map(|texture| self.image_candidates(&texture))
+            .collect();
+        // Every candidate image's declared size, read from its header alone.
+        let mut sizes: HashMap<usize, Result<(u32, u32), String>> = HashMap::new();
+        for &image in candidates.iter().flatten() {
+            sizes.entry(image).or_insert_with(|| {
+                let bytes = self.image_bytes(image)?;
+                self.check_mime_type(image, &bytes)?;
+                guarded(|| texture::declared_size(&bytes))
+            });
+        }
+        // The images the textures are expected to draw from (each texture's first candidate
+        // whose header reads), in the order of first use, planned into the budget.
+        let mut expected = Vec::new();
+        let mut seen = HashSet::new();
+        for list in &candidates {
+            let first = list
+                .iter()
+                .find_map(|&image| Some((image, *sizes.get(&image)?.as_ref().ok()?)));
+            if let Some((image, (width, height))) = first {
+                if seen.insert(image) {
+                    expected.push((image, width, height));
+                }
+            }
+        }
+        let mut budget = Budget::plan(self.limits.texture_budget, &expected);
         let mut decoded: HashMap<usize, Result<Texture, String>> = HashMap::new();
         let mut textures = Vec::new();
-        for texture in self.document.textures() {
+        let json = self.document.as_json();
+        for (texture, list) in self.document.textures().zip(&candidates) {
             let mut failures: Vec<String> = Vec::new();
             let mut chosen = None;
-            for image in self.image_candidates(&texture) {
+            for &image in list {
                 let result = decoded
                     .entry(image)
-                    .or_insert_with(|| self.decode_image(image));
+                    .or_insert_with(|| self.decode_image(image, &sizes, &mut budget));
                 match result {
                     Ok(done) => {
                         chosen = Some(done.clone());
                         break;
                     }
-                    Err(reason) => failures.push(format!("image {image}: {reason}")),
+                    Err(reason) => failures.push(format!("{}: {reason}", self.image_label(image))),
                 }
             }
             let reason = if failures.is_empty() {
@@ -65,7 +101,6 @@ impl Loader<'_> {
                     texture::placeholder()
                 }
             };
-            let json = self.document.as_json();
             let sampler = json
                 .textures
                 .get(texture.index())
@@ -74,7 +109,40 @@ impl Loader<'_> {
             rgba.sampler = texture::sampler(sampler);
             textures.push(rgba);
         }
+        let images = decoded.values().filter(|r| r.is_ok()).count();
+        if images > 0 {
+            tracing::debug!(
+                file = self.file,
+                textures = textures.len(),
+                images,
+                decoded_mib = budget::mib(budget.kept()),
+                budget_mib = budget::mib(budget.limit()),
+                "textures decoded"
+            );
+        }
         textures
+    }
+
+    /// Refuses a PNG or JPEG in a buffer view without the `mimeType` glTF requires there (WebP
+    /// and KTX2 images, which their extensions name, are told by their bytes alone).
+    fn check_mime_type(&self, index: usize, bytes: &[u8]) -> Result<(), String> {
+        let json = self.document.as_json().images.get(index);
+        let unlabelled = json.is_some_and(|j| j.buffer_view.is_some() && j.mime_type.is_none());
+        if unlabelled && texture::sniff(bytes) == texture::Encoding::Other {
+            return Err("image in a buffer view has no mimeType".into());
+        }
+        Ok(())
+    }
+
+    /// `"name" (image 3)`, or `image 3` for an image without a name.
+    fn image_label(&self, index: usize) -> String {
+        let name = self
+            .document
+            .as_json()
+            .images
+            .get(index)
+            .and_then(|image| image.name.as_deref());
+        label("image", name, index)
     }
 
     /// The images a texture may be drawn from, most preferred first, without repeats: each
@@ -112,31 +180,56 @@ impl Loader<'_> {
         candidates
     }
 
-    /// Decodes image `index`: WebP and KTX2 (told by their first bytes) here, PNG and JPEG by
-    /// the `gltf` crate. The WebP and KTX2 decoders run under their own panic guard, so that a
-    /// decoder bug on a hostile image costs that texture, not the avatar.
-    fn decode_image(&self, index: usize) -> Result<Texture, String> {
-        let bytes = self.image_bytes(index)?;
-        let decode = match texture::sniff(&bytes) {
-            texture::Encoding::WebP => texture::decode_webp,
-            texture::Encoding::Ktx2 => ktx::decode_ktx2,
-            texture::Encoding::Other => {
-                let image = self
-                    .document
-                    .images()
-                    .nth(index)
-                    .ok_or_else(|| "image missing from the document".to_string())?;
-                return self.decode_png_or_jpeg(image);
+    /// Decodes image `index` at the size the budget allows (its declared size is in `sizes`):
+    /// WebP and KTX2 (told by their first bytes), PNG and JPEG. The decoders run under a panic
+    /// guard of their own, so that a decoder bug on a hostile image costs that texture, not the
+    /// avatar.
+    fn decode_image(
+        &self,
+        index: usize,
+        sizes: &HashMap<usize, Result<(u32, u32), String>>,
+        budget: &mut Budget,
+    ) -> Result<Texture, String> {
+        let (width, height) = match sizes.get(&index) {
+            Some(Ok(size)) => *size,
+            Some(Err(reason)) => return Err(reason.clone()),
+            None => return Err("its header was not read".into()),
+        };
+        let target = match budget.decide(index, width, height) {
+            Decision::Full => None,
+            Decision::Shrink { width, height } => Some((width, height)),
+            Decision::Refuse(reason) => {
+                budget.settle(index, None);
+                return Err(reason);
             }
         };
-        panic::catch_unwind(AssertUnwindSafe(|| decode(&bytes))).unwrap_or_else(|payload| {
-            let detail = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            Err(format!("the image decoder failed: {detail}"))
-        })
+        let result = self.image_bytes(index).and_then(|bytes| {
+            let image = guarded(|| texture::decode(&bytes))?;
+            if (image.width, image.height) != (width, height) {
+                return Err(format!(
+                    "it decodes to {}×{}, not the {width}×{height} its header declares",
+                    image.width, image.height
+                ));
+            }
+            match target {
+                Some((w, h)) => guarded(|| image.shrunk(w, h)),
+                None => Ok(image),
+            }
+        });
+        budget.settle(index, result.as_ref().ok().map(|i| (i.width, i.height)));
+        let image = result?;
+        if target.is_some() {
+            tracing::warn!(
+                file = self.file,
+                image = %self.image_label(index),
+                declared = %format!("{width}×{height}"),
+                kept = %format!("{}×{}", image.width, image.height),
+                budget_mib = budget::mib(budget.limit()),
+                "image shrunk to fit the decoded-texture budget; the avatar loads with it less \
+                 sharp (raise render.texture_budget_mb to keep it whole)"
+            );
+        }
+        Ok(image.into_texture())
     }
 
     /// The encoded bytes of image `index`, after checking its source in the JSON (the `gltf`
@@ -179,56 +272,6 @@ impl Loader<'_> {
             }
             (None, None) => Err("image has neither a uri nor a bufferView".into()),
         }
-    }
-
-    /// Decodes a PNG or JPEG image through the `gltf` crate, after checking the parts of its
-    /// source that crate unwraps.
-    fn decode_png_or_jpeg(&self, image: gltf::Image<'_>) -> Result<Texture, String> {
-        let json = self
-            .document
-            .as_json()
-            .images
-            .get(image.index())
-            .ok_or_else(|| "image missing from the document".to_string())?;
-        // The importer resolves data URIs only when given a base folder, even though they need
-        // none; an empty base is safe because `check_uri` rejects other URIs in memory.
-        let mut base = self.base;
-        match (&json.buffer_view, &json.uri) {
-            (Some(view), _) => {
-                if json.mime_type.is_none() {
-                    return Err("image in a buffer view has no mimeType".into());
-                }
-                let view = self
-                    .document
-                    .views()
-                    .nth(view.value())
-                    .ok_or_else(|| "image buffer view does not exist".to_string())?;
-                let buffer_len = self
-                    .buffers
-                    .get(view.buffer().index())
-                    .map_or(0, |data| data.len());
-                let fits = view
-                    .offset()
-                    .checked_add(view.length())
-                    .is_some_and(|end| end <= buffer_len);
-                if !fits {
-                    return Err(format!(
-                        "image buffer view {} runs past the end of its buffer",
-                        view.index()
-                    ));
-                }
-            }
-            (None, Some(uri)) => {
-                check_uri(uri, self.base)?;
-                if uri.starts_with("data:") {
-                    base = Some(self.base.unwrap_or(Path::new("")));
-                }
-            }
-            (None, None) => return Err("image has neither a uri nor a bufferView".into()),
-        }
-        let data = gltf::image::Data::from_source(image.source(), base, self.buffers)
-            .map_err(|e| e.to_string())?;
-        texture::to_rgba8(&data)
     }
 
     /// Every material, in glTF order. Textures are per glTF texture, so a base colour texture's
@@ -319,6 +362,19 @@ impl Loader<'_> {
         }
         materials
     }
+}
+
+/// Runs an image decoder (or header reader) under a panic guard: a panic in it becomes an error
+/// for that image.
+fn guarded<T>(decode: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    panic::catch_unwind(AssertUnwindSafe(decode)).unwrap_or_else(|payload| {
+        let detail = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        Err(format!("the image decoder failed: {detail}"))
+    })
 }
 
 /// glTF's `emissiveFactor`, with a non-finite channel read as black.

@@ -1,11 +1,13 @@
-//! Image decoding into the RGBA8 [`Texture`]: PNG and JPEG as the `gltf` crate decodes them
-//! (any `gltf::image::Format`), WebP (`EXT_texture_webp`) through `image-webp`, and the
-//! sniffing that tells the encodings apart. KTX2 lives in `ktx`.
+//! Image decoding into RGBA8: PNG and JPEG through the `image` crate, WebP (`EXT_texture_webp`)
+//! through `image-webp`, the sniffing that tells the encodings apart, the size an image's header
+//! declares (read before any pixel is decoded), and shrinking a decoded image. KTX2 lives in
+//! `ktx`.
 
 use crate::avatar::{MagFilter, MinFilter, Sampler, Texture, Wrap};
 use gltf::image::{Data, Format};
 use gltf::json::texture as json;
 use gltf::json::validation::Checked;
+use std::io::Cursor;
 
 /// The longest side, in pixels, of an image facewire decodes. Larger images are refused before
 /// any pixel memory is allocated (8192² RGBA8 is 256 MiB), so a hostile header cannot ask for
@@ -19,7 +21,7 @@ pub(super) enum Encoding {
     WebP,
     /// A KTX 2.0 container (Basis Universal or uncompressed).
     Ktx2,
-    /// Anything else: PNG or JPEG, left to the `gltf` crate's decoder.
+    /// Anything else: PNG or JPEG, told apart by the `image` crate.
     Other,
 }
 
@@ -49,11 +51,123 @@ pub(super) fn check_size(width: u32, height: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// An image decoded to RGBA8 (sRGB colour, rows top to bottom), before it is shared.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Decoded {
+    /// Width in pixels.
+    pub(super) width: u32,
+    /// Height in pixels.
+    pub(super) height: u32,
+    /// `width * height * 4` bytes.
+    pub(super) rgba: Vec<u8>,
+}
+
+impl Decoded {
+    /// The image box-filtered down to `width` × `height` (each no larger than its own).
+    pub(super) fn shrunk(self, width: u32, height: u32) -> Result<Decoded, String> {
+        let Decoded {
+            width: w,
+            height: h,
+            rgba,
+        } = self;
+        let image = ::image::RgbaImage::from_raw(w, h, rgba)
+            .ok_or_else(|| format!("{w}×{h} image has the wrong number of bytes"))?;
+        let small = ::image::imageops::thumbnail(&image, width, height);
+        Ok(Decoded {
+            width,
+            height,
+            rgba: small.into_raw(),
+        })
+    }
+
+    /// The texture of these pixels, sampled with the default sampler.
+    pub(super) fn into_texture(self) -> Texture {
+        Texture {
+            width: self.width,
+            height: self.height,
+            rgba: self.rgba.into(),
+            sampler: Sampler::default(),
+        }
+    }
+}
+
+/// The size an image's header declares, read without decoding a pixel: PNG, JPEG, WebP or
+/// KTX2, checked against [`MAX_SIDE`].
+pub(super) fn declared_size(bytes: &[u8]) -> Result<(u32, u32), String> {
+    let (width, height) = match sniff(bytes) {
+        Encoding::WebP => image_webp::WebPDecoder::new(Cursor::new(bytes))
+            .map_err(|e| format!("WebP: {e}"))?
+            .dimensions(),
+        Encoding::Ktx2 => super::ktx::declared_size(bytes)?,
+        Encoding::Other => png_or_jpeg(bytes)?
+            .into_dimensions()
+            .map_err(|e| e.to_string())?,
+    };
+    check_size(width, height)?;
+    Ok((width, height))
+}
+
+/// Decodes an image of any encoding facewire reads to RGBA8.
+pub(super) fn decode(bytes: &[u8]) -> Result<Decoded, String> {
+    match sniff(bytes) {
+        Encoding::WebP => decode_webp(bytes),
+        Encoding::Ktx2 => super::ktx::decode_ktx2(bytes),
+        Encoding::Other => decode_png_or_jpeg(bytes),
+    }
+}
+
+/// A reader of `bytes` when they hold a PNG or a JPEG, bounded to [`MAX_SIDE`] on each side.
+fn png_or_jpeg(bytes: &[u8]) -> Result<::image::ImageReader<Cursor<&[u8]>>, String> {
+    let mut reader = ::image::ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?;
+    match reader.format() {
+        Some(::image::ImageFormat::Png | ::image::ImageFormat::Jpeg) => {}
+        _ => return Err("not a PNG, JPEG, WebP or KTX2 image".into()),
+    }
+    let mut limits = ::image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    reader.limits(limits);
+    Ok(reader)
+}
+
+/// Decodes a PNG or JPEG to RGBA8. Eight-bit images are converted by the `image` crate (grey
+/// replicated, a missing alpha opaque); 16-bit ones through [`to_rgba8`], which rounds.
+fn decode_png_or_jpeg(bytes: &[u8]) -> Result<Decoded, String> {
+    use ::image::DynamicImage;
+    let image = png_or_jpeg(bytes)?.decode().map_err(|e| e.to_string())?;
+    let (width, height) = (image.width(), image.height());
+    check_size(width, height)?;
+    let format = match &image {
+        DynamicImage::ImageLuma16(_) => Some(Format::R16),
+        DynamicImage::ImageLumaA16(_) => Some(Format::R16G16),
+        DynamicImage::ImageRgb16(_) => Some(Format::R16G16B16),
+        DynamicImage::ImageRgba16(_) => Some(Format::R16G16B16A16),
+        DynamicImage::ImageRgb32F(_) => Some(Format::R32G32B32FLOAT),
+        DynamicImage::ImageRgba32F(_) => Some(Format::R32G32B32A32FLOAT),
+        _ => None,
+    };
+    match format {
+        Some(format) => to_rgba8(&Data {
+            pixels: image.into_bytes(),
+            format,
+            width,
+            height,
+        }),
+        None => Ok(Decoded {
+            width,
+            height,
+            rgba: image.into_rgba8().into_raw(),
+        }),
+    }
+}
+
 /// Decodes a WebP image (lossy or lossless, with or without alpha; the first frame of an
 /// animation) to RGBA8, refusing sizes past [`MAX_SIDE`] before decoding.
-pub(super) fn decode_webp(bytes: &[u8]) -> Result<Texture, String> {
-    let mut decoder = image_webp::WebPDecoder::new(std::io::Cursor::new(bytes))
-        .map_err(|e| format!("WebP: {e}"))?;
+pub(super) fn decode_webp(bytes: &[u8]) -> Result<Decoded, String> {
+    let mut decoder =
+        image_webp::WebPDecoder::new(Cursor::new(bytes)).map_err(|e| format!("WebP: {e}"))?;
     let (width, height) = decoder.dimensions();
     check_size(width, height)?;
     let size = decoder
@@ -71,11 +185,10 @@ pub(super) fn decode_webp(bytes: &[u8]) -> Result<Texture, String> {
             .flat_map(|p| [p[0], p[1], p[2], 255])
             .collect()
     };
-    Ok(Texture {
+    Ok(Decoded {
         width,
         height,
         rgba,
-        sampler: Sampler::default(),
     })
 }
 
@@ -120,7 +233,7 @@ pub(super) fn placeholder() -> Texture {
     Texture {
         width: 1,
         height: 1,
-        rgba: vec![255; 4],
+        rgba: vec![255; 4].into(),
         sampler: Sampler::default(),
     }
 }
@@ -128,7 +241,7 @@ pub(super) fn placeholder() -> Texture {
 /// Converts decoded pixels of any format to RGBA8: grey is replicated into RGB, a missing alpha
 /// becomes opaque, 16-bit channels keep their high byte (rounded) and float channels are clamped
 /// to [0, 1].
-pub(super) fn to_rgba8(data: &Data) -> Result<Texture, String> {
+pub(super) fn to_rgba8(data: &Data) -> Result<Decoded, String> {
     let (channels, bytes_per_channel) = match data.format {
         Format::R8 => (1, 1),
         Format::R8G8 => (2, 1),
@@ -201,11 +314,10 @@ pub(super) fn to_rgba8(data: &Data) -> Result<Texture, String> {
         };
         rgba.extend_from_slice(&out);
     }
-    Ok(Texture {
+    Ok(Decoded {
         width: data.width,
         height: data.height,
         rgba,
-        sampler: Sampler::default(),
     })
 }
 
