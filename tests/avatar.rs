@@ -692,6 +692,64 @@ fn inconsistent_documents_are_errors_naming_the_problem() {
 }
 
 #[test]
+fn json_errors_name_the_json_path_not_a_column_of_the_one_line_glb() {
+    // Node 1's second child is -1: glTF indices are unsigned. The GLB's JSON is one line of
+    // over a kilobyte, where serde_json's own message points at "line 1 column 1049".
+    let (json, bin) = hand_built();
+    let json = json.replace('\n', "");
+    let bad = json.replacen(r#""children":[1]"#, r#""children":[1,-1]"#, 1);
+    assert_ne!(bad, json);
+    let error = load_hostile(&glb(&bad, &bin), "bad-index.glb").unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, AvatarError::Json { .. }), "{message}");
+    assert!(
+        message.starts_with("bad-index.glb: invalid glTF JSON at nodes[0].children[1]: "),
+        "{message}"
+    );
+    assert!(message.contains("-1"), "{message}");
+    assert!(!message.contains("column"), "{message}");
+
+    // A value of the wrong type deep in a mesh.
+    let bad = json.replacen(r#""weights":[0.25,0]"#, r#""weights":[0.25,"zero"]"#, 1);
+    let message = load_hostile(&glb(&bad, &bin), "type")
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("at meshes[0].weights[1]: "), "{message}");
+    // A misspelt enum parses, then fails validation, whose message names its path too.
+    let bad = json.replacen(r#""type":"VEC2""#, r#""type":"VEC9""#, 1);
+    let error = load_hostile(&glb(&bad, &bin), "enum").unwrap_err();
+    let message = facewire::diagnostic::with_causes(&error);
+    assert!(message.contains("accessors[2].type"), "{message}");
+}
+
+#[test]
+fn a_short_binary_chunk_gives_its_lengths() {
+    let (json, bin) = hand_built();
+    let mut bytes = glb(&json, &bin);
+    // Declare four more bytes in the binary chunk than follow it, keeping the header's length.
+    let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let at = 20 + json_len;
+    let declared = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) + 4;
+    bytes[at..at + 4].copy_from_slice(&declared.to_le_bytes());
+    let message = load_hostile(&bytes, "short-bin.glb")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        message,
+        format!(
+            "short-bin.glb: malformed GLB container: the binary chunk declares {declared} bytes, \
+             but only {} follow its header at byte {at} (the file has {} bytes; truncated?)",
+            declared - 4,
+            bytes.len()
+        )
+    );
+    assert!(
+        !message.contains('\0') && !message.contains("\\0"),
+        "{message:?}"
+    );
+}
+
+#[test]
 fn missing_file_and_external_references_are_errors() {
     let error = avatar::load(Path::new("/nonexistent/facewire/avatar.glb")).unwrap_err();
     assert!(matches!(error, AvatarError::Io { .. }), "{error}");

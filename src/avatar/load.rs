@@ -87,6 +87,17 @@ pub enum AvatarError {
         /// What is wrong with the header.
         detail: String,
     },
+    /// A value in the glTF JSON does not have the type or range glTF gives it (or the JSON is
+    /// malformed), at a place named by its JSON path.
+    #[error("{file}: invalid glTF JSON at {path}: {detail}")]
+    Json {
+        /// The file or label.
+        file: String,
+        /// Where: a JSON path such as `nodes[12].children[0]`, or a byte offset in the JSON.
+        path: String,
+        /// What is wrong there.
+        detail: String,
+    },
     /// The bytes are neither valid glTF 2.0 JSON nor GLB, or the document fails validation.
     #[error("{file}: not a valid glTF 2.0 / GLB file")]
     Gltf {
@@ -278,7 +289,21 @@ fn load_unguarded(
         source,
     };
     let gltf::Gltf { document, blob } =
-        gltf::Gltf::from_slice_without_validation(bytes).map_err(gltf_error)?;
+        gltf::Gltf::from_slice_without_validation(bytes).map_err(|error| {
+            // Only a value that does not deserialize is worth a second, path-tracking parse.
+            let place = match &error {
+                gltf::Error::Deserialize(_) => source::json_error_place(bytes),
+                _ => None,
+            };
+            match place {
+                Some((path, detail)) => AvatarError::Json {
+                    file: file.to_owned(),
+                    path,
+                    detail,
+                },
+                None => gltf_error(error),
+            }
+        })?;
     let mut root = document.into_json();
     // First of all, and before validation, which would reject the file for any required
     // extension outside the `gltf` crate's own list, with a message that names none.
