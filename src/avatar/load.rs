@@ -179,11 +179,16 @@ pub enum AvatarError {
         detail: String,
     },
     /// The file asks for more decoded vertex data than the loader's limit (about 64 million
-    /// elements) allows.
-    #[error("{file}: refusing to decode more than {limit} vertex attribute elements")]
+    /// elements) allows; `what` is the data that would have passed it.
+    #[error(
+        "{file}: {what}: refusing to decode more than {limit} vertex attribute elements in all"
+    )]
     TooLarge {
         /// The file or label.
         file: String,
+        /// The accessor and the mesh primitive (or skin) that reads it, or the data generated
+        /// for a primitive, whose elements passed the limit.
+        what: String,
         /// The element limit.
         limit: usize,
     },
@@ -430,12 +435,13 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    /// Counts `elements` against [`MAX_DECODED_ELEMENTS`].
-    fn spend(&mut self, elements: usize) -> Result<(), AvatarError> {
+    /// Counts `elements` against [`MAX_DECODED_ELEMENTS`]; `what` names them in the error.
+    fn spend(&mut self, elements: usize, what: &dyn Fn() -> String) -> Result<(), AvatarError> {
         self.decoded = self.decoded.saturating_add(elements);
         if self.decoded > MAX_DECODED_ELEMENTS {
             return Err(AvatarError::TooLarge {
                 file: self.file.to_owned(),
+                what: what(),
                 limit: MAX_DECODED_ELEMENTS,
             });
         }
@@ -465,7 +471,9 @@ impl Loader<'_> {
                 )));
             }
         }
-        self.spend(count)?;
+        self.spend(count, &|| {
+            format!("accessor {} ({})", accessor.index(), usage())
+        })?;
         Ok(count)
     }
 

@@ -246,7 +246,7 @@ impl Loader<'_> {
                 indices
             }
             None => {
-                self.spend(vertex_count)?;
+                self.spend(vertex_count, &usage("generated indices"))?;
                 (0..vertex_count as u32).collect()
             }
         };
@@ -276,7 +276,7 @@ impl Loader<'_> {
                     Deltas::from_dense(&deltas)
                 }
                 None => {
-                    self.spend(vertex_count)?;
+                    self.spend(vertex_count, &usage(&format!("target {t} (no POSITION)")))?;
                     Deltas::from_entries(vertex_count, [])
                 }
             };
@@ -328,7 +328,7 @@ impl Loader<'_> {
         };
         if out.normals.is_empty() {
             let expanded = out.indices.len().saturating_mul(3 + 2 * out.targets.len());
-            self.spend(expanded)?;
+            self.spend(expanded, &usage("generated flat normals"))?;
             flat_shade(&mut out);
         }
         Ok(out)
@@ -453,6 +453,31 @@ mod tests {
         }
         assert_eq!(prim.targets[0].positions[2], Vec3::Z);
         assert_eq!(avatar.roots, vec![0]);
+    }
+
+    #[test]
+    fn too_much_vertex_data_names_the_accessor_and_its_mesh() {
+        // A sparse POSITION accessor of 2^26 + 1 elements, one of them given: sixteen bytes
+        // asking for a gigabyte.
+        let mut bin = 0u32.to_le_bytes().to_vec();
+        bin.extend(floats(&[0.0, 0.0, 0.0]));
+        let count = super::super::MAX_DECODED_ELEMENTS + 1;
+        let body = format!(
+            r#""bufferViews":[{{"buffer":0,"byteLength":4}},{{"buffer":0,"byteOffset":4,"byteLength":12}}],
+            "accessors":[{{"componentType":5126,"count":{count},"type":"VEC3","min":[0,0,0],"max":[0,0,0],
+              "sparse":{{"count":1,"indices":{{"bufferView":0,"componentType":5125}},"values":{{"bufferView":1}}}}}}],
+            "meshes":[{{"name":"Body","primitives":[{{"attributes":{{"POSITION":0}}}}]}}]"#
+        );
+        let error = load_slice(&gltf_json(&bin, &body), "big.gltf").unwrap_err();
+        assert!(matches!(error, AvatarError::TooLarge { .. }), "{error}");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "big.gltf: accessor 0 (\"Body\" (mesh 0) primitive 0 POSITION): refusing to \
+                 decode more than {} vertex attribute elements in all",
+                count - 1
+            )
+        );
     }
 
     #[test]
