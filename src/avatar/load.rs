@@ -71,10 +71,13 @@ impl Default for LoadLimits {
 #[derive(Debug, thiserror::Error)]
 pub enum AvatarError {
     /// The file could not be read from disk.
-    #[error("cannot read avatar file {file}")]
+    #[error("cannot read avatar file {file}{}", did_you_mean(suggestion.as_deref()))]
     Io {
         /// The path as given.
         file: String,
+        /// For a file that does not exist, the avatar file beside it whose name is nearest,
+        /// when it looks like a typo.
+        suggestion: Option<String>,
         /// The underlying I/O error.
         #[source]
         source: std::io::Error,
@@ -213,10 +216,50 @@ pub fn load_with(path: &Path, limits: &LoadLimits) -> Result<Avatar, AvatarError
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| AvatarError::Io {
         file: file.clone(),
+        suggestion: (source.kind() == std::io::ErrorKind::NotFound)
+            .then(|| nearest_avatar_file(path))
+            .flatten(),
         source,
     })?;
     let base = path.parent().unwrap_or(Path::new(""));
     load_bytes(&bytes, file, Some(base), limits)
+}
+
+/// The extensions of the files facewire loads as avatars.
+const AVATAR_EXTENSIONS: [&str; 3] = ["glb", "gltf", "vrm"];
+
+/// For a path that names no file, the avatar file (`.glb`, `.gltf`, `.vrm`) in the same folder
+/// whose name is nearest to its name, as a path spelt like the one given.
+fn nearest_avatar_file(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let names: Vec<String> = std::fs::read_dir(folder)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| {
+            Path::new(name)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| {
+                    AVATAR_EXTENSIONS
+                        .iter()
+                        .any(|known| e.eq_ignore_ascii_case(known))
+                })
+        })
+        .take(10_000)
+        .collect();
+    let best = crate::diagnostic::nearest(name, names.iter().map(String::as_str))?;
+    Some(path.with_file_name(best).display().to_string())
+}
+
+/// ` (did you mean `PATH`?)`, or nothing.
+fn did_you_mean(suggestion: Option<&str>) -> String {
+    suggestion.map_or_else(String::new, |s| format!(" (did you mean `{s}`?)"))
 }
 
 /// Loads GLB bytes (or self-contained glTF JSON) from memory, within the default
@@ -519,5 +562,40 @@ mod tests {
     fn errors_can_cross_threads() {
         fn assert_send_sync<T: Send + Sync + 'static>() {}
         assert_send_sync::<AvatarError>();
+    }
+
+    #[test]
+    fn a_mistyped_model_path_suggests_the_nearest_avatar_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["Godette.vrm", "robot.glb", "godette.txt", "notes.md"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let typo = dir.path().join("godete.vrm");
+        let error = load(&typo).unwrap_err();
+        let expected = dir.path().join("Godette.vrm");
+        assert!(
+            matches!(&error, AvatarError::Io { suggestion: Some(s), .. } if *s == expected.display().to_string()),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .ends_with(&format!("(did you mean `{}`?)", expected.display())),
+            "{error}"
+        );
+        // Nothing near: no suggestion; and only for a file that is missing.
+        let error = load(&dir.path().join("zzzzzzzz.glb")).unwrap_err();
+        assert!(!error.to_string().contains("did you mean"), "{error}");
+        let error = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                AvatarError::Io {
+                    suggestion: None,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
     }
 }
