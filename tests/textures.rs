@@ -673,6 +673,11 @@ fn one_small_png_declaring_8192_squared_for_64_textures_is_decoded_once_within_t
     ] {
         assert!(shrunk[0].contains(what), "{what}: {}", shrunk[0]);
     }
+
+    // The renderer uploads the shared image once for the 64 textures its materials sample.
+    let ctx = HeadlessContext::new(SIZE, SIZE).expect("headless context");
+    let renderer = Renderer::new(ctx.gl(), &avatar, MorphMode::Auto).expect("renderer");
+    assert_eq!(renderer.texture_objects(), 1);
 }
 
 #[test]

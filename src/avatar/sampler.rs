@@ -2,7 +2,7 @@
 //! `render` maps to GL.
 
 /// How texture coordinates outside 0..1 are brought back into the image (glTF `wrapS`/`wrapT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Wrap {
     /// The image tiles (glTF 10497, the default).
     #[default]
@@ -14,7 +14,7 @@ pub enum Wrap {
 }
 
 /// How a texture is filtered when a texel covers more than a pixel (glTF `magFilter`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MagFilter {
     /// The nearest texel: hard texel edges, as pixel art wants (glTF 9728).
     Nearest,
@@ -24,7 +24,7 @@ pub enum MagFilter {
 }
 
 /// How a texture is filtered when a pixel covers more than a texel (glTF `minFilter`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MinFilter {
     /// The nearest texel of the full image (glTF 9728).
     Nearest,
@@ -51,7 +51,7 @@ impl MinFilter {
 
 /// A texture's sampler: wrap modes per axis and filters. The default (no sampler in the file,
 /// or unset fields) repeats and filters trilinearly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Sampler {
     /// Wrapping of the horizontal (u) coordinate.
     pub wrap_s: Wrap,

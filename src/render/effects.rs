@@ -4,6 +4,8 @@
 
 #![allow(unsafe_code)]
 
+use std::rc::Rc;
+
 use glam::{Mat3, Vec2};
 use glow::HasContext;
 
@@ -79,7 +81,7 @@ fn finite_or(v: f32, fallback: f32) -> f32 {
 
 impl GpuEffects {
     /// The fixed parameters of `m`; dangling textures are dropped.
-    pub(super) fn new(m: &Material, textures: &[Option<Texture>]) -> GpuEffects {
+    pub(super) fn new(m: &Material, textures: &[Option<Rc<Texture>>]) -> GpuEffects {
         let usable = |t: Option<usize>| t.filter(|&t| textures.get(t).is_some_and(Option::is_some));
         let toon = m.toon.as_ref();
         GpuEffects {

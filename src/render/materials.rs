@@ -3,6 +3,7 @@
 
 #![allow(unsafe_code)]
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use glam::Mat3;
@@ -57,7 +58,7 @@ impl Renderer {
     pub(super) fn texture_or_white(&self, index: Option<usize>) -> &Texture {
         index
             .and_then(|t| self.textures.get(t))
-            .and_then(Option::as_ref)
+            .and_then(Option::as_deref)
             .unwrap_or(&self.white)
     }
 }
@@ -75,7 +76,7 @@ fn unit(c: f32, fallback: f32) -> f32 {
 /// dropped (white is used), a non-finite cutoff or texture transform replaced by the default.
 pub(super) fn gpu_material(
     m: &crate::avatar::Material,
-    textures: &[Option<Texture>],
+    textures: &[Option<Rc<Texture>>],
 ) -> GpuMaterial {
     let usable = |t: Option<usize>| t.filter(|&t| textures.get(t).is_some_and(Option::is_some));
     let uv = m.base_color_transform.matrix();
@@ -140,13 +141,15 @@ pub(super) fn material_shading(m: &crate::avatar::Material) -> usize {
 }
 
 /// Uploads every avatar texture; unusable ones (wrong byte count, zero or too large a size)
-/// become `None` with a warning, and their materials use white.
+/// become `None` with a warning, and their materials use white. Textures drawn from one image
+/// with the same sampler share one GL texture, as they share their decoded pixels.
 pub(super) fn upload_textures(
     gl: &Rc<glow::Context>,
     avatar: &Avatar,
-) -> Result<Vec<Option<Texture>>, RenderError> {
+) -> Result<Vec<Option<Rc<Texture>>>, RenderError> {
     // SAFETY: querying a limit on the current context.
     let max = unsafe { gl.get_parameter_i32(glow::MAX_TEXTURE_SIZE) }.max(1) as u32;
+    let mut uploaded: HashMap<(usize, Sampler), Rc<Texture>> = HashMap::new();
     avatar
         .textures
         .iter()
@@ -178,7 +181,12 @@ pub(super) fn upload_textures(
                 );
                 return Ok(None);
             }
-            upload_texture(gl, t.width, t.height, &t.rgba, t.sampler).map(Some)
+            if let Some(shared) = uploaded.get(&(t.rgba.id(), t.sampler)) {
+                return Ok(Some(Rc::clone(shared)));
+            }
+            let texture = Rc::new(upload_texture(gl, t.width, t.height, &t.rgba, t.sampler)?);
+            uploaded.insert((t.rgba.id(), t.sampler), Rc::clone(&texture));
+            Ok(Some(texture))
         })
         .collect()
 }

@@ -49,7 +49,7 @@ pub struct Renderer {
     /// A 1x1 white texture for materials without one.
     pub(super) white: Texture,
     /// One entry per avatar texture; `None` where the texture could not be uploaded.
-    pub(super) textures: Vec<Option<Texture>>,
+    pub(super) textures: Vec<Option<Rc<Texture>>>,
     /// One entry per avatar material.
     pub(super) materials: Vec<GpuMaterial>,
     /// One entry per avatar material: emission, rim and matcap, and its own colours.
@@ -245,8 +245,16 @@ impl Renderer {
             &texture.rgba,
             texture.sampler,
         )?;
-        self.textures[index] = Some(uploaded);
+        self.textures[index] = Some(Rc::new(uploaded));
         Ok(())
+    }
+
+    /// How many GL textures hold the avatar's textures: one per image and sampler, however many
+    /// textures draw from it.
+    pub fn texture_objects(&self) -> usize {
+        let objects: std::collections::HashSet<*const Texture> =
+            self.textures.iter().flatten().map(Rc::as_ptr).collect();
+        objects.len()
     }
 
     /// The morph path in use.
