@@ -58,8 +58,9 @@
 //!   on-stage text cards (calibration prompts, the connect card) drawn on the CPU.
 //! - [`mapping`]: ARKit channels → avatar target weights and node rotations, compiled against a
 //!   loaded avatar into index tables.
-//! - [`look`]: look presets (`config/looks/NAME.toml`): face-shape slider values and colours,
-//!   checked against the mapping's sliders, saved atomically, or made at random.
+//! - [`look`]: look presets (`looks/NAME.toml` beside the configuration): face-shape slider
+//!   values and colours, checked against the mapping's sliders, saved atomically, or made at
+//!   random.
 //! - [`avatar`]: glTF/GLB/VRM loading into CPU structures and the CPU reference blend; a
 //!   humanoid's bones, its arms' rest pose, the bust the camera frames and levels of detail.
 //! - [`render`]: the only GL code: contexts (window and headless EGL), shaders, morph paths,
@@ -67,7 +68,9 @@
 //! - [`panel`]: the control panel's contents (egui): meters, layers, state, actions, errors.
 //!
 //! Shared and offline:
-//! - [`config`]: `facewire.toml`, parsed raw and validated once; the types of its sections.
+//! - [`config`]: `facewire.toml`, found (`--config`, `config/` in the working directory, else
+//!   the platform's config folder, filled on first start), parsed raw with its relative paths
+//!   taken from its folder, and validated once; the types of its sections.
 //! - [`diagnostic`]: errors located by file, line and column, and did-you-mean suggestions.
 //! - [`text`]: CPU drawing of 8x8 bitmap-font text and filled rectangles into RGBA images, shared
 //!   by [`sheet`] and [`app::hud`].

@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use facewire::app;
-use facewire::calibrate::{self, Profile};
-use facewire::config::{Config, LodMode, MorphMode};
+use facewire::calibrate::Profile;
+use facewire::config::{Config, Found, LodMode, MorphMode, Origin};
 use facewire::record::{self, Recording, ReplayOptions};
 use facewire::session::{self, HeadAngles, Replay, Size};
 use facewire::{fsutil, headgen, sheet};
@@ -23,7 +23,9 @@ use facewire::{fsutil, headgen, sheet};
     about = "Phone face tracking to a live avatar for OBS"
 )]
 struct Cli {
-    /// Configuration file (default: config/facewire.toml when it exists, else built-in defaults).
+    /// Configuration file (default: config/facewire.toml in the working directory when it
+    /// exists, else facewire.toml in the platform's config folder, written there on first start;
+    /// `facewire config` says which).
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
     #[command(subcommand)]
@@ -61,6 +63,15 @@ enum Command {
     ImportObj(ImportObjArgs),
     /// Print the mouth shapes of speech, a line per 16 ms: in a WAV file, or the microphone's.
     Lipsync(session::LipsyncArgs),
+    /// Say which configuration file is in use and where profiles, looks and avatars are kept.
+    Config(ConfigArgs),
+}
+
+#[derive(Debug, Args)]
+struct ConfigArgs {
+    /// Print only the configuration file's path.
+    #[arg(long)]
+    path: bool,
 }
 
 #[derive(Debug, Args, Default)]
@@ -160,9 +171,9 @@ struct LiveArgs {
     /// Apply this performer's calibration profile.
     #[arg(long, value_name = "NAME")]
     performer: Option<String>,
-    /// The profiles folder.
-    #[arg(long, value_name = "DIR", default_value = calibrate::profile::DEFAULT_DIR)]
-    profiles: PathBuf,
+    /// The profiles folder (default: profiles beside the configuration file).
+    #[arg(long, value_name = "DIR")]
+    profiles: Option<PathBuf>,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     exit_after: Option<f64>,
@@ -175,11 +186,12 @@ impl LiveArgs {
         config: &'a Config,
         source: Option<&'a Path>,
     ) -> Result<session::LiveRun<'a>> {
+        let profiles = profiles_folder(self.profiles.as_deref(), config);
         Ok(session::LiveRun {
             config,
             source,
-            profiles: self.profiles.clone(),
-            profile: session::performer_profile(&self.profiles, self.performer.as_deref())?,
+            profile: session::performer_profile(&profiles, self.performer.as_deref())?,
+            profiles,
             replay: self.replay.as_deref().map(|file| Replay {
                 file,
                 speed: self.speed,
@@ -230,9 +242,9 @@ struct CalibrateArgs {
     performer: String,
     #[command(flatten)]
     take: session::TakeArgs,
-    /// The profiles folder.
-    #[arg(long, value_name = "DIR", default_value = calibrate::profile::DEFAULT_DIR)]
-    profiles: PathBuf,
+    /// The profiles folder (default: profiles beside the configuration file).
+    #[arg(long, value_name = "DIR")]
+    profiles: Option<PathBuf>,
     /// Guide on the terminal only, without the stage window.
     #[arg(long)]
     no_window: bool,
@@ -333,13 +345,28 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// `--profiles DIR` when given, else the profiles folder beside the configuration.
+fn profiles_folder(flag: Option<&Path>, config: &Config) -> PathBuf {
+    flag.map_or_else(|| Profile::dir_in(&config.folder), Path::to_path_buf)
+}
+
 fn run() -> Result<()> {
     let cli = Cli::parse();
-    let (mut config, source) = Config::discover(cli.config.as_deref())?;
-    match &source {
-        Some(p) => tracing::info!(config = %p.display(), "configuration loaded"),
-        None => tracing::info!("no configuration file; using defaults"),
+    let found = Config::discover(cli.config.as_deref())?;
+    match (&found.path, &found.origin) {
+        (Some(p), Origin::FirstStart) => eprintln!(
+            "first start: wrote the default configuration to {} (profiles, looks and mappings \
+             are kept beside it; `facewire config` says where)",
+            p.display()
+        ),
+        (Some(p), _) => tracing::info!(config = %p.display(), "configuration loaded"),
+        (None, origin) => tracing::warn!("{origin}"),
     }
+    let Found {
+        mut config,
+        path: source,
+        origin,
+    } = found;
     match cli.command {
         None => run_command(&mut config, source.as_deref(), cli.run),
         Some(Command::Run(args)) => run_command(&mut config, source.as_deref(), args),
@@ -364,7 +391,38 @@ fn run() -> Result<()> {
             session::lipsync_command(&args, &config, &mut out)?;
             Ok(())
         }
+        Some(Command::Config(args)) => {
+            config_command(&config, source.as_deref(), &origin, &args);
+            Ok(())
+        }
     }
+}
+
+/// Says which configuration file is in use, why, and the folders beside it.
+fn config_command(config: &Config, source: Option<&Path>, origin: &Origin, args: &ConfigArgs) {
+    let shown = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if args.path {
+        if let Some(path) = source {
+            println!("{}", shown(path).display());
+        }
+        return;
+    }
+    match source {
+        Some(path) => println!("configuration: {} ({origin})", shown(path).display()),
+        None => println!("configuration: {origin}"),
+    }
+    println!(
+        "profiles:      {}",
+        shown(&Profile::dir_in(&config.folder)).display()
+    );
+    println!(
+        "looks:         {}",
+        shown(&config.folder.join(facewire::look::DIR_NAME)).display()
+    );
+    println!(
+        "avatars:       {} (render.models_dir)",
+        shown(&config.render.models_dir).display()
+    );
 }
 
 /// Imports an OBJ shape set and prints what was imported, missing and skipped.
@@ -527,12 +585,13 @@ fn relay_command(config: &mut Config, source: Option<&Path>, args: RelayArgs) ->
 
 fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
     Profile::validate_name(&args.performer)?;
+    let profiles = profiles_folder(args.profiles.as_deref(), config);
     if args.vowels.wanted() {
-        let (dir, name) = (&args.profiles, &args.performer);
-        session::calibrate_vowels(&args.vowels, config, dir, name, args.yes)?;
+        let name = &args.performer;
+        session::calibrate_vowels(&args.vowels, config, &profiles, name, args.yes)?;
         return Ok(());
     }
-    let old = Profile::load_named(&args.profiles, &args.performer).ok();
+    let old = Profile::load_named(&profiles, &args.performer).ok();
     if let Some(old) = &old {
         eprintln!(
             "updating {}'s profile from {} (the old ranges are shown beside the new ones)",
@@ -559,7 +618,7 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
             };
             app::calibrate_live(
                 config,
-                args.profiles.clone(),
+                profiles.clone(),
                 old.as_ref(),
                 &args.performer,
                 stage,
@@ -570,14 +629,14 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
         println!("calibration cancelled; nothing saved");
         return Ok(());
     };
-    let path = calibration.profile.save(&args.profiles)?;
+    let path = calibration.profile.save(&profiles)?;
     println!(
         "saved {}; use it with: facewire run --performer {}",
         path.display(),
         args.performer
     );
     let quiet = args.yes || args.take.from.is_some();
-    session::offer_vowels(config, &args.profiles, &args.performer, quiet)?;
+    session::offer_vowels(config, &profiles, &args.performer, quiet)?;
     Ok(())
 }
 

@@ -56,9 +56,11 @@ fn free_tcp_port() -> u16 {
 fn config(dir: &Path, api: SocketAddr, extra: &str) -> PathBuf {
     let path = dir.join("facewire.toml");
     let tokens = dir.join("api_tokens.toml");
+    let expressions = repo().join("config/expressions.toml");
     let toml = format!(
-        "[idle]\nenabled = false\n\n[expressions]\nfile = \"config/expressions.toml\"\n\n\
+        "[idle]\nenabled = false\n\n[expressions]\nfile = {:?}\n\n\
          [api]\nlisten = \"{api}\"\napprove = [\"{}\"]\ntokens = {:?}\n{extra}",
+        expressions.display().to_string(),
         PLUGIN.0,
         tokens.display().to_string()
     );

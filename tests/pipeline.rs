@@ -184,12 +184,25 @@ fn feed_alternating_until_exit(
     panic!("facewire did not exit within {limit:?}");
 }
 
+/// The text of config/facewire.toml for a copy in another folder: its expressions file (named
+/// relative to the file's folder) is the repository's, named by its full path.
+pub(crate) fn shipped_config() -> String {
+    let text = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
+    let line = "file = \"expressions.toml\"";
+    assert!(
+        text.contains(line),
+        "config/facewire.toml no longer has {line}"
+    );
+    let full = repo().join("config/expressions.toml");
+    text.replace(line, &format!("file = {:?}", full.display().to_string()))
+}
+
 /// The default configuration, except that a face counts as lost only after 2 s of silence: on a
 /// loaded test machine the sending thread can stall longer than the default 0.15 s, and the
 /// tests that use this are about the pipeline, not about tracking loss.
 pub(crate) fn patient_config(dir: &Path) -> PathBuf {
     let config = dir.join("patient.toml");
-    let defaults = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
+    let defaults = shipped_config();
     let patient = defaults.replace("stale_after = 0.15", "stale_after = 2.0");
     assert_ne!(
         patient, defaults,
@@ -232,7 +245,7 @@ pub(crate) fn phones_off(toml: &str) -> String {
 /// config/facewire.toml with the phone listeners off ([`phones_off`]), written into `dir`.
 pub(crate) fn live_config(dir: &Path) -> PathBuf {
     let config = dir.join("live.toml");
-    let defaults = std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap();
+    let defaults = shipped_config();
     std::fs::write(&config, phones_off(&defaults)).unwrap();
     config
 }
@@ -1271,8 +1284,7 @@ fn a_saved_mapping_is_swapped_in_and_a_broken_one_keeps_the_last_good() {
 fn a_saved_config_applies_live_settings_and_names_what_needs_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("cfg.toml");
-    let original =
-        phones_off(&std::fs::read_to_string(repo().join("config/facewire.toml")).unwrap());
+    let original = phones_off(&shipped_config());
     std::fs::write(&config, &original).unwrap();
     let port = free_udp_port();
     let child = facewire()

@@ -89,3 +89,7 @@ mod api_live;
 /// Hand-edited files (configuration, mapping, look, expressions, profile) under mutation: read or refused,
 /// never a panic, never a value that is not finite.
 mod hand_edited;
+
+/// An installed facewire started outside the repository: the platform's config folder filled
+/// on first start and used, profiles saved beside the configuration.
+mod install;

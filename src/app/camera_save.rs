@@ -93,7 +93,8 @@ pub fn save_camera(
         .map_err(CameraSaveError::File)?;
     let new_text = file.text();
     let label = file.path().display().to_string();
-    match Config::parse(&new_text, &label) {
+    let folder = file.path().parent().unwrap_or(Path::new(""));
+    match Config::parse_in(&new_text, &label, folder) {
         Ok(parsed) if same_camera(&parsed.camera, &camera) => {}
         Ok(_) => {
             return Err(CameraSaveError::Rewrite(

@@ -2,6 +2,7 @@
 //! colours, which repaint the default head's colour atlas on a worker thread (painting a
 //! 1024² atlas takes a while; the stage keeps drawing the old colours until it is done).
 
+use std::path::Path;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 
 use crate::avatar::{Avatar, Pose, Texture};
@@ -120,8 +121,9 @@ impl LookState {
     }
 }
 
-/// The Look tab's view of `scene`: its sliders with the look's values, colours and presets.
-pub(super) fn view(scene: &super::Scene) -> crate::panel::LookView {
+/// The Look tab's view of `scene`: its sliders with the look's values, colours and the presets
+/// in the `looks` folder of `config_folder` (the configuration's folder).
+pub(super) fn view(scene: &super::Scene, config_folder: &Path) -> crate::panel::LookView {
     let sliders = scene.mapping().sliders();
     let look = scene.look();
     let values = look.values(sliders);
@@ -150,19 +152,16 @@ pub(super) fn view(scene: &super::Scene) -> crate::panel::LookView {
         colors: look.colors,
         own_colors: [own(d.skin), own(d.hair), own(d.iris), own(d.blush)],
         colors_apply: default_head_atlas(scene.avatar()).is_some(),
-        presets: crate::look::list(&looks_dir()),
+        presets: crate::look::list(&config_folder.join(crate::look::DIR_NAME)),
     }
 }
 
-/// Where presets are saved and found: config/looks.
-fn looks_dir() -> std::path::PathBuf {
-    std::path::Path::new(crate::session::LOOKS_PARENT).join(crate::look::DIR_NAME)
-}
-
-/// Carries out a Look tab action on `scene`; returns the message to show, if any.
+/// Carries out a Look tab action on `scene`, saving and finding presets in the `looks` folder
+/// of `config_folder` (the configuration's folder); returns the message to show, if any.
 pub(super) fn act(
     scene: &mut super::Scene,
     action: crate::panel::LookAction,
+    config_folder: &Path,
 ) -> Option<Result<String, String>> {
     use crate::panel::LookAction;
     let sliders = scene.mapping().sliders();
@@ -179,7 +178,9 @@ pub(super) fn act(
         LookAction::Save(name) => {
             let saved = crate::look::validate_name(&name)
                 .and_then(|()| {
-                    let path = looks_dir().join(format!("{name}.toml"));
+                    let path = config_folder
+                        .join(crate::look::DIR_NAME)
+                        .join(format!("{name}.toml"));
                     look.save(&path).map(|()| path)
                 })
                 .map(|path| format!("look saved as {}", path.display()))
@@ -187,9 +188,8 @@ pub(super) fn act(
             return Some(saved);
         }
         LookAction::Load(name) => {
-            let loaded =
-                crate::look::resolve(&name, std::path::Path::new(crate::session::LOOKS_PARENT))
-                    .and_then(|path| Look::load(&path, &ranges));
+            let loaded = crate::look::resolve(&name, config_folder)
+                .and_then(|path| Look::load(&path, &ranges));
             match loaded {
                 Ok(l) => look = l,
                 Err(e) => return Some(Err(e.to_string())),

@@ -1,4 +1,4 @@
-//! Per-performer profiles (`config/profiles/<name>.toml`): the neutral value and input range of
+//! Per-performer profiles (`profiles/<name>.toml` beside the configuration): the neutral value and input range of
 //! every calibrated channel plus optional smoothing settings, parsed raw and validated once,
 //! written atomically through [`crate::tomlfile`] (so what a person wrote in the file stays).
 //!
@@ -28,8 +28,9 @@ use crate::tomlfile::{Ordered, TomlFile, TomlFileError, F32};
 /// The profile format version this build writes and reads.
 pub const PROFILE_VERSION: u32 = 1;
 
-/// Where profiles live, relative to the working directory (like `config/facewire.toml`).
-pub const DEFAULT_DIR: &str = "config/profiles";
+/// The profiles' folder inside the configuration's folder: `config/profiles` in a checkout of
+/// the repository, `profiles` beside an installed facewire's `facewire.toml`.
+pub const DIR_NAME: &str = "profiles";
 
 /// The longest performer name, in characters.
 pub const MAX_NAME: usize = crate::fsutil::MAX_NAME;
@@ -140,10 +141,10 @@ impl Profile {
         }
     }
 
-    /// The folder profiles live in by default: [`DEFAULT_DIR`] relative to the working
-    /// directory.
-    pub fn default_dir() -> PathBuf {
-        PathBuf::from(DEFAULT_DIR)
+    /// The folder profiles live in by default: [`DIR_NAME`] in `config_folder`, the folder of
+    /// the configuration file in use.
+    pub fn dir_in(config_folder: &Path) -> PathBuf {
+        config_folder.join(DIR_NAME)
     }
 
     /// The file of performer `name` in `dir` (the name is not checked).

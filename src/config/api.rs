@@ -24,7 +24,8 @@ pub struct ApiConfig {
     pub allow: Vec<IpAddr>,
     /// Plugin names (`pluginName`) given a token without asking.
     pub approve: Vec<String>,
-    /// The file the plugins' tokens are kept in, with the parameters they create.
+    /// The file the plugins' tokens are kept in, with the parameters they create
+    /// (`api_tokens.toml` beside the configuration).
     pub tokens: PathBuf,
 }
 
@@ -35,7 +36,7 @@ impl Default for ApiConfig {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), DEFAULT_PORT),
             allow: Vec::new(),
             approve: Vec::new(),
-            tokens: PathBuf::from("config/api_tokens.toml"),
+            tokens: PathBuf::from("api_tokens.toml"),
         }
     }
 }
@@ -99,7 +100,7 @@ impl ApiConfig {
             return fail(
                 "tokens",
                 "tokens = \"\" names no file".to_string(),
-                "e.g. tokens = \"config/api_tokens.toml\"".to_string(),
+                "e.g. tokens = \"api_tokens.toml\"".to_string(),
             );
         }
         Ok(())
@@ -144,7 +145,7 @@ mod tests {
         assert_eq!(c, ApiConfig::default());
         assert!(c.enabled);
         assert_eq!(c.listen, "127.0.0.1:8001".parse().unwrap());
-        assert_eq!(c.tokens, PathBuf::from("config/api_tokens.toml"));
+        assert_eq!(c.tokens, PathBuf::from("api_tokens.toml"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::arkit::Protocol;
 
 mod api;
 mod lipsync;
+mod locate;
 mod net;
 mod pose;
 pub mod smoothing;
@@ -22,12 +23,18 @@ pub use crate::idle::IdleConfig;
 pub use crate::mixer::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use api::{valid_name, ApiConfig, DEFAULT_PORT};
 pub use lipsync::LipsyncConfig;
+pub use locate::{platform_folder, write_shipped, Found, Origin, FILE_NAME, SHIPPED};
 pub use net::{Subnet, SubnetError};
 pub use pose::{ArmsMode, PoseConfig};
 pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
 
-/// The configuration file used when `--config` is not given and it exists.
+/// The configuration file used when `--config` is not given and it exists in the working
+/// directory (a checkout of the repository).
 pub const DEFAULT_PATH: &str = "config/facewire.toml";
+
+/// The folder of a configuration that comes from no file (the built-in defaults, or text
+/// parsed with [`Config::parse`]): `config` in the working directory, the repository's layout.
+pub const DEFAULT_FOLDER: &str = "config";
 
 /// Errors loading the configuration.
 #[derive(Debug, thiserror::Error)]
@@ -619,7 +626,8 @@ pub struct RenderSection {
     pub lod: LodMode,
     /// Frame rate of headless runs, frames per second.
     pub headless_fps: u32,
-    /// The folder whose avatars (`.glb`, `.gltf`, `.vrm`) the control panel offers.
+    /// The folder whose avatars (`.glb`, `.gltf`, `.vrm`) the control panel offers (`models`
+    /// beside the configuration).
     pub models_dir: PathBuf,
     /// Whether a model's spring bones (hair, ribbons, skirts) move; off, they stay at rest.
     pub spring_bones: bool,
@@ -648,8 +656,13 @@ impl Default for RenderSection {
 }
 
 /// The whole configuration file.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+///
+/// Its relative paths (`render.model`, `render.mapping`, `render.models_dir`, a `render.look`
+/// given as a path, `expressions.file`, `api.tokens`) are resolved against [`Config::folder`]
+/// when it is read, so they name the same files whatever the working directory; paths given
+/// on the command line stay relative to the working directory.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default = "Config::as_written")]
 pub struct Config {
     /// `[window]`.
     pub window: WindowConfig,
@@ -677,15 +690,56 @@ pub struct Config {
     pub expressions: ExpressionsSection,
     /// `[api]`: the VTube Studio-compatible API for stream tools.
     pub api: ApiConfig,
+    /// The folder of the configuration file in use: relative paths in the file were resolved
+    /// against it, and performers' profiles (`profiles/`), look presets (`looks/`) and the
+    /// default head's mapping (`mappings/default_head.toml`) live in it. Empty: the working
+    /// directory.
+    #[serde(skip)]
+    pub folder: PathBuf,
+}
+
+impl Default for Config {
+    /// The built-in defaults, with [`DEFAULT_FOLDER`] as their folder.
+    fn default() -> Config {
+        let mut config = Config::as_written();
+        config.resolve_paths(Path::new(DEFAULT_FOLDER));
+        config
+    }
 }
 
 impl Config {
-    /// Parses TOML text; `path` only labels errors. Relative paths in the file stay relative
-    /// (to the working directory).
+    /// The defaults as a file states them: relative paths not yet resolved, no folder.
+    fn as_written() -> Config {
+        Config {
+            window: WindowConfig::default(),
+            ingest: IngestSection::default(),
+            smoothing: SmoothingConfig::default(),
+            tracking: TrackingConfig::default(),
+            render: RenderSection::default(),
+            forward: ForwardSection::default(),
+            camera: CameraConfig::default(),
+            layers: LayersSection::default(),
+            pose: PoseConfig::default(),
+            lipsync: LipsyncConfig::default(),
+            idle: IdleConfig::default(),
+            expressions: ExpressionsSection::default(),
+            api: ApiConfig::default(),
+            folder: PathBuf::new(),
+        }
+    }
+
+    /// Parses TOML text as if it were a file in [`DEFAULT_FOLDER`]; `path` only labels errors.
     pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
+        Config::parse_in(text, path, Path::new(DEFAULT_FOLDER))
+    }
+
+    /// Parses TOML text read from a file in `folder`, against which its relative paths are
+    /// resolved (and its expressions file read); `path` only labels errors.
+    pub fn parse_in(text: &str, path: &str, folder: &Path) -> Result<Config, ConfigError> {
         let mut config: Config = toml::from_str(text)
             .map_err(|e| ConfigError::Parse(Located::from_toml(path, text, &e)))?;
         config.validate(text, path)?;
+        config.resolve_paths(folder);
         config
             .expressions
             .resolve(text, path)
@@ -696,26 +750,38 @@ impl Config {
         Ok(config)
     }
 
-    /// Reads and parses a configuration file.
+    /// Reads and parses a configuration file; its relative paths are resolved against the
+    /// folder it is in.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
             path: path.display().to_string(),
             cause,
         })?;
-        Config::parse(&text, &path.display().to_string())
+        let folder = path.parent().unwrap_or(Path::new(""));
+        Config::parse_in(&text, &path.display().to_string(), folder)
     }
 
-    /// `--config PATH` if given; else `config/facewire.toml` if it exists; else the defaults.
-    /// Returns the configuration and the file it came from.
-    pub fn discover(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
-        match explicit {
-            Some(p) => Ok((Config::load(p)?, Some(p.to_path_buf()))),
-            None if Path::new(DEFAULT_PATH).is_file() => Ok((
-                Config::load(Path::new(DEFAULT_PATH))?,
-                Some(DEFAULT_PATH.into()),
-            )),
-            None => Ok((Config::default(), None)),
+    /// Makes the file's relative paths relative to `folder` instead, and remembers it as
+    /// [`Config::folder`].
+    fn resolve_paths(&mut self, folder: &Path) {
+        let join = |path: &mut PathBuf| {
+            if !path.as_os_str().is_empty() && path.is_relative() {
+                *path = folder.join(&*path);
+            }
+        };
+        join(&mut self.render.model);
+        join(&mut self.render.mapping);
+        join(&mut self.render.models_dir);
+        join(&mut self.api.tokens);
+        // A look written as a path rather than a preset name (as `look::resolve` tells them
+        // apart: a path separator or the `.toml` ending).
+        let look = self.render.look.trim();
+        if (look.contains(['/', '\\']) || look.ends_with(".toml")) && Path::new(look).is_relative()
+        {
+            self.render.look = folder.join(look).display().to_string();
         }
+        self.expressions.folder = folder.to_path_buf();
+        self.folder = folder.to_path_buf();
     }
 
     fn validate(&self, text: &str, path: &str) -> Result<(), ConfigError> {
@@ -837,8 +903,48 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert_eq!(names, ["angry", "smile", "surprised", "wink"]);
-        shipped.expressions = ExpressionsSection::default();
+        shipped.expressions = Config::default().expressions;
         assert_eq!(shipped, Config::default());
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_files_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("facewire");
+        std::fs::create_dir_all(folder.join("faces")).unwrap();
+        std::fs::write(
+            folder.join("faces/more.toml"),
+            "[expressions.blush]\nvalues = { cheekPuff = 0.3 }\n",
+        )
+        .unwrap();
+        let absolute = dir.path().join("elsewhere.vrm");
+        let text = format!(
+            "[render]\nmodel = {:?}\nmapping = \"mappings/mine.toml\"\nlook = \"looks/mine.toml\"\n\
+             [expressions]\nfile = \"faces/more.toml\"\n[api]\ntokens = \"tokens.toml\"\n",
+            absolute.display().to_string()
+        );
+        let path = folder.join("facewire.toml");
+        std::fs::write(&path, text).unwrap();
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.folder, folder);
+        assert_eq!(config.render.model, absolute, "absolute paths stay");
+        assert_eq!(config.render.mapping, folder.join("mappings/mine.toml"));
+        assert_eq!(config.render.models_dir, folder.join("models"));
+        assert_eq!(
+            config.render.look,
+            folder.join("looks/mine.toml").display().to_string()
+        );
+        assert_eq!(config.api.tokens, folder.join("tokens.toml"));
+        assert_eq!(config.expressions.all()[0].name, "blush");
+        // A preset name stays a name: it is looked up in the folder's looks/ when used.
+        std::fs::write(&path, "[render]\nlook = \"round\"\n").unwrap();
+        assert_eq!(Config::load(&path).unwrap().render.look, "round");
+        // Without a file, the folder is the repository's config/.
+        assert_eq!(Config::default().folder, Path::new(DEFAULT_FOLDER));
+        assert_eq!(
+            Config::default().api.tokens,
+            Path::new("config/api_tokens.toml")
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! [expressions]
-//! file = "config/expressions.toml"   # optional: more [expressions.NAME] tables there
+//! file = "expressions.toml"   # optional: more [expressions.NAME] tables there
 //!
 //! [expressions.angry]
 //! values = { browDownLeft = 0.9, browDownRight = 0.9 }
@@ -17,7 +17,7 @@
 //!
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::PathBuf;
 
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -68,8 +68,10 @@ pub struct ExpressionSpec {
 /// `[expressions]`: an optional file of more expressions and the `[expressions.NAME]` tables.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ExpressionsSection {
-    /// A file of more `[expressions.NAME]` tables, relative to the working directory.
+    /// A file of more `[expressions.NAME]` tables, relative to [`ExpressionsSection::folder`].
     pub file: Option<Spanned<String>>,
+    /// The folder `file` is relative to: the configuration's (empty: the working directory).
+    pub folder: PathBuf,
     /// The tables by name.
     pub specs: BTreeMap<Spanned<String>, ExpressionSpec>,
     /// The expressions of `file`, as [`ExpressionsSection::resolve`] last read them.
@@ -149,7 +151,7 @@ impl ExpressionsSection {
                     file.span(),
                     "[expressions] file is empty".into(),
                     "name a file of [expressions.NAME] tables, e.g. \
-                     file = \"config/expressions.toml\", or remove the line",
+                     file = \"expressions.toml\", or remove the line",
                 ));
             }
         }
@@ -202,8 +204,8 @@ impl ExpressionsSection {
     }
 
     /// The runtime expressions of this section and, when it names one, of its file (read
-    /// now, relative to the working directory). A name or key defined in both is an error
-    /// located in the file.
+    /// now, relative to [`ExpressionsSection::folder`]). A name or key defined in both is an
+    /// error located in the file.
     pub fn load(&self) -> Result<Vec<Expression>, ExpressionsError> {
         let mut expressions = self.expressions();
         expressions.extend(self.load_file()?);
@@ -224,7 +226,8 @@ impl ExpressionsSection {
                     text,
                     span,
                     format!("cannot read the expressions file {file}: {cause}"),
-                    "the path is relative to the working directory; fix it, or remove the                      line to use only the [expressions.NAME] tables here",
+                    "the path is relative to the folder of the configuration file; fix it, or \
+                     remove the line to use only the [expressions.NAME] tables here",
                 ));
             }
         };
@@ -239,19 +242,24 @@ impl ExpressionsSection {
         all
     }
 
+    /// The file this section names, resolved against [`ExpressionsSection::folder`].
+    pub fn file_path(&self) -> Option<PathBuf> {
+        let file = self.file.as_ref()?.get_ref().trim();
+        Some(self.folder.join(file))
+    }
+
     /// The expressions of the file this section names (none when it names none), read now.
     fn load_file(&self) -> Result<Vec<Expression>, ExpressionsError> {
         let inline = self.expressions();
         let mut expressions = Vec::new();
-        let Some(file) = &self.file else {
+        let Some(file) = self.file_path() else {
             return Ok(expressions);
         };
-        let path = file.get_ref().trim();
-        let text =
-            std::fs::read_to_string(Path::new(path)).map_err(|cause| ExpressionsError::Read {
-                path: path.to_string(),
-                cause,
-            })?;
+        let path = &*file.to_string_lossy();
+        let text = std::fs::read_to_string(&file).map_err(|cause| ExpressionsError::Read {
+            path: path.to_string(),
+            cause,
+        })?;
         let extra = ExpressionsSection::parse_file(&text, path)?;
         for (name, spec) in &extra.specs {
             if self.specs.contains_key(name.get_ref().as_str()) {

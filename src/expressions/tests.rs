@@ -433,8 +433,8 @@ fn the_shipped_expressions_parse() {
         .filter_map(|h| h.key.map(|k| k.to_string()))
         .collect();
     assert_eq!(keys.len(), 4);
-    // facewire.toml names the file; from the repository root (where tests run) it loads the
-    // same expressions.
+    // facewire.toml names the file beside it, and loads the same expressions wherever facewire
+    // runs.
     let config = crate::config::Config::load(std::path::Path::new(&format!(
         "{root}/config/facewire.toml"
     )))
@@ -445,7 +445,7 @@ fn the_shipped_expressions_parse() {
             .file
             .as_ref()
             .map(|f| f.get_ref().as_str()),
-        Some("config/expressions.toml")
+        Some("expressions.toml")
     );
     assert_eq!(config.expressions.all(), shipped.expressions());
 }

@@ -1,5 +1,5 @@
-//! Look presets (`config/looks/NAME.toml`): a character's face-shape slider values and colours,
-//! small shareable files that recreate a face on any avatar whose mapping has those sliders.
+//! Look presets (`looks/NAME.toml` beside the configuration): a character's face-shape slider
+//! values and colours, small shareable files that recreate a face on any avatar whose mapping has those sliders.
 //!
 //! A preset stores only slider names and values (the sliders themselves, with their targets and
 //! ranges, live in the mapping file's `[sliders]`) and optional colours:

@@ -1,5 +1,5 @@
 //! Where look presets live: a name means `<config dir>/looks/NAME.toml`, like the performer
-//! profiles in `config/profiles/`; anything else is a path.
+//! profiles in `<config dir>/profiles/`; anything else is a path.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,15 +1,20 @@
 //! Which avatar and mapping a run uses: the configured model (or the built-in default head),
 //! the mapping file that goes with it, and the stage background for offscreen images.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::StartError;
 use crate::avatar::{self, Avatar};
 use crate::config::{Config, PoseConfig};
 use crate::mapping::{self, CompiledMapping, MappingFile};
 
-/// Where the default head's mapping lives in the repository.
-pub const DEFAULT_HEAD_MAPPING_PATH: &str = "config/mappings/default_head.toml";
+/// Where the default head's mapping lives in the configuration's folder.
+pub const DEFAULT_HEAD_MAPPING_FILE: &str = "mappings/default_head.toml";
+
+/// The default head's mapping file beside `config`'s file (it may not exist).
+pub fn default_head_mapping(config: &Config) -> PathBuf {
+    config.folder.join(DEFAULT_HEAD_MAPPING_FILE)
+}
 
 /// Whether the configuration names no model, so the built-in default head is used.
 fn default_head(config: &Config) -> bool {
@@ -54,11 +59,9 @@ fn load_limits(config: &Config) -> avatar::LoadLimits {
     }
 }
 
-/// Where look presets named without a path live: `<this>/looks/NAME.toml`.
-pub const LOOKS_PARENT: &str = "config";
-
-/// The look preset `render.look` names (a name in config/looks, or a path), read and checked
-/// against `mapping`'s sliders; `None` when no look is configured.
+/// The look preset `render.look` names (a name in the `looks` folder beside the
+/// configuration, or a path), read and checked against `mapping`'s sliders; `None` when no
+/// look is configured.
 pub fn load_look(
     config: &Config,
     mapping: &CompiledMapping,
@@ -67,7 +70,7 @@ pub fn load_look(
     if arg.is_empty() {
         return Ok(None);
     }
-    let path = crate::look::resolve(arg, Path::new(LOOKS_PARENT))?;
+    let path = crate::look::resolve(arg, &config.folder)?;
     let look = crate::look::Look::load(&path, &mapping.sliders().ranges())?;
     tracing::info!(look = %path.display(), sliders = look.sliders.len(), "look loaded");
     Ok(Some(look))
@@ -77,22 +80,23 @@ pub fn load_look(
 pub fn look_path(config: &Config) -> Option<PathBuf> {
     let arg = config.render.look.trim();
     (!arg.is_empty())
-        .then(|| crate::look::resolve(arg, Path::new(LOOKS_PARENT)).ok())
+        .then(|| crate::look::resolve(arg, &config.folder).ok())
         .flatten()
 }
 
 /// The mapping text and where it came from: `render.mapping`, else (for the default head)
-/// config/mappings/default_head.toml or its built-in copy; `None` means the automatic mapping.
+/// mappings/default_head.toml beside the configuration or its built-in copy; `None` means the
+/// automatic mapping.
 pub fn mapping_source(config: &Config) -> Result<Option<(String, String)>, StartError> {
-    let default_file = Path::new(DEFAULT_HEAD_MAPPING_PATH);
+    let default_file = default_head_mapping(config);
     let path = if !config.render.mapping.as_os_str().is_empty() {
         config.render.mapping.clone()
     } else if default_head(config) && default_file.is_file() {
-        default_file.to_path_buf()
+        default_file
     } else if default_head(config) {
         return Ok(Some((
             mapping::DEFAULT_HEAD_MAPPING.to_string(),
-            DEFAULT_HEAD_MAPPING_PATH.to_string(),
+            DEFAULT_HEAD_MAPPING_FILE.to_string(),
         )));
     } else {
         return Ok(None);
@@ -108,8 +112,8 @@ pub fn mapping_source(config: &Config) -> Result<Option<(String, String)>, Start
 pub fn mapping_path(config: &Config) -> Option<PathBuf> {
     if !config.render.mapping.as_os_str().is_empty() {
         Some(config.render.mapping.clone())
-    } else if default_head(config) && Path::new(DEFAULT_HEAD_MAPPING_PATH).is_file() {
-        Some(PathBuf::from(DEFAULT_HEAD_MAPPING_PATH))
+    } else if default_head(config) && default_head_mapping(config).is_file() {
+        Some(default_head_mapping(config))
     } else {
         None
     }

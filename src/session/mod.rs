@@ -35,8 +35,8 @@ use std::sync::{mpsc, Arc};
 pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
 pub use args::{confirm, parse_weights, CheckArgs, HeadAngles, Size, TakeArgs, WeightsError};
 pub use avatar::{
-    avatar_presets, background, check_mapping, load_avatar, load_look, load_model, look_path,
-    mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_PATH, LOOKS_PARENT,
+    avatar_presets, background, check_mapping, default_head_mapping, load_avatar, load_look,
+    load_model, look_path, mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_FILE,
 };
 pub use chain::{ApiLink, ExpressionsWatch, LiveSink, Outputs, SessionCommand, TrackingWatch};
 pub use connect::{watch_connection, ConnectHandle, ShowCard};

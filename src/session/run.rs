@@ -55,12 +55,15 @@ impl LiveRun<'_> {
         }
     }
 
-    /// The folder holding the configuration (`config` when it came from elsewhere).
+    /// The folder holding the configuration (the working directory for a file named without
+    /// one).
     fn config_folder(&self) -> PathBuf {
-        self.source
-            .and_then(Path::parent)
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("config"), Path::to_path_buf)
+        let folder = &self.config.folder;
+        if folder.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            folder.clone()
+        }
     }
 }
 

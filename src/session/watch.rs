@@ -116,11 +116,7 @@ pub fn watch_config(
     // Compare saves with the file as it was, not with the running settings, which command-line
     // flags may have changed.
     let old = Config::load(path).unwrap_or_else(|_| running.clone());
-    let expressions = old
-        .expressions
-        .file
-        .as_ref()
-        .map(|f| std::path::PathBuf::from(f.get_ref().trim()));
+    let expressions = old.expressions.file_path();
     let profile = profile.cloned();
     let config_path = path.to_path_buf();
     let state = std::sync::Arc::new(std::sync::Mutex::new(old));

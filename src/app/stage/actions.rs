@@ -34,7 +34,7 @@ impl StageApp {
     pub(super) fn act(&mut self, action: PanelAction) {
         if let PanelAction::Look(action) = action {
             if let Some(scene) = self.scene.as_mut() {
-                let result = super::super::look::act(scene, action);
+                let result = super::super::look::act(scene, action, &self.options.config.folder);
                 self.dirty = true;
                 if let Some(result) = result {
                     self.post(Topic::Look, result);

@@ -327,7 +327,7 @@ impl StageApp {
             .filter(|s| *s > 0.0)
             .map(|s| 1.0 / s);
         let look = if self.panel_state.tab == crate::panel::Tab::Look {
-            super::look::view(scene)
+            super::look::view(scene, &self.options.config.folder)
         } else {
             crate::panel::LookView::default()
         };

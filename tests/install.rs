@@ -1,0 +1,155 @@
+//! An installed facewire, started outside a checkout of the repository: the first start fills
+//! the platform's config folder with the shipped files and uses them, later starts read them
+//! from there, and what it saves lands beside its configuration.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::{facewire_bin, repo};
+
+/// `facewire ARGS...` run in `work` with the home folder (and, on Linux, `XDG_CONFIG_HOME`)
+/// in `home`.
+fn installed(home: &Path, work: &Path, args: &[&str]) -> Output {
+    Command::new(facewire_bin())
+        .current_dir(work)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("xdg"))
+        .env("FACEWIRE_LOG", "info")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Where facewire's platform config folder is for the home folder `home`.
+fn platform_folder(home: &Path) -> PathBuf {
+    if cfg!(target_os = "macos") {
+        home.join("Library/Application Support/facewire")
+    } else {
+        home.join("xdg/facewire")
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A short Live Link Face CSV export: a relaxed face for two seconds, then the jaw opening and
+/// the eyes blinking, at 60 frames a second.
+fn take() -> String {
+    let mut csv = String::from("Timecode,BlendShapeCount,JawOpen,EyeBlinkLeft,EyeBlinkRight\n");
+    for i in 0..300u32 {
+        let t = i as f32 / 60.0;
+        let (jaw, blink) = if t < 2.0 {
+            (0.05, 0.1)
+        } else {
+            let wave = ((t - 2.0) * 3.0).sin().abs();
+            (0.05 + 0.6 * wave, 0.1 + 0.8 * wave)
+        };
+        csv.push_str(&format!(
+            "00:00:{:02}:{:02}.000,61,{jaw:.4},{blink:.4},{blink:.4}\n",
+            i / 60,
+            i % 60
+        ));
+    }
+    csv
+}
+
+#[cfg(unix)]
+#[test]
+fn a_first_start_outside_the_repository_writes_and_uses_the_platform_config_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let folder = platform_folder(home.path());
+    let file = folder.join("facewire.toml");
+
+    // First start: the shipped files are written, said once on stderr, and used.
+    let first = installed(home.path(), work.path(), &["config"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let (stdout, stderr) = (text(&first.stdout), text(&first.stderr));
+    let said = format!(
+        "first start: wrote the default configuration to {}",
+        file.display()
+    );
+    assert_eq!(stderr.matches(&said).count(), 1, "{stderr}");
+    assert!(
+        stdout.contains(&format!("configuration: {} (", file.display()))
+            && stdout.contains("written there on this first start"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "profiles:      {}",
+            folder.join("profiles").display()
+        )),
+        "{stdout}"
+    );
+    for shipped in [
+        "facewire.toml",
+        "expressions.toml",
+        "mappings/default_head.toml",
+        "looks/round.toml",
+        "profiles/README.md",
+    ] {
+        let written = std::fs::read_to_string(folder.join(shipped)).unwrap();
+        let original = std::fs::read_to_string(repo().join("config").join(shipped)).unwrap();
+        assert_eq!(written, original, "{shipped}");
+    }
+    assert!(folder.join("models").is_dir());
+    assert!(
+        !work.path().join("config").exists(),
+        "nothing is written into the working directory"
+    );
+
+    // A later start reads the same file, without a word about it.
+    let again = installed(home.path(), work.path(), &["config", "--path"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout).trim(), file.display().to_string());
+    assert!(
+        !text(&again.stderr).contains("first start"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // The expressions file it names is read beside it, not from the working directory.
+    std::fs::remove_file(folder.join("expressions.toml")).unwrap();
+    let missing = installed(home.path(), work.path(), &["config"]);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing.stderr).contains(&format!(
+            "cannot read the expressions file {}",
+            folder.join("expressions.toml").display()
+        )),
+        "{}",
+        text(&missing.stderr)
+    );
+    std::fs::copy(
+        repo().join("config/expressions.toml"),
+        folder.join("expressions.toml"),
+    )
+    .unwrap();
+
+    // A profile lands in the profiles folder beside the configuration.
+    let csv = work.path().join("take.csv");
+    std::fs::write(&csv, take()).unwrap();
+    let calibrated = installed(
+        home.path(),
+        work.path(),
+        &[
+            "calibrate",
+            "--performer",
+            "newcomer",
+            "--yes",
+            "--from",
+            "take.csv",
+        ],
+    );
+    assert!(calibrated.status.success(), "{}", text(&calibrated.stderr));
+    let profile = folder.join("profiles/newcomer.toml");
+    assert!(
+        text(&calibrated.stdout).contains(&format!("saved {}", profile.display())),
+        "{}",
+        text(&calibrated.stdout)
+    );
+    let saved = std::fs::read_to_string(&profile).unwrap();
+    assert!(saved.contains("[channels.jawOpen]"), "{saved}");
+}
