@@ -32,7 +32,10 @@ pub use driver::{run_routine, Decision, DriveError, RoutineUi, TerminalUi};
 use filter::{sane_rotation, Filter, RotationFilter};
 pub use offline::{calibrate_offline, OfflineError, Rest, RestSource};
 pub use profile::{ChannelProfile, Profile, ProfileError};
-pub use routine::{Calibration, Flag, Phase, Prompt, Routine, Step, Summary, SummaryRow, STEPS};
+pub use routine::{
+    minutes_and_seconds, routine_duration, Calibration, Flag, Phase, Prompt, Routine, Step,
+    Summary, SummaryRow, PREPARE, STEPS,
+};
 pub use settings::{
     ClockSource, FilterKind, FilterSpec, GroupConfig, Groups, Invalid, SmoothingConfig,
     TrackingConfig,

@@ -248,6 +248,23 @@ pub static STEPS: &[Step] = &[
     ),
 ];
 
+/// How long `steps` take once face data flows: each step's `prepare` countdown and recording,
+/// without the time spent waiting for the phone or reviewing.
+pub fn routine_duration(steps: &[Step], prepare: Duration) -> Duration {
+    steps.iter().map(|s| prepare + s.duration).sum()
+}
+
+/// A duration in whole minutes and seconds, as the terminal and the README say it:
+/// `1 min 51 s`, `45 s`.
+pub fn minutes_and_seconds(d: Duration) -> String {
+    let secs = d.as_secs_f64().round() as u64;
+    match (secs / 60, secs % 60) {
+        (0, s) => format!("{s} s"),
+        (m, 0) => format!("{m} min"),
+        (m, s) => format!("{m} min {s} s"),
+    }
+}
+
 /// Face data must have arrived this recently for the routine to run; after this long without it
 /// the routine waits, and the step starts again from its countdown when data comes back.
 pub const NO_DATA: Duration = Duration::from_millis(500);
@@ -851,6 +868,22 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), STEPS.len());
         assert!(STEPS[1..].iter().all(|s| s.kind == StepKind::Extreme));
+    }
+
+    #[test]
+    fn the_readme_states_how_long_the_routine_takes() {
+        let length = routine_duration(STEPS, PREPARE);
+        assert_eq!(length, Duration::from_secs(111));
+        assert_eq!(minutes_and_seconds(length), "1 min 51 s");
+        assert_eq!(minutes_and_seconds(Duration::from_secs(45)), "45 s");
+        assert_eq!(minutes_and_seconds(Duration::from_secs(120)), "2 min");
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("## Calibrate your face").unwrap()..];
+        let section = &section[..section[3..].find("\n## ").unwrap()];
+        let said = format!("{} steps", STEPS.len());
+        assert!(section.contains(&said), "the README no longer says {said}");
+        let said = minutes_and_seconds(length);
+        assert!(section.contains(&said), "the README no longer says {said}");
     }
 
     #[test]

@@ -393,6 +393,14 @@ pub fn calibration(
     )?;
     let old = old.cloned();
     let performer = performer.to_string();
+    println!(
+        "Calibration: {} steps, {} once face data arrives.",
+        calibrate::STEPS.len(),
+        calibrate::minutes_and_seconds(calibrate::routine_duration(
+            calibrate::STEPS,
+            calibrate::PREPARE
+        )),
+    );
     let routine = std::thread::Builder::new()
         .name("facewire-calibrate".into())
         .spawn(move || {
