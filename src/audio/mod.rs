@@ -195,6 +195,15 @@ pub fn input_devices() -> Result<Vec<DeviceInfo>, AudioError> {
     backend::input_devices()
 }
 
+/// Whether `device` (a name, or a part of a name or description, as [`find_device`] matches
+/// it; `None`: the default input) opens now: opens it, closes it again and returns its name.
+/// A machine without a sound card, or without the input asked for, fails here as
+/// [`Capture::start`] would.
+pub fn probe_input(device: Option<&str>) -> Result<String, AudioError> {
+    let source = backend::open(device)?;
+    Ok(source.name().to_owned())
+}
+
 /// What happens to a running capture, for its status callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AudioStatus {

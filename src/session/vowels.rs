@@ -148,8 +148,9 @@ pub fn calibrate_vowels(
 }
 
 /// After a face calibration on the terminal: asks whether to record `performer`'s vowels for
-/// lip sync too, and does when they agree. Nothing is asked when lip sync is off, when no
-/// microphone opens (said in one line), or when `quiet` (a scripted or offline calibration).
+/// lip sync too, and does when they agree. Nothing is asked when lip sync is off, when the
+/// input lip sync would record from (`[lipsync] device`, else the default) does not open (said
+/// in one line), or when `quiet` (a scripted or offline calibration).
 pub fn offer_vowels(
     config: &Config,
     profiles: &Path,
@@ -159,8 +160,12 @@ pub fn offer_vowels(
     if quiet || config.lipsync.mode == crate::lipsync::LipMode::Off {
         return Ok(());
     }
-    if let Err(e) = crate::audio::input_devices() {
-        println!("lip sync: no microphone to record your vowels with ({e})");
+    if let Err(e) = crate::audio::probe_input(config.lipsync.device()) {
+        tracing::debug!(error = %e, "no microphone for the vowels");
+        println!(
+            "lip sync: no microphone, so no vowels to record now (with one: facewire calibrate \
+             --performer {performer} --vowels)"
+        );
         return Ok(());
     }
     if !super::confirm("Record your vowels for lip sync now (about 15 seconds)? [Y/n] ")
@@ -185,5 +190,21 @@ pub fn offer_vowels(
             );
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_microphone_nothing_is_asked() {
+        let mut config = Config::default();
+        config.lipsync.device = "facewire-no-such-input".into();
+        // Were it to open, the offer would wait for an answer on standard input.
+        assert!(crate::audio::probe_input(config.lipsync.device()).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        offer_vowels(&config, dir.path(), "alice", false).unwrap();
+        assert!(!dir.path().join("alice.toml").exists());
     }
 }
