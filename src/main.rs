@@ -586,6 +586,7 @@ fn relay_command(config: &mut Config, source: Option<&Path>, args: RelayArgs) ->
 fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
     Profile::validate_name(&args.performer)?;
     let profiles = profiles_folder(args.profiles.as_deref(), config);
+    session::exit_on_stop("calibration interrupted; nothing saved")?;
     if args.vowels.wanted() {
         let name = &args.performer;
         session::calibrate_vowels(&args.vowels, config, &profiles, name, args.yes)?;
@@ -630,6 +631,10 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
         return Ok(());
     };
     let path = calibration.profile.save(&profiles)?;
+    session::exit_on_stop(format!(
+        "interrupted; the face calibration is saved in {}",
+        path.display()
+    ))?;
     println!(
         "saved {}; use it with: facewire run --performer {}",
         path.display(),

@@ -705,3 +705,72 @@ fn a_synthetic_take_calibrates_exactly_from_its_rest() {
         held.summary
     );
 }
+
+/// Ctrl-C during the guided routine ends `facewire calibrate` with status 130, saying that
+/// nothing was saved; it first says how long the routine takes.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_calibration_says_nothing_was_saved() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("facewire.toml");
+    // One listener on a free loopback port, no API: nothing another test uses.
+    std::fs::write(
+        &config,
+        "[api]\nenabled = false\n\n[ingest]\nlisten = [\"127.0.0.1:0\"]\nifacialmocap = []\n\
+         facemotion3d = []\nlivelinkface = []\nvtubestudio = []\n",
+    )
+    .unwrap();
+    let mut child = Command::new(crate::support::facewire_bin())
+        .arg("--config")
+        .arg(&config)
+        .args(["calibrate", "--performer", "alice", "--no-window"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains("Waiting for the phone"))
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the routine never waited for the phone: {seen:?}");
+            }
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("22 steps, 1 min 51 s once face data arrives")),
+        "{seen:?}"
+    );
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("calibration interrupted; nothing saved"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("profiles/alice.toml").exists());
+}

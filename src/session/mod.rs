@@ -53,7 +53,7 @@ pub use run::{
     calibration, offscreen, relay, stage, CalibrationRun, InputReport, Keep, LiveRun, OffscreenRun,
     RelayReport, StageRun, StopRequest, Watches,
 };
-pub use signal::on_stop;
+pub use signal::{exit_on_stop, on_stop, INTERRUPTED};
 pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
 pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch};
 

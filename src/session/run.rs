@@ -394,7 +394,7 @@ pub fn calibration(
     let old = old.cloned();
     let performer = performer.to_string();
     println!(
-        "Calibration: {} steps, {} once face data arrives.",
+        "Calibration: {} steps, {} once face data arrives (Ctrl-C stops it without saving).",
         calibrate::STEPS.len(),
         calibrate::minutes_and_seconds(calibrate::routine_duration(
             calibrate::STEPS,

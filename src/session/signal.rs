@@ -1,7 +1,8 @@
 //! Ending a run cleanly when asked: SIGTERM (systemd stopping the relay), SIGINT (Ctrl-C) or
 //! SIGHUP (the terminal closed); on Windows Ctrl-C and a closed console. The first request
 //! calls the run's stop, which ends it with status 0 once everything is shut down and written;
-//! a second one, while that takes too long, exits at once.
+//! a second one, while that takes too long, exits at once. An interactive command (calibration)
+//! says what became of its work and exits with status 130 instead.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -30,6 +31,22 @@ pub fn on_stop(stop: impl Fn() + Send + 'static) -> Result<(), StartError> {
         ctrlc::set_handler(asked_to_stop).map_err(StartError::Signal)?;
     }
     Ok(())
+}
+
+/// The exit status of an interactive command ended by Ctrl-C, SIGTERM or SIGHUP before it
+/// finished (128 + SIGINT's number, as shells report an interrupted command).
+pub const INTERRUPTED: i32 = 130;
+
+/// For an interactive command waiting on the terminal or a routine (calibration), which has no
+/// run to stop: when the process is asked to end, prints `said` on its own line on stderr and
+/// exits with status [`INTERRUPTED`]. A later call replaces `said`.
+pub fn exit_on_stop(said: impl Into<String>) -> Result<(), StartError> {
+    let said = said.into();
+    on_stop(move || {
+        // After a progress bar drawn in place.
+        eprintln!("\n{said}");
+        std::process::exit(INTERRUPTED);
+    })
 }
 
 fn asked_to_stop() {
