@@ -48,7 +48,7 @@ pub use listen::{frame_json, listen};
 pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_model};
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
-pub use routine::{PanelRoutineUi, StageUi};
+pub use routine::{FrameCount, PanelRoutineUi, StageUi};
 pub use run::{
     calibration, offscreen, relay, stage, CalibrationRun, InputReport, Keep, LiveRun, OffscreenRun,
     RelayReport, StageRun, StopRequest, Watches,

@@ -393,6 +393,10 @@ pub fn calibration(
     )?;
     let old = old.cloned();
     let performer = performer.to_string();
+    let input = match &live.input {
+        Input::Network(handle) => Some(handle.probe()),
+        Input::Replay(_) => None,
+    };
     println!(
         "Calibration: {} steps, {} once face data arrives (Ctrl-C stops it without saving).",
         calibrate::STEPS.len(),
@@ -405,6 +409,9 @@ pub fn calibration(
         .name("facewire-calibrate".into())
         .spawn(move || {
             let mut ui = StageUi::new(TerminalUi::stdio(), stage.clone());
+            if let Some(input) = input {
+                ui = ui.with_frames(Box::new(move || input.frames()));
+            }
             let result = calibrate::run_routine(raw_rx, &mut ui, old.as_ref(), &performer);
             if let Some(stage) = stage {
                 stage(AppEvent::Shutdown);
