@@ -769,9 +769,20 @@ impl Config {
                 *path = folder.join(&*path);
             }
         };
-        join(&mut self.render.model);
+        // Avatars may also be named from the working directory, as a checkout's `models/` is
+        // (the folder beside the configuration wins when both have it).
+        let join_or_here = |path: &mut PathBuf| {
+            let beside = folder.join(&*path);
+            if !path.as_os_str().is_empty()
+                && path.is_relative()
+                && (beside.exists() || !path.exists())
+            {
+                *path = beside;
+            }
+        };
+        join_or_here(&mut self.render.model);
         join(&mut self.render.mapping);
-        join(&mut self.render.models_dir);
+        join_or_here(&mut self.render.models_dir);
         join(&mut self.api.tokens);
         // A look written as a path rather than a preset name (as `look::resolve` tells them
         // apart: a path separator or the `.toml` ending).
@@ -925,6 +936,11 @@ mod tests {
         );
         let path = folder.join("facewire.toml");
         std::fs::write(&path, text).unwrap();
+        // Tests run in the package root, which has a models/ folder: the working directory's
+        // is used while the configuration's folder has none, and the folder's once it has one.
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.render.models_dir, PathBuf::from("models"));
+        std::fs::create_dir_all(folder.join("models")).unwrap();
         let config = Config::load(&path).unwrap();
         assert_eq!(config.folder, folder);
         assert_eq!(config.render.model, absolute, "absolute paths stay");
