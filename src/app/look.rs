@@ -153,6 +153,10 @@ pub(super) fn view(scene: &super::Scene, config_folder: &Path) -> crate::panel::
         own_colors: [own(d.skin), own(d.hair), own(d.iris), own(d.blush)],
         colors_apply: default_head_atlas(scene.avatar()).is_some(),
         presets: crate::look::list(&config_folder.join(crate::look::DIR_NAME)),
+        presets_dir: config_folder
+            .join(crate::look::DIR_NAME)
+            .display()
+            .to_string(),
     }
 }
 

@@ -34,8 +34,10 @@ pub struct LookView {
     pub own_colors: [Srgb; 4],
     /// Whether the colours apply (the default head; other avatars keep their textures).
     pub colors_apply: bool,
-    /// The presets in config/looks.
+    /// The presets in the looks folder beside the configuration.
     pub presets: Vec<String>,
+    /// That folder, as the tab names it.
+    pub presets_dir: String,
 }
 
 /// What the Look tab asks of the stage.
@@ -49,7 +51,7 @@ pub enum LookAction {
     Reset,
     /// A random but plausible look from this seed.
     Random(u64),
-    /// Save the look as config/looks/NAME.toml.
+    /// Save the look as NAME.toml in the looks folder beside the configuration.
     Save(String),
     /// Wear the preset of this name.
     Load(String),
@@ -89,7 +91,7 @@ pub fn tab(
                     }
                 }
                 if view.presets.is_empty() {
-                    ui.label("no presets in config/looks yet");
+                    ui.label(format!("no presets in {} yet", view.presets_dir));
                 }
             });
         if ui
@@ -117,7 +119,10 @@ pub fn tab(
         let name = state.save_name.trim();
         if ui
             .add_enabled(!name.is_empty(), egui::Button::new("Save as"))
-            .on_hover_text("writes config/looks/NAME.toml: slider names and values, colours")
+            .on_hover_text(format!(
+                "writes {}/NAME.toml: slider names and values, colours",
+                view.presets_dir
+            ))
             .clicked()
         {
             actions.push(PanelAction::Look(LookAction::Save(name.to_string())));
