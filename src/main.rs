@@ -485,6 +485,7 @@ fn check_command(config: &mut Config, args: session::CheckArgs) -> Result<()> {
 }
 
 fn contact_sheet(config: &mut Config, args: facewire::sheet::SheetArgs) -> Result<()> {
+    let combos = args.combinations();
     apply_render_args(
         config,
         &RenderArgs {
@@ -503,6 +504,7 @@ fn contact_sheet(config: &mut Config, args: facewire::sheet::SheetArgs) -> Resul
         framing: args.framing,
         look: session::load_look(config, &mapping)?,
         looks: args.looks,
+        combos,
         ..sheet::SheetOptions::default()
     };
     let image = sheet::render_sheet_with(avatar, &mapping, &options)?;

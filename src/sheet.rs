@@ -23,6 +23,14 @@
 //! named target follows, in file order, one panel per distinct name with
 //! every target of that name on every mesh at weight 1. Unnamed targets get one panel each.
 //!
+//! # Combinations
+//!
+//! `facewire sheet --combos` draws named combinations of channels instead (see [`Combo`]): the
+//! neutral face, then one panel per combination, posed through the mapping as live tracking
+//! would pose it, with the corrective targets (`a*b`) the weights drive. A laugh or a squint
+//! under lowered brows shows there what no single-target panel can: where two targets that move
+//! the same skin add up wrong.
+//!
 //! # Rendering
 //!
 //! The sheet drives a [`Renderer`] directly rather than through [`crate::app::Scene`], whose
@@ -30,6 +38,7 @@
 
 mod args;
 mod canvas;
+mod combos;
 mod labels;
 mod layout;
 
@@ -53,6 +62,7 @@ use labels::{draw_label, draw_title};
 pub use crate::text::{draw_text, fill, text_width, Rect, GLYPH};
 pub use args::SheetArgs;
 pub use canvas::{fit, wrap, Fitted, Wrapped};
+pub use combos::{combo_entries, combo_pose, posed_bounds, Combo, ComboError};
 pub use layout::SheetLayout;
 
 /// Default panel size in pixels (square).
@@ -126,14 +136,16 @@ pub struct SheetOptions {
     pub look: Option<crate::look::Look>,
     /// Panels of the look sliders (each at its two ends) instead of the targets.
     pub looks: bool,
+    /// Panels of these combinations of channels instead of the targets (when not empty).
+    pub combos: Vec<Combo>,
 }
 
 /// What the sheet's camera frames. Either way it is one front camera for every panel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Framing {
     /// The part of the model its morph targets move (see [`moving_bounds`]): the face of a
-    /// full-body avatar, so small motions stay visible. The whole model when no target moves
-    /// anything.
+    /// full-body avatar, so small motions stay visible. On a combinations sheet, the part its
+    /// combinations move ([`posed_bounds`]). The whole model when no target moves anything.
     #[default]
     Targets,
     /// The whole model in its rest pose, as the stage window frames it.
@@ -272,6 +284,7 @@ impl Default for SheetOptions {
             framing: Framing::Targets,
             look: None,
             looks: false,
+            combos: Vec::new(),
         }
     }
 }
@@ -389,6 +402,11 @@ pub enum Drive {
         index: usize,
         /// The upper end (else the lower).
         up: bool,
+    },
+    /// A combination of channels through the mapping (see [`combo_pose`]).
+    Combo {
+        /// Its index in [`SheetOptions::combos`].
+        index: usize,
     },
 }
 
@@ -612,8 +630,8 @@ fn summary(avatar: &Avatar, entries: &[SheetEntry]) -> String {
 pub fn panel_pose(entry: &SheetEntry, mapping: &CompiledMapping, rest: &Pose) -> Pose {
     let mut pose = rest.clone();
     match entry.drive {
-        // A slider panel is posed by [`look_panel_pose`].
-        Drive::Neutral | Drive::Slider { .. } => {}
+        // A slider panel is posed by [`look_panel_pose`], a combination by [`combo_pose`].
+        Drive::Neutral | Drive::Slider { .. } | Drive::Combo { .. } => {}
         Drive::Channel(channel) => {
             let mut frame = FaceFrame::empty(
                 Protocol::Vmc,
@@ -708,6 +726,8 @@ pub fn render_sheet_with(
 ) -> Result<RgbaImage, SheetError> {
     let entries = if options.looks {
         look_entries(mapping)
+    } else if !options.combos.is_empty() {
+        combo_entries(&options.combos)
     } else {
         sheet_entries_with(&avatar, mapping)
     };
@@ -730,6 +750,12 @@ pub fn render_sheet_with(
                 "{} face-shape sliders, each at its two ends",
                 mapping.sliders().len()
             )
+        } else if !options.combos.is_empty() {
+            format!(
+                "{} combination{} of ARKit channels through the mapping, correctives applied",
+                options.combos.len(),
+                if options.combos.len() == 1 { "" } else { "s" }
+            )
         } else {
             summary(&avatar, &entries)
         },
@@ -737,7 +763,26 @@ pub fn render_sheet_with(
     );
 
     let started = Instant::now();
+    let look = options.look.clone().unwrap_or_default();
+    let base = look.values(mapping.sliders());
+    let mut rest = avatar.rest_pose();
+    mapping.sliders().apply(&base, &mut rest);
+    let correctives = crate::avatar::correctives::Correctives::resolve(&avatar);
+    let pose_of = |entry: &SheetEntry| match entry.drive {
+        Drive::Combo { index } => match options.combos.get(index) {
+            Some(combo) => combo_pose(combo, mapping, &rest, &correctives),
+            None => rest.clone(),
+        },
+        _ => look_panel_pose(entry, mapping, &rest, &base, &correctives),
+    };
+    let poses: Vec<Pose> = entries.iter().map(pose_of).collect();
     let bounds = match options.framing {
+        // A combinations sheet frames what its panels move: the face, close up.
+        Framing::Targets if !options.combos.is_empty() && !options.looks => {
+            posed_bounds(&avatar, &rest, &poses)
+                .or_else(|| moving_bounds(&avatar))
+                .or_else(|| avatar.bounds())
+        }
         Framing::Targets => moving_bounds(&avatar).or_else(|| avatar.bounds()),
         Framing::Model => avatar.bounds(),
     }
@@ -746,11 +791,6 @@ pub fn render_sheet_with(
         max: Vec3::splat(0.5),
     });
     let camera = Camera::framing(bounds, 1.0);
-    let look = options.look.clone().unwrap_or_default();
-    let base = look.values(mapping.sliders());
-    let mut rest = avatar.rest_pose();
-    mapping.sliders().apply(&base, &mut rest);
-    let correctives = crate::avatar::correctives::Correctives::resolve(&avatar);
     let ctx = HeadlessContext::new(options.panel, options.panel)?;
     // Declared after the context, so it is dropped first, while the context is alive.
     let mut renderer = Renderer::new(ctx.gl(), &avatar, options.morph)?;
@@ -779,10 +819,9 @@ pub fn render_sheet_with(
         clear_color: options.background,
         alpha: false,
     };
-    for (index, entry) in entries.iter().enumerate() {
-        let pose = look_panel_pose(entry, mapping, &rest, &base, &correctives);
+    for (index, (entry, pose)) in entries.iter().zip(&poses).enumerate() {
         ctx.bind();
-        renderer.draw(&pose, &camera, &target);
+        renderer.draw(pose, &camera, &target);
         let picture = ctx.read_rgba();
         let at = layout.picture(index);
         canvas::blit(&mut sheet, &picture, at.x, at.y);

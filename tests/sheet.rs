@@ -1,6 +1,7 @@
 //! The contact sheet rendered headlessly: the default head's 53 ARKit panels (grid size, jaw and
-//! blink motion on the right part of the right panel, readable labels) and a Khronos sample with
-//! non-ARKit target names.
+//! blink motion on the right part of the right panel, readable labels), a Khronos sample with
+//! non-ARKit target names, and the combinations sheet (`--combos`), in process and through the
+//! binary.
 //!
 //! Every test writes its sheet to `target/sheet-tests/*.png` for inspection.
 
@@ -10,7 +11,8 @@ use facewire::arkit::Channel;
 use facewire::avatar::Avatar;
 use facewire::image::RgbaImage;
 use facewire::sheet::{
-    render_sheet, sheet_entries, Drive, Rect, SheetEntry, SheetLayout, SheetOptions, Side,
+    combo_entries, render_sheet, sheet_entries, Combo, Drive, Rect, SheetEntry, SheetLayout,
+    SheetOptions, Side,
 };
 
 /// Picture size of the tests' sheets.
@@ -193,4 +195,128 @@ fn khronos_sample_with_plain_names_gets_one_panel_per_target() {
         assert!(d > 0.05, "{} looks like neutral ({d:.3})", entry.name);
         assert!(light_pixels(&sheet, layout.label(index)) > 20);
     }
+}
+
+#[test]
+fn combination_sheet_has_one_labelled_posed_panel_per_combination() {
+    let combos = Combo::built_in();
+    let entries = combo_entries(&combos);
+    assert_eq!(
+        entries.len(),
+        combos.len() + 1,
+        "neutral + one per combination"
+    );
+    let options = SheetOptions {
+        combos: combos.clone(),
+        columns: 4,
+        ..options()
+    };
+    let layout = SheetLayout::new(entries.len(), &options).unwrap();
+    let sheet = render_sheet(default_head(), &options).expect("rendering the sheet");
+    sheet
+        .save_png(&out_path("default_head_combos.png"))
+        .unwrap();
+    assert_eq!((sheet.width, sheet.height), (layout.width, layout.height));
+    assert_eq!((layout.columns, layout.rows), (4, 3));
+    let neutral = layout.picture(0);
+    for (index, entry) in entries.iter().enumerate() {
+        assert!(
+            light_pixels(&sheet, layout.label(index)) > 20,
+            "label of {} has no text",
+            entry.name
+        );
+        if index > 0 {
+            // Every combination moves the face away from neutral.
+            let d = mean_difference(&sheet, layout.picture(index), neutral, (0.0, 0.0, 1.0, 1.0));
+            assert!(d > 0.2, "{} looks like neutral ({d:.3})", entry.name);
+        }
+    }
+    // The laugh opens the mouth: its lower half changes more than its upper half.
+    let laugh = layout.picture(1);
+    assert_eq!(entries[1].name, "laugh");
+    let lower = mean_difference(&sheet, laugh, neutral, (0.0, 0.55, 1.0, 1.0));
+    let upper = mean_difference(&sheet, laugh, neutral, (0.0, 0.0, 1.0, 0.4));
+    assert!(
+        lower > 2.0 * upper,
+        "laugh: lower {lower:.2}, upper {upper:.2}"
+    );
+    // The wink carries the left badge, on the viewer's right half of its label.
+    let wink = entries
+        .iter()
+        .position(|e| e.name == "wink + smile")
+        .unwrap();
+    assert_eq!(entries[wink].side, Some(Side::Left));
+    let label = layout.label(wink);
+    let half = label.width / 2;
+    assert!(
+        blue_pixels(
+            &sheet,
+            Rect {
+                x: label.x + half,
+                width: half,
+                ..label
+            }
+        ) > 20
+    );
+}
+
+#[test]
+fn sheet_command_draws_the_built_in_and_given_combinations() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("combos.png");
+    let output = crate::pipeline::facewire()
+        .args([
+            "sheet",
+            "--combos",
+            "--combo",
+            "open wide:jawOpen=1,mouthStretch_L=0.5,mouthStretch_R=0.5",
+            "--combo",
+            "eyeBlinkRight=1",
+            "--size",
+            "64",
+            "--columns",
+            "5",
+            "--morph",
+            "cpu",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sheet = RgbaImage::load_png(&out).unwrap();
+    // Neutral, the built-in combinations, then the two given ones.
+    let panels = 1 + Combo::built_in().len() + 2;
+    let layout = SheetLayout::new(
+        panels,
+        &SheetOptions {
+            panel: 64,
+            columns: 5,
+            ..SheetOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!((sheet.width, sheet.height), (layout.width, layout.height));
+    for index in 0..panels {
+        assert!(
+            light_pixels(&sheet, layout.label(index)) > 10,
+            "panel {index} has no label"
+        );
+    }
+
+    // A misspelt channel is refused with a suggestion, before anything is drawn.
+    let output = crate::pipeline::facewire()
+        .args(["sheet", "--combo", "x:jawOpn=1"])
+        .arg("--out")
+        .arg(dir.path().join("bad.png"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("did you mean jawOpen"), "{stderr}");
+    assert!(!dir.path().join("bad.png").exists());
 }

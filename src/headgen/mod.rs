@@ -8,6 +8,8 @@
 //! - [`look`]: the face-shape ("look") targets, two per slider, after the 52 ARKit ones.
 //! - [`correctives`]: corrective targets for a look target and an expression together
 //!   (`look_eye_size_up*eyeBlinkLeft`), after the look targets.
+//! - [`pairs`]: corrective targets for two expressions together (`jawOpen*mouthSmileLeft`),
+//!   after the look correctives.
 //! - [`texture`]: the painted texture atlas.
 //! - [`glb`]: the GLB writer.
 //! - [`mesh`], [`math`]: building blocks (triangle builder, normals, mirror map, portable trig).
@@ -25,6 +27,7 @@ pub mod look;
 pub mod math;
 pub mod mesh;
 pub mod morph;
+pub mod pairs;
 pub mod parts;
 pub mod targets;
 pub mod texture;
@@ -141,6 +144,20 @@ pub fn face_mesh(lod: usize) -> MeshDef {
             ));
         }
     }
+    let pairs = pairs::pair_correctives(&rig);
+    for c in &pairs {
+        let [a, b] = c.channels.map(|channel| rig.deltas(channel));
+        for (k, builder) in builders.iter().enumerate() {
+            targets[k].push(corrective_target(
+                builder,
+                &normals[k],
+                &a[k],
+                &b[k],
+                &c.deltas[k],
+                eps,
+            ));
+        }
+    }
     let materials = [SKIN, MOUTH, HAIR];
     let primitives = builders
         .iter()
@@ -157,6 +174,7 @@ pub fn face_mesh(lod: usize) -> MeshDef {
             .chain(look::target_names())
             .map(str::to_string)
             .chain(correctives.iter().map(|c| c.name.clone()))
+            .chain(pairs.iter().map(|c| c.name.clone()))
             .collect(),
         primitives,
     }
@@ -301,8 +319,9 @@ fn target(b: &MeshBuilder, base_normals: &[Vec3], deltas: Vec<Vec3>, eps: Thresh
 }
 
 /// A corrective target of one primitive: position deltas below the corrective threshold dropped, and
-/// the normal deltas that make the blended normals those of the combined surface (look and
-/// expression applied together, minus what the two targets' own normal deltas add).
+/// the normal deltas that make the blended normals those of the combined surface (its two
+/// inputs, a look target and an expression or two expressions, applied together, minus what
+/// the two targets' own normal deltas add).
 fn corrective_target(
     b: &MeshBuilder,
     base_normals: &[Vec3],

@@ -31,6 +31,18 @@ const JAW_LIP_BAND: f32 = 0.2;
 /// Longitude over which the line below which the jaw carries the skin bends down beside the
 /// mouth corners.
 const JAW_CORNER_BAND: f32 = 0.15;
+/// Half-width (longitude) of the lower lip's drop on the skin right under its edge: wider than
+/// the mouth, so the skin under and beside each corner comes down with the lip next to it.
+/// Its profile, `(1 - (θ/w)²)²`, stays at or above the edge's [`lip_arch`] near the corners and
+/// falls to zero with zero slope beyond them: the skin under the lip never rises past the
+/// lip's edge (a fold, seen from the front as a dark slit under the corner), and no sliver of
+/// skin stands edge-on between a corner and the dropping lip beside it (seen from the side as
+/// a hole into the head).
+const JAW_LIP_SPREAD: f32 = 0.42;
+/// Latitude band below the lower lip's edge over which that profile relaxes into one that
+/// reaches the corners with zero slope, slowly enough that each row of skin under the lip drops
+/// about as far as the row above it (the chin's share grows as the lip's shrinks).
+const JAW_LIP_RELAX: f32 = 0.2;
 /// Fraction of the jaw's drop at the lips' middle by which `mouthClose` lowers both lips.
 const MOUTH_CLOSE_MEET: f32 = 0.75;
 /// Latitude over which `mouthClose`'s motion of the upper lip fades upwards: wide, so the
@@ -133,10 +145,11 @@ impl Default for Rig {
 }
 
 /// Landmarks the displacement fields are centred on (left side where sided).
-struct Landmarks {
+pub(super) struct Landmarks {
     mouth_y: f32,
     mouth_z: f32,
-    corner: Vec3,
+    /// The left mouth corner.
+    pub(super) corner: Vec3,
     eye: Vec3,
     cheek: Vec3,
     nose_wing: Vec3,
@@ -151,7 +164,7 @@ struct Landmarks {
 }
 
 impl Landmarks {
-    fn new() -> Landmarks {
+    pub(super) fn new() -> Landmarks {
         Landmarks {
             mouth_y: mouth_y(),
             mouth_z: base_shape(0.0, MOUTH_PHI).z,
@@ -253,18 +266,20 @@ impl Landmarks {
 
 /// The lips' opening profile across the mouth: 1 in the middle, 0 at the corners, shaped like
 /// half an ellipse, so parted lips form an oval with soft corners.
-fn lip_arch(theta: f32) -> f32 {
+pub(super) fn lip_arch(theta: f32) -> f32 {
     let u = theta / MOUTH_HALF;
     (1.0 - u * u).max(0.0).sqrt()
 }
 
 /// Jaw weight of a skin vertex: 1 on the chin, 0 above the mouth. The lower lip's edge follows
-/// the jaw along [`lip_arch`] (fully in the middle, not at all at the corners); below it the
-/// weight blends into the chin's rigid motion over [`JAW_LIP_BAND`], and beside the corners it
-/// fades in below a line that runs back and slightly down. Every part of the field is smooth
-/// (the arch's steep ends are confined to the lip's own edge), so the jaw's motion never folds
-/// the skin into a crease at the corners or down the chin.
-fn jaw_weight(v: &SkinVertex) -> f32 {
+/// the jaw along [`lip_arch`] (fully in the middle, not at all at the corners); the skin right
+/// under it along a wider, smooth profile ([`JAW_LIP_SPREAD`]) that relaxes over the rows below
+/// ([`JAW_LIP_RELAX`]); below that the weight blends into the chin's rigid motion over
+/// [`JAW_LIP_BAND`], and beside the corners it fades in below a line that runs back and
+/// slightly down. Every part of the field off the lip's edge is smooth (the arch's steep ends
+/// are confined to the edge itself), so the jaw's motion never folds the skin into a crease at
+/// the corners or down the chin.
+pub(super) fn jaw_weight(v: &SkinVertex) -> f32 {
     let at = v.theta.abs();
     let dp = v.phi - MOUTH_PHI;
     match v.slit {
@@ -279,12 +294,14 @@ fn jaw_weight(v: &SkinVertex) -> f32 {
     let beyond = 0.5 * (x + (x * x + sq(JAW_CORNER_BAND)).sqrt());
     let below = -(dp + 0.3 * beyond);
     let chin = smoothstep(0.0, JAW_LIP_BAND, below);
-    // The lower lip's own drop: the arch on the lip's edge, relaxing over the rows below into a
-    // profile that reaches the corners with zero slope.
+    // The lower lip's own drop: the arch on the lip's edge; under it the wider profile, relaxing
+    // over the rows below into one that reaches the corners with zero slope.
     let lip = if dp < 0.0 {
         let u = at / MOUTH_HALF;
         let soft = sq((1.0 - u * u).max(0.0));
-        lerp(lip_arch(at), soft, smoothstep(0.0, -0.08, dp))
+        let w = at / JAW_LIP_SPREAD;
+        let spread = sq((1.0 - w * w).max(0.0));
+        lerp(spread, soft, smoothstep(0.0, -JAW_LIP_RELAX, dp))
     } else {
         0.0
     };
@@ -292,7 +309,7 @@ fn jaw_weight(v: &SkinVertex) -> f32 {
 }
 
 /// Weight of the upper lip's lift when the jaw opens: the lip's arch, fading upwards.
-fn upper_lip_weight(v: &SkinVertex) -> f32 {
+pub(super) fn upper_lip_weight(v: &SkinVertex) -> f32 {
     let dp = v.phi - MOUTH_PHI;
     match v.slit {
         Slit::MouthEdge { upper: true } | Slit::MouthInner { upper: true } => lip_arch(v.theta),
@@ -335,7 +352,7 @@ fn lid_state(channel: Channel) -> Option<Lids> {
 }
 
 /// Delta of one skin grid vertex (neutral position `p`) for a left or unsided channel.
-fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3 {
+pub(super) fn skin_delta(lm: &Landmarks, channel: Channel, v: &SkinVertex, p: Vec3) -> Vec3 {
     use Channel::*;
     if let Some(lids) = lid_state(channel) {
         let open = [Lids::OPEN; 2];
@@ -506,6 +523,18 @@ fn shrug(v: &SkinVertex, upper: bool, r_theta: f32, r_phi: f32, offset: f32, fad
     } else {
         at(0.0) * bump(-own, fade)
     }
+}
+
+/// How far the cavity's front follows a pout whose lips the jaw parts (`jawOpen` with
+/// `mouthPucker`, a pair corrective): the pout pushes the lips 12 mm forwards, so a turned head
+/// looking into the opening sees the cavity behind the lips, never the inside of the head past
+/// its front. With the jaw closed the lips hide the cavity and it stays where it is, so a
+/// narrow or thin-lipped look never has it showing through the pouting skin.
+pub(super) fn pout_cavity(lm: &Landmarks, p: Vec3) -> Vec3 {
+    let front = smoothstep(lm.cavity.z, lm.cavity.z + 0.012, p.z);
+    let u = p.x / lm.corner.x;
+    let inside = (1.0 - u * u).max(0.0);
+    Vec3::new(0.0, 0.0, 0.012) * (front * inside * lm.pout(p))
 }
 
 /// Delta of one mouth-interior vertex for a left or unsided channel.
