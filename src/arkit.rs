@@ -559,11 +559,153 @@ pub struct FaceFrame {
     /// The lip-sync layer's viseme weights times its weight in the mix, [`Viseme::ALL`] order;
     /// all 0 without lip sync.
     pub visemes: [f32; VISEMES],
+    /// The values of parameters plugins created through the stream-tool API, for mappings that
+    /// read them (`param:HeartRate`); empty without them.
+    pub params: Params,
 }
 
 /// The most layers whose weights a frame carries: the `[layers].order` ones (at most
 /// [`MAX_ORDER`]) and those lip sync, idle life and expressions add above them.
 pub const MAX_LAYERS: usize = 32;
+
+/// The most plugin-created parameters one frame carries ([`Params`]).
+pub const PARAMS: usize = 32;
+
+/// The name of a parameter a plugin created (4 to 32 ASCII letters and digits, VTube Studio's
+/// rule), held inline so sources that name one stay `Copy`; compared without letter case.
+#[derive(Clone, Copy)]
+pub struct ParamName {
+    bytes: [u8; ParamName::MAX],
+    len: u8,
+}
+
+impl ParamName {
+    /// The shortest name.
+    pub const MIN: usize = 4;
+    /// The longest name.
+    pub const MAX: usize = 32;
+
+    /// `name` when it is 4 to 32 ASCII letters and digits.
+    pub fn new(name: &str) -> Option<ParamName> {
+        let ok = (Self::MIN..=Self::MAX).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric());
+        ok.then(|| {
+            let mut bytes = [0; Self::MAX];
+            bytes[..name.len()].copy_from_slice(name.as_bytes());
+            ParamName {
+                bytes,
+                len: name.len() as u8,
+            }
+        })
+    }
+
+    /// The name as written.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII letters and digits are ever stored.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+
+    /// The key frames carry its value under.
+    pub fn key(&self) -> ParamKey {
+        ParamKey::of(self.as_str())
+    }
+}
+
+impl PartialEq for ParamName {
+    fn eq(&self, other: &ParamName) -> bool {
+        self.as_str().eq_ignore_ascii_case(other.as_str())
+    }
+}
+
+impl Eq for ParamName {}
+
+impl std::hash::Hash for ParamName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
+impl fmt::Debug for ParamName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl fmt::Display for ParamName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A parameter's name as a number (FNV-1a of its lower-case form): what frames carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParamKey(u64);
+
+impl ParamKey {
+    /// The key of `name`, in any letter case.
+    pub fn of(name: &str) -> ParamKey {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in name.bytes() {
+            h ^= u64::from(b.to_ascii_lowercase());
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        ParamKey(h)
+    }
+}
+
+/// Values of plugin-created parameters in a frame, each in [0, 1] (its value placed within the
+/// range its plugin gave it), at most [`PARAMS`] of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    keys: [ParamKey; PARAMS],
+    values: [f32; PARAMS],
+    len: u8,
+}
+
+impl Params {
+    /// No parameter.
+    pub const EMPTY: Params = Params {
+        keys: [ParamKey(0); PARAMS],
+        values: [0.0; PARAMS],
+        len: 0,
+    };
+
+    /// Adds `value` (made finite and kept in [0, 1]) under `key`; `false` when full or `key` is
+    /// there already.
+    pub fn push(&mut self, key: ParamKey, value: f32) -> bool {
+        let n = usize::from(self.len);
+        if n >= PARAMS || self.get(key).is_some() {
+            return false;
+        }
+        self.keys[n] = key;
+        self.values[n] = if value.is_finite() {
+            value.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        self.len += 1;
+        true
+    }
+
+    /// The value under `key`, when the frame carries it.
+    pub fn get(&self, key: ParamKey) -> Option<f32> {
+        let n = usize::from(self.len);
+        self.keys[..n]
+            .iter()
+            .position(|k| *k == key)
+            .map(|i| self.values[i])
+    }
+
+    /// How many it holds.
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
 
 /// The most layers `[layers].order` lists.
 pub const MAX_ORDER: usize = 8;
@@ -584,6 +726,7 @@ impl FaceFrame {
             from,
             layer_weights: [0.0; MAX_LAYERS],
             visemes: [0.0; VISEMES],
+            params: Params::EMPTY,
         }
     }
 

@@ -405,6 +405,15 @@ async fn injected_parameters_reach_the_store_and_lapse() {
 
 #[tokio::test]
 async fn custom_parameters_are_created_injected_and_kept_across_a_restart() {
+    // A mapping that reads the parameter (loaded first: injected values lapse in a second).
+    let avatar =
+        facewire::avatar::load_slice(facewire::headgen::DEFAULT_HEAD_GLB, "default head").unwrap();
+    let file = facewire::mapping::MappingFile::parse(
+        "version = 1\n[map]\ncheekPuff = \"param:ChatHype\"\n",
+        "hype.toml",
+    )
+    .unwrap();
+    let mapping = facewire::mapping::CompiledMapping::compile(&file, &avatar).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let server = start_in(dir.path(), Limits::default());
     let mut ws = connect(&server).await;
@@ -423,6 +432,11 @@ async fn custom_parameters_are_created_injected_and_kept_across_a_restart() {
 
     // After a restart the parameter is still there: injected and read back at once.
     let server = start_in(dir.path(), Limits::default());
+    // Frames carry it for mappings (`param:ChatHype`), placed within its range: its default
+    // of 1 in 0..10 until a plugin sends a value.
+    let chat_hype = facewire::arkit::ParamKey::of("chathype");
+    let carried = || server.injected.values(Instant::now()).params.get(chat_hype);
+    assert_eq!(carried(), Some(0.1));
     let mut ws = connect(&server).await;
     assert!(authenticate(&mut ws, STREAMER_BOT, &t).await);
     let r = ask(
@@ -432,6 +446,28 @@ async fn custom_parameters_are_created_injected_and_kept_across_a_restart() {
     )
     .await;
     assert_eq!(r["messageType"], "InjectParameterDataResponse", "{r}");
+    assert_eq!(carried(), Some(0.75));
+    // (Taken now: an injected value lapses a second after it was sent.)
+    let params = server.injected.values(Instant::now()).params;
+    // A mapping that reads it moves its target by it.
+    let mut frame = facewire::arkit::FaceFrame::empty(
+        facewire::arkit::Protocol::Vmc,
+        "127.0.0.1:1".parse().unwrap(),
+        Instant::now(),
+    );
+    frame.params = params;
+    let mut pose = avatar.rest_pose();
+    mapping.apply(&frame, &mut pose);
+    let puff = avatar.meshes[0]
+        .target_names
+        .iter()
+        .position(|n| n == "cheekPuff")
+        .unwrap();
+    assert!(
+        (pose.weights[0][puff] - 0.75).abs() < 1e-6,
+        "{:?}",
+        pose.weights[0][puff]
+    );
     let r = ask(
         &mut ws,
         "ParameterValueRequest",
@@ -449,6 +485,7 @@ async fn custom_parameters_are_created_injected_and_kept_across_a_restart() {
     )
     .await;
     assert_eq!(r["data"]["parameterName"], "ChatHype", "{r}");
+    assert_eq!(carried(), None, "a deleted parameter is no longer carried");
     let r = ask(
         &mut ws,
         "ParameterValueRequest",

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::custom::CustomParam;
 use super::params::Param;
-use crate::arkit::{Channel, ChannelMask, FaceFrame, COUNT};
+use crate::arkit::{Channel, ChannelMask, FaceFrame, ParamKey, Params, COUNT};
 use crate::mixer::{BlendMode, Fade, Layer, LayerValues, RegionMask};
 
 /// How long an injected value holds without being sent again, as VTube Studio.
@@ -87,7 +88,23 @@ pub struct Injected {
     custom_set: HashMap<String, SetEntry>,
     /// Per (plugin session, parameter a plugin created): its change and when it was sent.
     custom_add: HashMap<(u64, String), (f32, Instant)>,
+    /// The parameters plugins created, in the order they were created: what mappings may read.
+    declared: Vec<Declared>,
     face_found: Option<Instant>,
+}
+
+/// A parameter a plugin created, as the mix needs it.
+#[derive(Debug, Clone, PartialEq)]
+struct Declared {
+    /// Its key (the name in lower case).
+    key: String,
+    /// The key frames carry its value under.
+    frame_key: ParamKey,
+    /// Its range: the value at `min` reads 0 in a mapping, at `max` 1.
+    min: f32,
+    max: f32,
+    /// Its value while no plugin sends one.
+    default: f32,
 }
 
 impl Default for Injected {
@@ -98,6 +115,7 @@ impl Default for Injected {
             last: HashMap::new(),
             custom_set: HashMap::new(),
             custom_add: HashMap::new(),
+            declared: Vec::new(),
             face_found: None,
         }
     }
@@ -221,10 +239,57 @@ impl Injected {
         v
     }
 
-    /// Drops every value sent for the parameter with key `key` (it was deleted).
+    /// Drops every value sent for the parameter with key `key` and the parameter itself (it was
+    /// deleted).
     pub fn forget(&mut self, key: &str) {
         self.custom_set.remove(key);
         self.custom_add.retain(|(_, k), _| k != key);
+        self.declared.retain(|d| d.key != key);
+    }
+
+    /// Makes the parameter `param` readable by mappings (`param:NAME`), or updates its range and
+    /// default when it is known already.
+    pub fn declare(&mut self, param: &CustomParam) {
+        let d = Declared {
+            key: param.key(),
+            frame_key: ParamKey::of(&param.name),
+            min: param.min,
+            max: param.max,
+            default: param.default,
+        };
+        match self.declared.iter_mut().find(|x| x.key == d.key) {
+            Some(x) => *x = d,
+            None => self.declared.push(d),
+        }
+    }
+
+    /// The parameters plugins created, placed within their ranges, at `now`, as frames carry
+    /// them: those a plugin sends a value for first, then the others at their defaults, at most
+    /// [`crate::arkit::PARAMS`].
+    fn params(&self, now: Instant) -> (Params, bool) {
+        let sent = |d: &Declared| {
+            self.custom_set.get(&d.key).is_some_and(|e| live(e.at, now))
+                || self
+                    .custom_add
+                    .iter()
+                    .any(|((_, k), (_, at))| *k == d.key && live(*at, now))
+        };
+        let mut out = Params::EMPTY;
+        let mut any_sent = false;
+        for first in [true, false] {
+            for d in self.declared.iter().filter(|d| sent(d) == first) {
+                let v = self.custom_value(&d.key, d.default, now);
+                let span = d.max - d.min;
+                let placed = if span.abs() > f32::EPSILON {
+                    (v - d.min) / span
+                } else {
+                    0.0
+                };
+                out.push(d.frame_key, placed);
+                any_sent |= first;
+            }
+        }
+        (out, any_sent)
     }
 
     /// Drops everything plugin session `owner` injected (it disconnected).
@@ -279,6 +344,7 @@ impl Injected {
             }
         }
         out.face_found = self.face_found.is_some_and(|at| live(at, now));
+        (out.params, out.params_sent) = self.params(now);
         out
     }
 }
@@ -297,6 +363,10 @@ pub struct InjectedValues {
     /// Whether a plugin said within the last second that the face is found (`faceFound`):
     /// tracking loss should be held off.
     pub face_found: bool,
+    /// The parameters plugins created, as frames carry them.
+    pub params: Params,
+    /// Whether a plugin sends a value for one of them.
+    pub params_sent: bool,
 }
 
 impl Default for InjectedValues {
@@ -307,6 +377,8 @@ impl Default for InjectedValues {
             add: [0.0; COUNT],
             added: ChannelMask::EMPTY,
             face_found: false,
+            params: Params::EMPTY,
+            params_sent: false,
         }
     }
 }
@@ -357,6 +429,7 @@ impl InjectedValues {
         for c in self.channels().iter() {
             layer.set(c, mixed.weights[c.index()]);
         }
+        layer.params = Some(self.params);
         layer
     }
 }
@@ -383,9 +456,11 @@ impl InjectedStore {
         self.lock().values(now)
     }
 
-    /// Whether some value is injected at `now` (not yet lapsed).
+    /// Whether some value is injected at `now` (not yet lapsed), a channel's or a created
+    /// parameter's.
     pub fn active(&self, now: Instant) -> bool {
-        !self.values(now).is_empty()
+        let v = self.values(now);
+        !v.is_empty() || v.params_sent
     }
 }
 
@@ -397,6 +472,8 @@ pub struct InjectionSource {
     store: InjectedStore,
     /// Whether values were injected at the last mix (their lapse needs one more mix).
     injecting: bool,
+    /// The created parameters' values at the last mix.
+    params: Params,
 }
 
 impl InjectionSource {
@@ -405,6 +482,7 @@ impl InjectionSource {
         InjectionSource {
             store,
             injecting: false,
+            params: Params::EMPTY,
         }
     }
 
@@ -429,11 +507,12 @@ impl InjectionSource {
     /// injected and nothing lapsed since the last mix.
     pub fn over(&mut self, below: &FaceFrame, now: Instant) -> Option<LayerValues> {
         let injected = self.store.values(now);
-        let injecting = !injected.is_empty();
-        if !injecting && !self.injecting {
+        let injecting = !injected.is_empty() || injected.params_sent;
+        if !injecting && !self.injecting && injected.params == self.params {
             return None;
         }
         self.injecting = injecting;
+        self.params = injected.params;
         Some(injected.layer_over(below))
     }
 }
@@ -601,6 +680,70 @@ mod tests {
         assert!((f.weights[Channel::EyeBlinkRight.index()] - 0.3).abs() < 1e-6);
         assert!((layer.get(Channel::JawOpen).unwrap() - 0.4).abs() < 1e-6);
         assert_eq!(layer.get(Channel::MouthClose), None);
+    }
+
+    fn declared(name: &str, min: f32, max: f32, default: f32) -> CustomParam {
+        CustomParam {
+            name: name.into(),
+            plugin: "p".into(),
+            developer: "d".into(),
+            explanation: String::new(),
+            min,
+            max,
+            default,
+        }
+    }
+
+    #[test]
+    fn created_parameters_reach_the_mix_within_their_range_those_sent_first() {
+        let t0 = Instant::now();
+        let mut s = Injected::new();
+        assert!(s.values(t0).params.is_empty());
+        s.declare(&declared("HeartRate", 60.0, 180.0, 90.0));
+        s.declare(&declared("Flat", 1.0, 1.0, 1.0));
+        let key = |n: &str| ParamKey::of(n);
+        let v = s.values(t0);
+        assert_eq!(v.params.get(key("heartrate")), Some(0.25));
+        // An empty range reads 0 rather than dividing by zero.
+        assert_eq!(v.params.get(key("flat")), Some(0.0));
+        assert!(!v.params_sent);
+        let heart = |value: f32| CustomValue {
+            key: "heartrate".into(),
+            value,
+            weight: 1.0,
+        };
+        s.inject_all(1, InjectMode::Set, &[], &[heart(240.0)], false, t0)
+            .unwrap();
+        let v = s.values(t0);
+        assert_eq!(
+            v.params.get(key("HEARTRATE")),
+            Some(1.0),
+            "kept within [0, 1]"
+        );
+        assert!(v.params_sent);
+        // Declaring again changes the range; the value lapses back to the default.
+        s.declare(&declared("HeartRate", 0.0, 100.0, 50.0));
+        assert_eq!(
+            s.values(at(t0, 1.5)).params.get(key("heartrate")),
+            Some(0.5)
+        );
+        // More parameters than a frame carries: those a plugin sends go first.
+        for i in 0..crate::arkit::PARAMS + 8 {
+            s.declare(&declared(&format!("Extra{i}"), 0.0, 1.0, 0.0));
+        }
+        let last = format!("Extra{}", crate::arkit::PARAMS + 7);
+        let sent = CustomValue {
+            key: last.to_ascii_lowercase(),
+            value: 0.6,
+            weight: 1.0,
+        };
+        s.inject_all(1, InjectMode::Add, &[], &[sent], false, t0)
+            .unwrap();
+        let v = s.values(t0);
+        assert_eq!(v.params.len(), crate::arkit::PARAMS);
+        assert!((v.params.get(key(&last)).unwrap() - 0.6).abs() < 1e-6);
+        s.forget("heartrate");
+        assert_eq!(s.values(t0).params.get(key("heartrate")), None);
     }
 
     #[test]

@@ -263,6 +263,12 @@ pub fn spawn(
     }
     let tokens = TokenStore::open(&config.tokens)?;
     let custom = super::CustomParams::new(tokens.parameters()?);
+    {
+        let mut injected = injected.lock();
+        for p in custom.all() {
+            injected.declare(p);
+        }
+    }
     let listener =
         std::net::TcpListener::bind(addr).map_err(|cause| ApiError::Bind { addr, cause })?;
     let bound = listener

@@ -63,6 +63,10 @@ pub const EXPRESSION_PREFIX: &str = "vrm:";
 /// The prefix that makes a source name a viseme of lip sync (`viseme:aa`) instead of a channel.
 pub const VISEME_PREFIX: &str = "viseme:";
 
+/// The prefix that makes a source name a parameter a plugin created through the stream-tool
+/// API (`param:HeartRate`).
+pub const PARAM_PREFIX: &str = "param:";
+
 /// The mapping of the built-in default head, `config/mappings/default_head.toml`.
 pub const DEFAULT_HEAD_MAPPING: &str = include_str!("../../config/mappings/default_head.toml");
 

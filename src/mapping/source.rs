@@ -1,13 +1,14 @@
-//! What a driver reads: an ARKit channel (`jawOpen`, in any dialect) or a viseme of lip sync
-//! from audio (`viseme:aa`), parsed by name with the nearest valid name for a mistake.
+//! What a driver reads: an ARKit channel (`jawOpen`, in any dialect), a viseme of lip sync
+//! from audio (`viseme:aa`) or a parameter a plugin created through the stream-tool API
+//! (`param:HeartRate`), parsed by name with the nearest valid name for a mistake.
 
 use std::fmt;
 
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use super::VISEME_PREFIX;
-use crate::arkit::{Channel, FaceFrame, Viseme};
+use super::{PARAM_PREFIX, VISEME_PREFIX};
+use crate::arkit::{Channel, FaceFrame, ParamName, Viseme};
 use crate::diagnostic::nearest;
 
 /// One input of a driver.
@@ -18,6 +19,9 @@ pub enum Source {
     /// A viseme's weight in the frame ([`FaceFrame::visemes`]): lip sync's weight of that
     /// mouth shape times the lip-sync layer's weight in the mix.
     Viseme(Viseme),
+    /// A parameter a plugin created through the stream-tool API ([`FaceFrame::params`]): its
+    /// value placed within the range the plugin gave it, 0 at its minimum and 1 at its maximum.
+    Param(ParamName),
 }
 
 impl From<Channel> for Source {
@@ -43,6 +47,16 @@ impl Source {
     /// one, the nearest valid name.
     pub fn parse(name: &str) -> Result<Source, String> {
         let trimmed = name.trim();
+        if let Some(param) = prefixed(trimmed, PARAM_PREFIX) {
+            return ParamName::new(param).map(Source::Param).ok_or_else(|| {
+                format!(
+                    "`{param}` is not a parameter name: a plugin's parameter is named with {} to \
+                     {} letters and digits, as in `{PARAM_PREFIX}HeartRate`",
+                    ParamName::MIN,
+                    ParamName::MAX
+                )
+            });
+        }
         if let Some(viseme) = viseme_name(trimmed) {
             return Viseme::parse(viseme).map(Source::Viseme).ok_or_else(|| {
                 match nearest(viseme, Viseme::ALL.map(Viseme::name)) {
@@ -66,7 +80,8 @@ impl Source {
                 Some(best) => format!("unknown channel `{name}`; did you mean `{best}`?"),
                 None => format!(
                     "unknown channel `{name}`; sources are ARKit names such as `jawOpen` or \
-                     `eyeBlinkLeft`, or visemes such as `viseme:aa`"
+                     `eyeBlinkLeft`, visemes such as `viseme:aa`, or parameters plugins create, \
+                     such as `param:HeartRate`"
                 ),
             }
         })
@@ -76,7 +91,7 @@ impl Source {
     pub fn channel(self) -> Option<Channel> {
         match self {
             Source::Channel(c) => Some(c),
-            Source::Viseme(_) => None,
+            Source::Viseme(_) | Source::Param(_) => None,
         }
     }
 
@@ -84,13 +99,22 @@ impl Source {
     pub fn viseme(self) -> Option<Viseme> {
         match self {
             Source::Viseme(v) => Some(v),
-            Source::Channel(_) => None,
+            Source::Channel(_) | Source::Param(_) => None,
+        }
+    }
+
+    /// The parameter, for a plugin parameter's source.
+    pub fn param(self) -> Option<ParamName> {
+        match self {
+            Source::Param(p) => Some(p),
+            Source::Channel(_) | Source::Viseme(_) => None,
         }
     }
 
     /// Its value in `frame`, or `None` when the frame does not carry it: a channel the frame
-    /// lacks, or any viseme while every viseme weight is 0 (no lip sync in the mix), so that a
-    /// target only a viseme drives stays at rest then, as one whose channels are missing does.
+    /// lacks, any viseme while every viseme weight is 0 (no lip sync in the mix), or a
+    /// parameter no plugin has created, so that a target only such a source drives stays at
+    /// rest then, as one whose channels are missing does.
     pub fn value(self, frame: &FaceFrame) -> Option<f32> {
         match self {
             Source::Channel(c) => frame.get(c),
@@ -99,6 +123,7 @@ impl Source {
                 .iter()
                 .any(|&w| w != 0.0)
                 .then(|| frame.visemes[v.index()]),
+            Source::Param(p) => frame.params.get(p.key()),
         }
     }
 }
@@ -106,10 +131,14 @@ impl Source {
 /// The viseme a source name names (`viseme:aa` → `aa`; the prefix in any case), or `None` for
 /// a channel name.
 fn viseme_name(name: &str) -> Option<&str> {
-    let prefix = name.get(..VISEME_PREFIX.len())?;
-    prefix
-        .eq_ignore_ascii_case(VISEME_PREFIX)
-        .then(|| &name[VISEME_PREFIX.len()..])
+    prefixed(name, VISEME_PREFIX)
+}
+
+/// `name` after `prefix` (in any case), when it starts with it.
+fn prefixed<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
+    name.get(..prefix.len())?
+        .eq_ignore_ascii_case(prefix)
+        .then(|| &name[prefix.len()..])
 }
 
 impl fmt::Display for Source {
@@ -117,6 +146,7 @@ impl fmt::Display for Source {
         match self {
             Source::Channel(c) => f.write_str(c.name()),
             Source::Viseme(v) => write!(f, "{VISEME_PREFIX}{}", v.name()),
+            Source::Param(p) => write!(f, "{PARAM_PREFIX}{p}"),
         }
     }
 }
@@ -161,6 +191,26 @@ mod tests {
         assert!(e.contains("did you mean `viseme:ou`?"), "{e}");
         let e = Source::parse("jawOpn").unwrap_err();
         assert!(e.contains("did you mean `jawOpen`?"), "{e}");
+    }
+
+    #[test]
+    fn plugin_parameters_parse_by_name_and_read_what_the_frame_carries() {
+        let s = Source::parse("param:HeartRate").unwrap();
+        assert_eq!(s.to_string(), "param:HeartRate");
+        assert_eq!(Source::parse("PARAM:heartrate"), Ok(s));
+        assert_eq!(s.channel(), None);
+        assert_eq!(s.viseme(), None);
+        for bad in ["param:abc", "param:Heart Rate", "param:", "param:x_y_z_w"] {
+            let e = Source::parse(bad).unwrap_err();
+            assert!(e.contains("4 to 32 letters and digits"), "{bad}: {e}");
+        }
+        let mut f = frame(&[(Channel::JawOpen, 0.4)]);
+        assert_eq!(s.value(&f), None, "no plugin created it");
+        let key = crate::arkit::ParamKey::of("HEARTRATE");
+        assert!(f.params.push(key, 0.25));
+        assert_eq!(s.value(&f), Some(0.25));
+        assert!(!f.params.push(key, 0.5), "one value per parameter");
+        assert_eq!(Source::parse("param:Other").unwrap().value(&f), None);
     }
 
     #[test]

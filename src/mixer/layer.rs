@@ -8,7 +8,7 @@ use glam::Quat;
 use serde::Deserialize;
 
 use super::region::RegionMask;
-use crate::arkit::{Channel, ChannelMask, FaceFrame, COUNT, VISEMES};
+use crate::arkit::{Channel, ChannelMask, FaceFrame, Params, COUNT, VISEMES};
 
 /// How a layer combines with what the layers below it made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
@@ -57,6 +57,9 @@ pub struct LayerValues {
     /// Viseme weights (lip sync), [`crate::arkit::Viseme::ALL`] order, for mappings that route
     /// visemes; they reach the frame where the layer's mask covers the mouth.
     pub visemes: Option<[f32; VISEMES]>,
+    /// Values of parameters plugins created, for mappings that read them (`param:NAME`); the
+    /// frame takes those of the topmost layer in the mix that has some.
+    pub params: Option<Params>,
 }
 
 impl Default for LayerValues {
@@ -68,6 +71,7 @@ impl Default for LayerValues {
             left_eye: None,
             right_eye: None,
             visemes: None,
+            params: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use glam::Quat;
 use super::layer::{rotation, unit, BlendMode, Fade, Layer, LayerValues};
 use super::region::{Region, RegionMask};
 use super::source::{blend_weight, lay_out, Held, Kit, Own, Part, Source};
-use crate::arkit::{ChannelMask, FaceFrame, TrackingFlag, COUNT, MAX_LAYERS, VISEMES};
+use crate::arkit::{ChannelMask, FaceFrame, Params, TrackingFlag, COUNT, MAX_LAYERS, VISEMES};
 
 /// The name of the layer the phone's conditioned frames fill.
 pub const LAYER_TRACKING: &str = "tracking";
@@ -340,6 +340,7 @@ impl<K: Kit> Mixer<K> {
         }
         out.layer_weights = [0.0; MAX_LAYERS];
         out.visemes = [0.0; VISEMES];
+        out.params = Params::EMPTY;
         for i in 0..self.layers.len() {
             if let Some(part) = self
                 .parts
@@ -366,6 +367,9 @@ impl<K: Kit> Mixer<K> {
                         *slot = slot.max(unit(v * w));
                     }
                 }
+            }
+            if let Some(params) = layer.values.params.filter(|_| w > 0.0) {
+                out.params = params;
             }
         }
         for w in &mut out.weights {
@@ -564,6 +568,31 @@ mod tests {
         let mut expected = f;
         expected.layer_weights[0] = 1.0;
         assert_eq!(out, expected, "the tracking layer alone changes nothing");
+    }
+
+    #[test]
+    fn plugin_parameters_reach_the_frame_from_the_topmost_layer_in_the_mix() {
+        let t0 = Instant::now();
+        let key = crate::arkit::ParamKey::of("ChatHype");
+        let carrying = |name: &str, value: f32| {
+            let mut layer = on(name, BlendMode::Override, RegionMask::ALL);
+            let mut params = Params::EMPTY;
+            params.push(key, value);
+            layer.values.params = Some(params);
+            layer
+        };
+        let mut m = Mixer::new(vec![
+            on(LAYER_TRACKING, BlendMode::Override, RegionMask::ALL),
+            carrying("low", 0.2),
+            carrying("top", 0.7),
+        ]);
+        m.set_tracking(&phone(t0, &[(Channel::JawOpen, 0.4)]));
+        assert_eq!(m.mix(t0).params.get(key), Some(0.7));
+        // A layer out of the mix carries nothing; the one below it then does.
+        m.layer_mut("top").unwrap().gain = 0.0;
+        assert_eq!(m.mix(t0).params.get(key), Some(0.2));
+        m.layer_mut("low").unwrap().gain = 0.0;
+        assert!(m.mix(t0).params.is_empty());
     }
 
     #[test]

@@ -125,6 +125,7 @@ impl LlfRow {
             from,
             layer_weights: [0.0; crate::arkit::MAX_LAYERS],
             visemes: [0.0; crate::arkit::VISEMES],
+            params: crate::arkit::Params::EMPTY,
         }
     }
 }

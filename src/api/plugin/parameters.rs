@@ -279,7 +279,10 @@ impl Plugin {
         let mut custom = shared.custom();
         let made = custom
             .create((&plugin, &developer), &new)
-            .map(|(p, changed)| (p.name.clone(), changed));
+            .map(|(p, changed)| {
+                shared.injected.lock().declare(p);
+                (p.name.clone(), changed)
+            });
         match made {
             Ok((name, changed)) => {
                 if changed {
