@@ -262,15 +262,20 @@ pub fn moving_bounds(avatar: &Avatar) -> Option<Aabb> {
             }
         }
     }
-    let moving = bounds?;
+    Some(framed(bounds?, whole))
+}
+
+/// The box a sheet frames around `moving` (what the panels move) on a model whose bounds are
+/// `whole`: a margin of 8% of its largest side, and at least a quarter of the model each way.
+pub(crate) fn framed(moving: Aabb, whole: Aabb) -> Aabb {
     let margin = Vec3::splat(moving.size().max_element() * 0.08);
     let least = whole.size() * 0.25;
     let half = (moving.size() * 0.5 + margin).max(least * 0.5);
     let center = moving.center();
-    Some(Aabb {
+    Aabb {
         min: center - half,
         max: center + half,
-    })
+    }
 }
 
 impl Default for SheetOptions {

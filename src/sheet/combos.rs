@@ -420,15 +420,7 @@ pub fn posed_bounds(avatar: &Avatar, rest: &Pose, poses: &[Pose]) -> Option<Aabb
             });
         }
     }
-    let moving = bounds?;
-    let margin = Vec3::splat(moving.size().max_element() * 0.08);
-    let least = whole.size() * 0.25;
-    let half = (moving.size() * 0.5 + margin).max(least * 0.5);
-    let center = moving.center();
-    Some(Aabb {
-        min: center - half,
-        max: center + half,
-    })
+    Some(super::framed(bounds?, whole))
 }
 
 #[cfg(test)]
