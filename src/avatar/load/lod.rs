@@ -9,6 +9,11 @@
 //! non-increasing numbers, or that no longer lines up because ids were dropped, is ignored: the
 //! group uses the default thresholds. None of this fails the load.
 //!
+//! The checks are bounded, so that no list of ids makes loading slow: a group keeps at most
+//! [`MAX_LEVELS`] levels (the ids after are dropped unread), and the walks up the hierarchy
+//! that find related levels take at most [`MAX_STEPS`] steps in all for one file, the groups
+//! not yet read when they run out being ignored.
+//!
 //! The extension's own example keeps the lower levels out of the scene; facewire's files list
 //! them in the scene next to level 0. A parentless level the scene does not reach is placed
 //! where level 0 is (a child of its parent, or a root), so it draws in its place either way.
@@ -24,6 +29,13 @@ const COVERAGE: &str = "MSFT_screencoverage";
 
 /// How many problems are logged one by one before the rest are only counted.
 const MAX_WARNINGS: usize = 8;
+
+/// The most levels one group keeps, level 0 included; real files have two to four.
+pub(crate) const MAX_LEVELS: usize = 16;
+
+/// The most steps up the hierarchy the relatedness checks of one file take, all groups together:
+/// far beyond what a real file needs (its levels times its depth), and a few milliseconds.
+pub(crate) const MAX_STEPS: usize = 1 << 20;
 
 /// One node's `MSFT_lod`, as the file gives it.
 #[derive(Debug, Clone)]
@@ -98,12 +110,23 @@ pub(super) fn groups(
     let mut claimed = vec![false; count];
     let mut warnings = Warnings { file, count: 0 };
     let mut groups = Vec::new();
-    for lod in raw {
+    let mut steps = 0;
+    for (read, lod) in raw.iter().enumerate() {
         let first = lod.node;
         if first >= count {
             continue;
         }
         let name = label("node", nodes[first].name.as_deref(), first);
+        if steps >= MAX_STEPS {
+            warnings.warn(
+                &name,
+                &format!(
+                    "the hierarchy is too deep to check more levels; this group and the {} after it are ignored",
+                    raw.len() - read - 1
+                ),
+            );
+            break;
+        }
         if claimed[first] {
             warnings.warn(
                 &name,
@@ -121,7 +144,18 @@ pub(super) fn groups(
         };
         let mut levels = vec![first];
         let mut dropped = false;
-        for id in ids {
+        for (k, id) in ids.iter().enumerate() {
+            if levels.len() == MAX_LEVELS {
+                warnings.warn(
+                    &name,
+                    &format!(
+                        "more than {MAX_LEVELS} levels; the last {} ids are dropped",
+                        ids.len() - k
+                    ),
+                );
+                dropped = true;
+                break;
+            }
             let problem = match id.as_u64().map(|i| i as usize) {
                 None => Some("an id is not a node index".to_owned()),
                 Some(i) if i >= count => Some(format!("id {i} is out of range")),
@@ -131,9 +165,15 @@ pub(super) fn groups(
                 Some(i) if claimed[i] => {
                     Some(format!("id {i} is already a level of another group"))
                 }
-                Some(i) if levels.iter().any(|&l| related(nodes, l, i)) => Some(format!(
-                    "id {i} lies inside another level's subtree, or holds one in its own"
-                )),
+                Some(i) if levels.iter().any(|&l| related(nodes, l, i, &mut steps)) => {
+                    Some(if steps >= MAX_STEPS {
+                        format!("id {i} could not be checked: the hierarchy is too deep")
+                    } else {
+                        format!(
+                            "id {i} lies inside another level's subtree, or holds one in its own"
+                        )
+                    })
+                }
                 Some(i) if !reached[i] && nodes[i].parent.is_some() => Some(format!(
                     "id {i} is the child of a node the scene does not draw"
                 )),
@@ -214,15 +254,22 @@ fn mark_subtree(nodes: &[Node], node: usize, reached: &mut [bool]) {
     }
 }
 
-/// Whether `a` and `b` are the same node or one lies in the other's subtree.
-fn related(nodes: &[Node], a: usize, b: usize) -> bool {
-    is_ancestor(nodes, a, b) || is_ancestor(nodes, b, a)
+/// Whether `a` and `b` are the same node or one lies in the other's subtree, counting the
+/// steps up the hierarchy in `steps`. Once they reach [`MAX_STEPS`] every pair counts as
+/// related, so nothing more is accepted unchecked.
+fn related(nodes: &[Node], a: usize, b: usize, steps: &mut usize) -> bool {
+    is_ancestor(nodes, a, b, steps) || is_ancestor(nodes, b, a, steps)
 }
 
-/// Whether `ancestor` is `node` or one of its ancestors (at most `nodes.len()` steps up).
-fn is_ancestor(nodes: &[Node], ancestor: usize, node: usize) -> bool {
+/// Whether `ancestor` is `node` or one of its ancestors (at most `nodes.len()` steps up, and
+/// none past [`MAX_STEPS`] in `steps`, which counts them: then `true`).
+fn is_ancestor(nodes: &[Node], ancestor: usize, node: usize, steps: &mut usize) -> bool {
     let mut at = Some(node);
     for _ in 0..=nodes.len() {
+        if *steps >= MAX_STEPS {
+            return true;
+        }
+        *steps += 1;
         match at {
             Some(n) if n == ancestor => return true,
             Some(n) => at = nodes.get(n).and_then(|n| n.parent),
@@ -377,6 +424,56 @@ mod tests {
         nodes.push(node(None, vec![6]));
         nodes.push(node(Some(5), vec![]));
         assert!(groups(&[raw(1, json!([6]), None)], &mut nodes, &mut roots, "t").is_empty());
+    }
+
+    #[test]
+    fn a_group_keeps_at_most_max_levels() {
+        // A root with 40 loose children, the first listing all the others.
+        let mut nodes = vec![node(None, (1..=40).collect())];
+        nodes.extend((1..=40).map(|_| node(Some(0), vec![])));
+        let mut roots = vec![0];
+        let ids: Vec<usize> = (2..=40).chain(2..=40).collect();
+        let found = groups(
+            &[raw(1, json!(ids), Some(json!([0.5, 0.2])))],
+            &mut nodes,
+            &mut roots,
+            "t",
+        );
+        assert_eq!(found.len(), 1);
+        let expected: Vec<usize> = (1..=MAX_LEVELS).collect();
+        assert_eq!(found[0].levels, expected);
+        assert!(found[0].coverage.is_empty(), "ids were dropped");
+    }
+
+    #[test]
+    fn a_deep_hierarchy_is_checked_within_the_step_budget() {
+        // A root (0) with a chain of `depth` nodes (1..=depth) and `leaves` loose children; each
+        // of the deepest `leaves` chain nodes asks for one leaf as its lower level. Every check
+        // walks up the whole chain, `leaves * depth` steps in all, beyond the budget: the groups
+        // read before it ran out are kept, the rest ignored, and nothing takes long.
+        let (depth, leaves) = (3000, 1000);
+        let mut nodes = vec![node(None, vec![1])];
+        nodes.extend((1..=depth).map(|k| node(Some(k - 1), vec![k + 1])));
+        nodes[depth].children.clear();
+        nodes[0].children.extend(depth + 1..=depth + leaves);
+        nodes.extend((0..leaves).map(|_| node(Some(0), vec![])));
+        let mut roots = vec![0];
+        let raw: Vec<RawLod> = (0..leaves)
+            .map(|k| raw(depth - k, json!([depth + 1 + k]), None))
+            .collect();
+        assert!(leaves * depth > MAX_STEPS);
+        let started = std::time::Instant::now();
+        let found = groups(&raw, &mut nodes, &mut roots, "t");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(!found.is_empty() && found.len() < leaves, "{}", found.len());
+        assert!(
+            found.len() >= MAX_STEPS / (2 * depth + 4),
+            "{}",
+            found.len()
+        );
+        for (k, group) in found.iter().enumerate() {
+            assert_eq!(group.levels, [depth - k, depth + 1 + k]);
+        }
     }
 
     #[test]
