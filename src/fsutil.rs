@@ -1,8 +1,33 @@
-//! Small filesystem helpers: atomic writes.
+//! Small filesystem helpers: atomic writes, bounded reads of the text files people edit.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
+
+/// The largest text file facewire reads as configuration, mapping, profile, look, expressions
+/// or tokens: far above any such file a person writes, and small enough that a path naming a
+/// device (`/dev/zero`), a pipe that never ends or a video by mistake is refused at once
+/// instead of read into memory.
+pub const MAX_TEXT_BYTES: u64 = 8 << 20;
+
+/// Reads `path` as UTF-8 text of at most [`MAX_TEXT_BYTES`]. A longer file (or a stream that
+/// goes on) is an [`io::ErrorKind::InvalidData`] error that names the limit; what was read is
+/// dropped.
+pub fn read_text(path: &Path) -> io::Result<String> {
+    let file = fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(MAX_TEXT_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_TEXT_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "it is larger than {} MiB, too large for a text file facewire reads; check that the path names the right file",
+                MAX_TEXT_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(text)
+}
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to disk,
 /// then renamed over the target, so readers never see a half-written file.
@@ -104,6 +129,29 @@ pub fn list_names(dir: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_reads_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small.toml");
+        fs::write(&small, "a = 1\n").unwrap();
+        assert_eq!(read_text(&small).unwrap(), "a = 1\n");
+        let big = dir.path().join("big.toml");
+        fs::write(&big, vec![b'#'; MAX_TEXT_BYTES as usize + 1]).unwrap();
+        let error = read_text(&big).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        assert!(error.to_string().contains("larger than 8 MiB"), "{error}");
+        #[cfg(unix)]
+        {
+            // A device that never ends is refused after the limit, not read forever.
+            let error = read_text(Path::new("/dev/zero")).unwrap_err();
+            assert!(error.to_string().contains("larger than"), "{error}");
+        }
+        assert_eq!(
+            read_text(&dir.path().join("missing")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
 
     #[test]
     fn a_name_is_a_plain_file_stem() {

@@ -128,7 +128,7 @@ impl TomlFile {
     /// The file at `path`; when it does not exist, a new file that starts with `header`
     /// (comment lines, each starting with `#`, or blank lines).
     pub fn open(path: &Path, header: &str) -> Result<TomlFile, TomlFileError> {
-        match std::fs::read_to_string(path) {
+        match crate::fsutil::read_text(path) {
             Ok(text) => TomlFile::parse(path, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TomlFile::fresh(path, header)),
             Err(cause) => Err(TomlFileError::Read {
@@ -153,7 +153,7 @@ impl TomlFile {
 
     /// The file at `path`, which must exist.
     pub fn read(path: &Path) -> Result<TomlFile, TomlFileError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| TomlFileError::Read {
+        let text = crate::fsutil::read_text(path).map_err(|cause| TomlFileError::Read {
             path: path.to_path_buf(),
             cause,
         })?;

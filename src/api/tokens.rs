@@ -98,7 +98,7 @@ impl TokenStore {
     }
 
     fn read(&self) -> Result<File, TokenError> {
-        let text = match std::fs::read_to_string(&self.path) {
+        let text = match crate::fsutil::read_text(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(File::default()),
             Err(cause) => {

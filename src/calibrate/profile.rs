@@ -192,7 +192,7 @@ impl Profile {
     /// Reads and parses a profile file. A profile without a `performer` key takes the file
     /// name.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| ProfileError::Read {
+        let text = crate::fsutil::read_text(path).map_err(|cause| ProfileError::Read {
             path: path.to_path_buf(),
             cause,
         })?;

@@ -753,7 +753,7 @@ impl Config {
     /// Reads and parses a configuration file; its relative paths are resolved against the
     /// folder it is in.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
+        let text = crate::fsutil::read_text(path).map_err(|cause| ConfigError::Read {
             path: path.display().to_string(),
             cause,
         })?;

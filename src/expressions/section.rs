@@ -256,7 +256,7 @@ impl ExpressionsSection {
             return Ok(expressions);
         };
         let path = &*file.to_string_lossy();
-        let text = std::fs::read_to_string(&file).map_err(|cause| ExpressionsError::Read {
+        let text = crate::fsutil::read_text(&file).map_err(|cause| ExpressionsError::Read {
             path: path.to_string(),
             cause,
         })?;
@@ -602,5 +602,27 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         let e = config.expressions.load().unwrap_err();
         assert!(matches!(e, ExpressionsError::Read { .. }), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_that_never_ends_is_refused_at_its_line() {
+        // `/dev/zero` by mistake: refused after a bounded read, located at the `file` line.
+        let main = "[expressions]\nfile = \"/dev/zero\"\n";
+        #[derive(Deserialize)]
+        struct Config {
+            expressions: ExpressionsSection,
+        }
+        let mut config: Config = toml::from_str(main).unwrap();
+        let e = config
+            .expressions
+            .resolve(main, "facewire.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("facewire.toml:2:8: cannot read the expressions file /dev/zero")
+                && e.contains("larger than 8 MiB"),
+            "{e}"
+        );
     }
 }

@@ -215,7 +215,7 @@ impl Look {
 
     /// Reads a preset file and checks it against `sliders`.
     pub fn load(path: &Path, sliders: &[SliderRange]) -> Result<Look, LookError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| LookError::Read {
+        let text = crate::fsutil::read_text(path).map_err(|cause| LookError::Read {
             path: path.to_path_buf(),
             cause,
         })?;

@@ -84,7 +84,7 @@ impl LookFile {
 
     /// Reads and parses a preset file.
     pub fn load(path: &std::path::Path) -> Result<LookFile, LookError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| LookError::Read {
+        let text = crate::fsutil::read_text(path).map_err(|cause| LookError::Read {
             path: path.to_path_buf(),
             cause,
         })?;

@@ -695,7 +695,7 @@ impl MappingFile {
 
     /// Reads and parses a mapping file.
     pub fn load(path: &std::path::Path) -> Result<MappingFile, MappingError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| MappingError::Read {
+        let text = crate::fsutil::read_text(path).map_err(|cause| MappingError::Read {
             path: path.display().to_string(),
             cause,
         })?;

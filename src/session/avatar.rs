@@ -101,7 +101,7 @@ pub fn mapping_source(config: &Config) -> Result<Option<(String, String)>, Start
     } else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(&path).map_err(|source| StartError::ReadMapping {
+    let text = crate::fsutil::read_text(&path).map_err(|source| StartError::ReadMapping {
         path: path.clone(),
         source,
     })?;
