@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::diagnostic::{key_offset, Located};
-use crate::lipsync::{LipMode, LipSettings};
+use crate::lipsync::{Level, LipMode, LipSettings};
 
 /// `[lipsync]`. See the README's lip-sync section.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -16,10 +16,12 @@ pub struct LipsyncConfig {
     /// The input device, by (part of) its name as `facewire lipsync --list-devices` prints it;
     /// empty: the system's default input.
     pub device: String,
-    /// Below this level (dB full scale) the mouth rests.
-    pub floor_db: f32,
-    /// At and above this level the mouth opens fully.
-    pub ceiling_db: f32,
+    /// Below this level (dB full scale) the mouth rests. Unset (the default), the gate follows
+    /// the voice: its ceiling the speaker's recent peaks, its floor the room's noise. Setting
+    /// either fixes both.
+    pub floor_db: Option<f32>,
+    /// At and above this level the mouth opens fully (see `floor_db`).
+    pub ceiling_db: Option<f32>,
     /// Milliseconds a shape takes to rise most of the way.
     pub attack_ms: f32,
     /// Milliseconds a shape takes to fall most of the way.
@@ -39,8 +41,8 @@ impl Default for LipsyncConfig {
         LipsyncConfig {
             mode: LipMode::default(),
             device: String::new(),
-            floor_db: s.floor_db,
-            ceiling_db: s.ceiling_db,
+            floor_db: None,
+            ceiling_db: None,
             attack_ms: s.attack * 1000.0,
             release_ms: s.release * 1000.0,
             hold_ms: s.hold * 1000.0,
@@ -53,9 +55,20 @@ impl Default for LipsyncConfig {
 impl LipsyncConfig {
     /// The analysis settings.
     pub fn settings(&self) -> LipSettings {
+        let d = LipSettings::default();
+        let fixed = self.floor_db.is_some() || self.ceiling_db.is_some();
+        // One bound given: the other keeps the default's distance from it.
+        let span = d.ceiling_db - d.floor_db;
+        let (floor_db, ceiling_db) = match (self.floor_db, self.ceiling_db) {
+            (Some(f), Some(c)) => (f, c),
+            (Some(f), None) => (f, (f + span).min(0.0)),
+            (None, Some(c)) => (c - span, c),
+            (None, None) => (d.floor_db, d.ceiling_db),
+        };
         LipSettings {
-            floor_db: self.floor_db,
-            ceiling_db: self.ceiling_db,
+            floor_db,
+            ceiling_db,
+            level: if fixed { Level::Fixed } else { Level::Auto },
             attack: self.attack_ms / 1000.0,
             release: self.release_ms / 1000.0,
             hold: self.hold_ms / 1000.0,
@@ -71,9 +84,20 @@ impl LipsyncConfig {
     /// Checks the ranges; an error names the key's line and column in `text` (the file at
     /// `path`) and what to use.
     pub(super) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
+        let settings = self.settings();
         let checks: [(&str, f32, (f32, f32), &str); 7] = [
-            ("floor_db", self.floor_db, (-120.0, 0.0), "-50"),
-            ("ceiling_db", self.ceiling_db, (-120.0, 0.0), "-30"),
+            (
+                "floor_db",
+                self.floor_db.unwrap_or(-50.0),
+                (-120.0, 0.0),
+                "-50",
+            ),
+            (
+                "ceiling_db",
+                self.ceiling_db.unwrap_or(-30.0),
+                (-120.0, 0.0),
+                "-30",
+            ),
             ("attack_ms", self.attack_ms, (0.0, 1000.0), "30"),
             ("release_ms", self.release_ms, (0.0, 1000.0), "80"),
             ("hold_ms", self.hold_ms, (0.0, 1000.0), "100"),
@@ -100,14 +124,14 @@ impl LipsyncConfig {
                 Some(format!("use {lo} to {hi}, e.g. {key} = {example}")),
             ));
         }
-        if self.ceiling_db <= self.floor_db {
+        if settings.ceiling_db <= settings.floor_db {
             return Err(Located::at(
                 path,
                 text,
                 locate("ceiling_db"),
                 format!(
                     "ceiling_db = {} is not above floor_db = {}",
-                    self.ceiling_db, self.floor_db
+                    settings.ceiling_db, settings.floor_db
                 ),
                 Some(
                     "the mouth opens from floor_db to ceiling_db: e.g. floor_db = -50, \
@@ -144,6 +168,24 @@ mod tests {
         assert_eq!(c.lipsync.device(), Some("USB"));
         assert!((c.lipsync.settings().hold - 0.12).abs() < 1e-6);
         assert_eq!(c.lipsync.lead_ms, 40.0);
+    }
+
+    #[test]
+    fn the_gate_follows_the_voice_unless_a_bound_is_set() {
+        use crate::lipsync::Level;
+        assert_eq!(Config::default().lipsync.settings().level, Level::Auto);
+        let c = Config::parse("[lipsync]\nfloor_db = -60\n", "f.toml").unwrap();
+        let s = c.lipsync.settings();
+        assert_eq!(
+            (s.level, s.floor_db, s.ceiling_db),
+            (Level::Fixed, -60.0, -40.0)
+        );
+        let c = Config::parse("[lipsync]\nceiling_db = -25\n", "f.toml").unwrap();
+        let s = c.lipsync.settings();
+        assert_eq!(
+            (s.level, s.floor_db, s.ceiling_db),
+            (Level::Fixed, -45.0, -25.0)
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub struct LipSourceState {
     pub microphone: bool,
     /// What went wrong, while it is wrong (no device, device lost).
     pub problem: Option<String>,
-    /// The gate in use, dB.
+    /// The gate it starts from, dB (each hop carries the one in use: [`LipFrame::gate`]).
     pub gate: (f32, f32),
     /// Whose vowels: "built-in" or the performer's name.
     pub voice: String,

@@ -5,7 +5,7 @@
 use super::features::{Analyzer, HOP, SAMPLE_RATE, SILENT_DB, WINDOW};
 use super::profile::{Profile, VOWELS};
 use super::resample::Resampler;
-use super::{LipSettings, Viseme};
+use super::{Level, LipSettings, Viseme};
 
 /// A stretch shorter than this (seconds) is a click or a breath, not a vowel.
 const MIN_VOWEL: f64 = 0.15;
@@ -48,12 +48,16 @@ pub struct Voice {
 }
 
 impl Voice {
-    /// `settings` with this voice's gate.
+    /// `settings` with this voice's gate: where the automatic level starts, or, with
+    /// [`Level::Fixed`] (a gate set in the configuration), `settings` as they are.
     pub fn settings(&self, settings: LipSettings) -> LipSettings {
-        LipSettings {
-            floor_db: self.floor_db,
-            ceiling_db: self.ceiling_db,
-            ..settings
+        match settings.level {
+            Level::Fixed => settings,
+            Level::Auto => LipSettings {
+                floor_db: self.floor_db,
+                ceiling_db: self.ceiling_db,
+                ..settings
+            },
         }
     }
 }

@@ -1,10 +1,12 @@
 //! A picture of lip sync over time (`facewire lipsync --plot`): the waveform, the level against
-//! the gate's floor and ceiling, the viseme shown, and each viseme's weight in a lane of its own
-//! colour, over a time axis in seconds.
+//! the gate's floor and ceiling (moving with the automatic level), the viseme shown, how closed
+//! the closure detector holds the lips, the phones spoken when the take is labelled, and each
+//! viseme's weight in a lane of its own colour, over a time axis in seconds.
 
 use std::path::Path;
 
-use super::{analyze, wav, LipFrame, LipSettings, Viseme, VISEMES};
+use super::labels::{Labelled, PhoneClass};
+use super::{analyze, wav, Level, LipFrame, LipSettings, Viseme, VISEMES};
 use crate::image::{ImageError, RgbaImage};
 use crate::text::{draw_text, fill, text_width, Rect, GLYPH};
 
@@ -41,6 +43,8 @@ const LEVEL: [u8; 4] = [245, 245, 245, 255];
 const GATE: [u8; 4] = [255, 176, 72, 255];
 /// The gate's band between floor and ceiling: [`GATE`] faintly over [`PANEL`].
 const GATE_BAND: [u8; 4] = [58, 50, 42, 255];
+/// The closure detector's strip, and the phones that close the lips (p, b, m).
+pub const CLOSED: [u8; 4] = [255, 105, 150, 255];
 
 /// Text scale of labels (16-pixel glyphs) and of the small print (8-pixel glyphs).
 const LABEL: u32 = 2;
@@ -54,6 +58,8 @@ const TITLE: u32 = 36;
 const WAVE_H: u32 = 120;
 const LEVEL_H: u32 = 96;
 const SHOWN_H: u32 = 18;
+const CLOSED_H: u32 = 12;
+const PHONES_H: u32 = 14;
 const LANE_H: u32 = 40;
 const AXIS_H: u32 = 34;
 const GAP: u32 = 12;
@@ -76,6 +82,10 @@ pub struct Layout {
     pub level: Rect,
     /// The viseme shown at each moment, as a strip of its colour.
     pub shown: Rect,
+    /// How closed the closure detector holds the lips, as a bar.
+    pub closed: Rect,
+    /// The phones spoken, when the take is labelled.
+    pub phones: Option<Rect>,
     /// The `sil` lane; the lanes of the other visemes follow below it.
     first_lane: Rect,
     /// The time axis: ticks and their labels.
@@ -83,8 +93,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout of a plot `width` pixels wide (at least 320).
-    pub fn new(width: u32) -> Layout {
+    /// The layout of a plot `width` pixels wide (at least 320), with a row of phones when
+    /// `phones`.
+    pub fn new(width: u32, phones: bool) -> Layout {
         let width = width.max(MIN_WIDTH);
         let inner = width - LEFT - RIGHT;
         let row = |y: u32, height: u32| Rect {
@@ -96,7 +107,10 @@ impl Layout {
         let wave = row(TITLE, WAVE_H);
         let level = row(wave.bottom() + GAP, LEVEL_H);
         let shown = row(level.bottom() + GAP, SHOWN_H);
-        let first_lane = row(shown.bottom() + LANE_GAP * 2, LANE_H);
+        let closed = row(shown.bottom() + LANE_GAP, CLOSED_H);
+        let phones = phones.then(|| row(closed.bottom() + LANE_GAP, PHONES_H));
+        let above_lanes = phones.unwrap_or(closed).bottom();
+        let first_lane = row(above_lanes + LANE_GAP * 2, LANE_H);
         let lanes_bottom = first_lane.y + VISEMES as u32 * (LANE_H + LANE_GAP) - LANE_GAP;
         let axis = row(lanes_bottom, AXIS_H);
         Layout {
@@ -105,9 +119,21 @@ impl Layout {
             wave,
             level,
             shown,
+            closed,
+            phones,
             first_lane,
             axis,
         }
+    }
+
+    /// Every panel from the top down: the waveform, the level, the viseme shown, the closure
+    /// strip, the phones when there are any, and the lanes.
+    fn panels(&self) -> Vec<Rect> {
+        [self.wave, self.level, self.shown, self.closed]
+            .into_iter()
+            .chain(self.phones)
+            .chain(Viseme::ALL.map(|v| self.lane(v)))
+            .collect()
     }
 
     /// The lane of `viseme`'s weight.
@@ -156,19 +182,40 @@ fn label_right(image: &mut RgbaImage, right: u32, y: u32, text: &str, scale: u32
     draw_text(image, x, y, text, scale, rgba);
 }
 
-/// The label of a lane or panel: in the label column, centred on the panel's middle.
+/// The label of a lane or panel: in the label column, centred on the panel's middle; in small
+/// print beside a panel too thin for the label size.
 fn panel_label(image: &mut RgbaImage, panel: Rect, text: &str, rgba: [u8; 4]) {
     let middle = panel.y + panel.height / 2;
-    label_right(image, LEFT - 10, middle, text, LABEL, rgba);
+    let scale = if panel.height >= GLYPH * LABEL {
+        LABEL
+    } else {
+        SMALL
+    };
+    label_right(image, LEFT - 10, middle, text, scale, rgba);
 }
 
-/// What the frames say about one column: each viseme's largest weight, the loudest level and
-/// the viseme shown last (the frame held from before the column when none ends inside it).
+/// What the frames say about one column: each viseme's largest weight, the loudest level, the
+/// strongest closure, and the viseme shown and the gate of the last frame (the frame held from
+/// before the column when none ends inside it).
 #[derive(Clone, Copy)]
 struct Column {
     weights: [f32; VISEMES],
     volume_db: f32,
+    closure: f32,
     shown: Viseme,
+    gate: (f32, f32),
+}
+
+impl Column {
+    fn of(f: &LipFrame) -> Column {
+        Column {
+            weights: f.weights,
+            volume_db: f.volume_db,
+            closure: f.closure,
+            shown: f.viseme,
+            gate: f.gate,
+        }
+    }
 }
 
 /// The [`Column`] of each plot column, `None` before the first frame. Frames are taken as
@@ -179,11 +226,7 @@ fn columns(frames: &[LipFrame], columns: u32, duration: f64) -> Vec<Option<Colum
     let mut held: Option<&LipFrame> = None;
     for c in 0..columns {
         let end = f64::from(c + 1) / f64::from(columns) * duration;
-        let mut column: Option<Column> = held.map(|f| Column {
-            weights: f.weights,
-            volume_db: f.volume_db,
-            shown: f.viseme,
-        });
+        let mut column: Option<Column> = held.map(Column::of);
         let mut first_inside = true;
         while let Some(f) = frames.get(next).filter(|f| f.t < end) {
             match (&mut column, first_inside) {
@@ -192,15 +235,11 @@ fn columns(frames: &[LipFrame], columns: u32, duration: f64) -> Vec<Option<Colum
                         *w = w.max(v);
                     }
                     col.volume_db = col.volume_db.max(f.volume_db);
+                    col.closure = col.closure.max(f.closure);
                     col.shown = f.viseme;
+                    col.gate = f.gate;
                 }
-                _ => {
-                    column = Some(Column {
-                        weights: f.weights,
-                        volume_db: f.volume_db,
-                        shown: f.viseme,
-                    });
-                }
+                _ => column = Some(Column::of(f)),
             }
             first_inside = false;
             held = Some(f);
@@ -213,17 +252,20 @@ fn columns(frames: &[LipFrame], columns: u32, duration: f64) -> Vec<Option<Colum
 
 /// Draws the lip-sync timeline of `samples` (mono, at `rate` Hz) analysed into `frames` with
 /// `settings`: a title with the settings, the waveform (min and max per column, scaled to its
-/// peak), the level in dB against the gate, the viseme shown, one lane per viseme with its
-/// weight as a filled band, and a time axis with a tick every second. `width` is the image's
-/// width (at least 320); the height follows from the layout ([`Layout::new`]).
+/// peak), the level in dB against the gate, the viseme shown, the closure detector's strip,
+/// the `phones` spoken (`(start_s, end_s, phone)`, espeak-ng's names; the row is left out when
+/// there are none), one lane per viseme with its weight as a filled band, and a time axis with a
+/// tick every second. `width` is the image's width (at least 320); the height follows from the
+/// layout ([`Layout::new`]).
 pub fn plot(
     samples: &[f32],
     rate: u32,
     frames: &[LipFrame],
+    phones: &[(f64, f64, String)],
     settings: &LipSettings,
     width: u32,
 ) -> RgbaImage {
-    let layout = Layout::new(width);
+    let layout = Layout::new(width, !phones.is_empty());
     let mut image = RgbaImage::filled(layout.width, layout.height, BACKGROUND);
     let rate = rate.max(1);
     let duration = (samples.len() as f64 / f64::from(rate))
@@ -232,10 +274,15 @@ pub fn plot(
     let inner = layout.wave.width;
 
     draw_text(&mut image, 8, 10, "lip sync", LABEL, TEXT);
+    let gate = match settings.level {
+        Level::Auto => "gate follows the voice".to_string(),
+        Level::Fixed => format!(
+            "gate {:.0} to {:.0} dB",
+            settings.floor_db, settings.ceiling_db
+        ),
+    };
     let details = format!(
-        "{duration:.2} s   gate {:.0} to {:.0} dB   attack {:.0} ms, release {:.0} ms, hold {:.0} ms",
-        settings.floor_db,
-        settings.ceiling_db,
+        "{duration:.2} s   {gate}   attack {:.0} ms, release {:.0} ms, hold {:.0} ms",
         settings.attack * 1000.0,
         settings.release * 1000.0,
         settings.hold * 1000.0,
@@ -250,10 +297,7 @@ pub fn plot(
         MUTED,
     );
 
-    let panels = [layout.wave, layout.level, layout.shown]
-        .into_iter()
-        .chain(Viseme::ALL.map(|v| layout.lane(v)));
-    for panel in panels {
+    for panel in layout.panels() {
         fill(&mut image, panel, PANEL);
     }
     draw_grid(&mut image, &layout, duration);
@@ -262,7 +306,7 @@ pub fn plot(
     panel_label(&mut image, layout.wave, "wave", MUTED);
 
     let cols = columns(frames, inner, duration);
-    draw_level(&mut image, layout.level, &cols, settings);
+    draw_level(&mut image, layout.level, &cols);
 
     panel_label(&mut image, layout.shown, "shown", MUTED);
     for (i, col) in cols.iter().enumerate() {
@@ -280,6 +324,24 @@ pub fn plot(
         } else {
             fill(&mut image, rect, colour);
         }
+    }
+
+    panel_label(&mut image, layout.closed, "closed", CLOSED);
+    for (i, col) in cols.iter().enumerate() {
+        let Some(col) = col else { continue };
+        let h = (col.closure.clamp(0.0, 1.0) * layout.closed.height as f32).round() as u32;
+        if h > 0 {
+            let rect = Rect {
+                x: layout.closed.x + i as u32,
+                y: layout.closed.bottom() - h,
+                width: 1,
+                height: h,
+            };
+            fill(&mut image, rect, CLOSED);
+        }
+    }
+    if let Some(row) = layout.phones {
+        draw_phones(&mut image, &layout, row, phones, duration);
     }
 
     for v in Viseme::ALL {
@@ -308,10 +370,7 @@ pub fn plot(
 /// labels that would crowd) and every tenth of a second where there is room.
 fn draw_grid(image: &mut RgbaImage, layout: &Layout, duration: f64) {
     let px_per_s = f64::from(layout.wave.width) / duration;
-    let panels: Vec<Rect> = [layout.wave, layout.level, layout.shown]
-        .into_iter()
-        .chain(Viseme::ALL.map(|v| layout.lane(v)))
-        .collect();
+    let panels = layout.panels();
     let axis_y = layout.axis.y + 4;
     if px_per_s / 10.0 >= 6.0 {
         let tenths = (duration * 10.0).floor() as u32;
@@ -375,25 +434,41 @@ fn draw_wave(image: &mut RgbaImage, panel: Rect, samples: &[f32], rate: u32, dur
     label_right(image, LEFT - 10, middle + 20, &note, SMALL, MUTED);
 }
 
-/// The level lane: the gate's band between floor and ceiling, their lines and values, and the
-/// analysed level as a line.
-fn draw_level(image: &mut RgbaImage, panel: Rect, cols: &[Option<Column>], s: &LipSettings) {
+/// The level lane: the gate's band between floor and ceiling as it moved, its lines and last
+/// values, and the analysed level as a line.
+fn draw_level(image: &mut RgbaImage, panel: Rect, cols: &[Option<Column>]) {
+    let lowest_floor = cols
+        .iter()
+        .flatten()
+        .map(|c| c.gate.0.min(c.gate.1))
+        .fold(f32::INFINITY, f32::min);
     // From a little below the floor (at least -70 dB) up to 0 dB, in whole tens.
-    let bottom_db = ((s.floor_db.min(s.ceiling_db) - 20.0).min(-70.0) / 10.0).floor() * 10.0;
+    let bottom_db = ((lowest_floor - 20.0).clamp(-120.0, -70.0) / 10.0).floor() * 10.0;
     let span = LEVEL_TOP_DB - bottom_db;
     let y = |db: f32| {
         let f = ((LEVEL_TOP_DB - db) / span).clamp(0.0, 1.0);
         panel.y + (f * (panel.height - 1) as f32).round() as u32
     };
-    let (floor, ceiling) = (y(s.floor_db), y(s.ceiling_db));
-    let band = Rect {
-        y: ceiling.min(floor),
-        height: floor.abs_diff(ceiling),
-        ..panel
-    };
-    fill(image, band, GATE_BAND);
-    hline(image, panel.x, panel.right(), floor, GATE);
-    hline(image, panel.x, panel.right(), ceiling, GATE);
+    for (i, col) in cols.iter().enumerate() {
+        let Some(col) = col else { continue };
+        let (floor, ceiling) = (y(col.gate.0), y(col.gate.1));
+        let x = panel.x + i as u32;
+        vline(image, x, ceiling, floor, GATE_BAND);
+    }
+    // The gate's lines, then the level over them.
+    let mut last: Option<(u32, u32)> = None;
+    for (i, col) in cols.iter().enumerate() {
+        let Some(col) = col else {
+            last = None;
+            continue;
+        };
+        let now = (y(col.gate.0), y(col.gate.1));
+        let x = panel.x + i as u32;
+        let before = last.unwrap_or(now);
+        vline(image, x, before.0, now.0, GATE);
+        vline(image, x, before.1, now.1, GATE);
+        last = Some(now);
+    }
     let mut last: Option<u32> = None;
     for (i, col) in cols.iter().enumerate() {
         let Some(col) = col else {
@@ -405,26 +480,33 @@ fn draw_level(image: &mut RgbaImage, panel: Rect, cols: &[Option<Column>], s: &L
         vline(image, x, last.unwrap_or(now), now, LEVEL);
         last = Some(now);
     }
-    // The gate's values inside the panel at its right end, the ceiling above its line and the
-    // floor below its own, each on a patch of the panel's colour that keeps it legible over
+    // The gate's last values inside the panel at its right end, the ceiling above its line and
+    // the floor below its own, each on a patch of the panel's colour that keeps it legible over
     // the level line.
-    let right = panel.right() - 6;
-    let mut gate_label = |y: u32, text: &str| {
-        let width = text_width(text, SMALL);
-        let patch = Rect {
-            x: right.saturating_sub(width + 3),
-            y: y.saturating_sub(GLYPH / 2 + 2),
-            width: width + 6,
-            height: GLYPH + 3,
+    if let Some(end) = cols.iter().rev().flatten().next() {
+        let (floor_db, ceiling_db) = end.gate;
+        let (floor, ceiling) = (y(floor_db), y(ceiling_db));
+        let right = panel.right() - 6;
+        let mut gate_label = |y: u32, text: &str| {
+            let width = text_width(text, SMALL);
+            let patch = Rect {
+                x: right.saturating_sub(width + 3),
+                y: y.saturating_sub(GLYPH / 2 + 2),
+                width: width + 6,
+                height: GLYPH + 3,
+            };
+            fill(image, patch, PANEL);
+            label_right(image, right, y, text, SMALL, GATE);
         };
-        fill(image, patch, PANEL);
-        label_right(image, right, y, text, SMALL, GATE);
-    };
-    gate_label(
-        ceiling.saturating_sub(8),
-        &format!("ceiling {:.0} dB", s.ceiling_db),
-    );
-    gate_label(floor + 8, &format!("floor {:.0} dB", s.floor_db));
+        gate_label(
+            ceiling.saturating_sub(8).max(panel.y + GLYPH / 2 + 2),
+            &format!("ceiling {ceiling_db:.0} dB"),
+        );
+        gate_label(
+            (floor + 8).min(panel.bottom() - GLYPH / 2 - 2),
+            &format!("floor {floor_db:.0} dB"),
+        );
+    }
     let label_x = LEFT - 10;
     label_right(image, label_x, panel.y + 4, "0 dB", SMALL, MUTED);
     label_right(
@@ -438,8 +520,50 @@ fn draw_level(image: &mut RgbaImage, panel: Rect, cols: &[Option<Column>], s: &L
     panel_label(image, panel, "level", MUTED);
 }
 
-/// Reads the WAV file `wav_path`, analyses it with the built-in profile and `settings`, and
-/// writes its [`plot`] to `png` (atomically), 240 pixels a second wide (800 to 4000 pixels).
+/// The phones row: a tick where each phone starts and its name centred over it where it fits;
+/// p, b and m in [`CLOSED`]'s colour, vowels bright, other consonants muted, pauses unmarked.
+fn draw_phones(
+    image: &mut RgbaImage,
+    layout: &Layout,
+    row: Rect,
+    phones: &[(f64, f64, String)],
+    duration: f64,
+) {
+    panel_label(image, row, "phones", MUTED);
+    let mut free_from = row.x;
+    for (start, end, phone) in phones {
+        let class = PhoneClass::of(phone);
+        if class == PhoneClass::Silence {
+            continue;
+        }
+        let colour = match class {
+            PhoneClass::Bilabial => CLOSED,
+            PhoneClass::OpenVowel
+            | PhoneClass::MidVowel
+            | PhoneClass::CloseVowel
+            | PhoneClass::RoundedVowel => TEXT,
+            _ => MUTED,
+        };
+        let (x0, x1) = (
+            layout.column(*start, duration),
+            layout.column(*end, duration),
+        );
+        vline(image, x0, row.y, row.y + 2, GRID);
+        if class == PhoneClass::Bilabial {
+            // The closure's span as an underline.
+            hline(image, x0, x1.max(x0 + 1), row.bottom() - 1, CLOSED);
+        }
+        let name = phone.trim_matches(|c: char| matches!(c, '\'' | ',' | '%' | '='));
+        let width = text_width(name, SMALL);
+        let centre = (x0 + x1) / 2;
+        let left = centre.saturating_sub(width / 2).max(row.x);
+        if left >= free_from && left + width <= row.right() {
+            draw_text(image, left, row.y + 3, name, SMALL, colour);
+            free_from = left + width + 2;
+        }
+    }
+}
+
 /// Returns the image's width and height.
 pub fn plot_wav(
     wav_path: &Path,
@@ -450,7 +574,23 @@ pub fn plot_wav(
     let frames = analyze(&audio.samples, audio.rate, Default::default(), *settings);
     let seconds = audio.samples.len() as f64 / f64::from(audio.rate.max(1));
     let width = (seconds * 240.0).clamp(800.0, 4000.0) as u32;
-    let image = plot(&audio.samples, audio.rate, &frames, settings, width);
+    // Phone labels beside the WAV (as benches/speech.py writes them) add the phones row; a
+    // take without them, or with labels that do not read, is drawn without it.
+    let phones = wav_path
+        .with_extension("json")
+        .is_file()
+        .then(|| Labelled::load(wav_path).ok())
+        .flatten()
+        .map(|l| l.phones)
+        .unwrap_or_default();
+    let image = plot(
+        &audio.samples,
+        audio.rate,
+        &frames,
+        &phones,
+        settings,
+        width,
+    );
     image.save_png(png)?;
     Ok((image.width, image.height))
 }
@@ -492,8 +632,8 @@ mod tests {
         let samples = silence_then_buzz();
         let settings = LipSettings::default();
         let frames = analyze(&samples, 16_000, Default::default(), settings);
-        let image = plot(&samples, 16_000, &frames, &settings, 900);
-        let layout = Layout::new(900);
+        let image = plot(&samples, 16_000, &frames, &[], &settings, 900);
+        let layout = Layout::new(900, false);
         assert_eq!((image.width, image.height), (900, layout.height));
         let quiet = layout.column(0.3, 1.0);
         let loud = layout.column(0.85, 1.0);
@@ -523,15 +663,19 @@ mod tests {
 
     #[test]
     fn the_layout_stacks_panels_without_overlap() {
-        let l = Layout::new(100);
-        assert_eq!(l.width, MIN_WIDTH);
-        let mut rects = vec![l.wave, l.level, l.shown];
-        rects.extend(Viseme::ALL.map(|v| l.lane(v)));
-        rects.push(l.axis);
-        for pair in rects.windows(2) {
-            assert!(pair[0].bottom() <= pair[1].y, "{pair:?}");
+        for phones in [false, true] {
+            let l = Layout::new(100, phones);
+            assert_eq!(l.width, MIN_WIDTH);
+            assert_eq!(l.phones.is_some(), phones);
+            let mut rects = l.panels();
+            rects.push(l.axis);
+            assert_eq!(rects.len(), 4 + usize::from(phones) + VISEMES + 1);
+            for pair in rects.windows(2) {
+                assert!(pair[0].bottom() <= pair[1].y, "{pair:?}");
+            }
+            assert!(l.axis.bottom() <= l.height);
         }
-        assert!(l.axis.bottom() <= l.height);
+        let l = Layout::new(100, false);
         assert_eq!(l.column(0.0, 2.0), l.wave.x);
         assert_eq!(l.column(2.0, 2.0), l.wave.right() - 1);
     }

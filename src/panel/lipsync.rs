@@ -64,6 +64,8 @@ pub(super) fn section(
                 .lip
                 .filter(|(_, at)| now.saturating_duration_since(*at) <= STALE)
                 .map(|(f, _)| f);
+            // The gate in use: the newest hop's (it follows the voice), else where it starts.
+            let gate = frame.map_or(source.gate, |f| f.gate);
             ui.horizontal(|ui| {
                 ui.label("Level");
                 let width = 220.0;
@@ -71,8 +73,8 @@ pub(super) fn section(
                 // The gate: the mouth opens from the floor mark to the ceiling mark.
                 let rect = response.rect;
                 for (db, color) in [
-                    (source.gate.0, Color32::from_gray(160)),
-                    (source.gate.1, Color32::from_rgb(60, 170, 90)),
+                    (gate.0, Color32::from_gray(160)),
+                    (gate.1, Color32::from_rgb(60, 170, 90)),
                 ] {
                     let x = rect.left() + rect.width() * on_meter(db);
                     ui.painter()
@@ -86,7 +88,7 @@ pub(super) fn section(
             .response
             .on_hover_text(format!(
                 "the mouth opens from {:.0} dB (grey mark) to {:.0} dB (green mark)",
-                source.gate.0, source.gate.1
+                gate.0, gate.1
             ));
             ui.horizontal_wrapped(|ui| {
                 for v in Viseme::ALL {

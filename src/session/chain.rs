@@ -583,6 +583,8 @@ mod tests {
             volume_db: -30.0,
             viseme: crate::lipsync::Viseme::Aa,
             weights,
+            gate: (-50.0, -30.0),
+            closure: 0.0,
         })
     }
 

@@ -168,11 +168,11 @@ pub fn start_lipsync(
     let voice = profile.and_then(|p| p.vowels.clone());
     let shared = Arc::new(Mutex::new(Shared::default()));
     let stop = Arc::new(AtomicBool::new(false));
-    let gate = voice
+    // The gate it starts from: with the automatic level, each frame carries the one in use.
+    let start = voice
         .as_ref()
-        .map_or((config.floor_db, config.ceiling_db), |v| {
-            (v.floor_db, v.ceiling_db)
-        });
+        .map_or(config.settings(), |v| v.settings(config.settings()));
+    let gate = (start.floor_db, start.ceiling_db);
     let mut state = LipSourceState {
         mode: config.mode,
         source: String::new(),

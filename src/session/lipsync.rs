@@ -40,7 +40,8 @@ pub struct LipsyncArgs {
     /// Lists the audio inputs, marking the default.
     #[arg(long)]
     pub list_devices: bool,
-    /// One JSON object a line: t, volume (dB), viseme and every viseme's weight.
+    /// One JSON object a line: t, volume (dB), viseme, open (the jaw opening, 0 to 1), closure,
+    /// gate and every viseme's weight.
     #[arg(long)]
     pub json: bool,
     /// Also draws the timeline into this PNG: the waveform, the level against the gate, and
@@ -84,7 +85,7 @@ pub fn lipsync_command(
         lipsync_wav(file, args.json, &config.lipsync.settings(), out)?;
     }
     if let (Some(file), Some(png)) = (&args.wav, &args.plot) {
-        let (width, height) = plot::plot_wav(file, png, &LipSettings::default())?;
+        let (width, height) = plot::plot_wav(file, png, &config.lipsync.settings())?;
         tracing::info!(file = %png.display(), width, height, "plot written");
     }
     Ok(())
@@ -95,7 +96,9 @@ fn rounded(value: f32) -> serde_json::Value {
     serde_json::json!((f64::from(value) * 1000.0).round() / 1000.0)
 }
 
-/// One frame as a JSON object: `t` (seconds), `volume` (dB), `viseme` (the shape shown) and
+/// One frame as a JSON object: `t` (seconds), `volume` (dB), `viseme` (the shape shown),
+/// `open` (the jaw opening the lip-sync layer applies, 0 to 1), `closure` (how closed the
+/// closure detector holds the lips, 0 to 1), `gate` (floor and ceiling in use, dB) and
 /// `visemes` (every viseme's weight).
 pub fn lip_frame_json(frame: &LipFrame) -> serde_json::Value {
     let weights: serde_json::Map<String, serde_json::Value> = Viseme::ALL
@@ -106,6 +109,9 @@ pub fn lip_frame_json(frame: &LipFrame) -> serde_json::Value {
         "t": (frame.t * 1000.0).round() / 1000.0,
         "volume": rounded(frame.volume_db),
         "viseme": frame.viseme.name(),
+        "open": rounded(frame.open()),
+        "closure": rounded(frame.closure),
+        "gate": [rounded(frame.gate.0), rounded(frame.gate.1)],
         "visemes": weights,
     })
 }

@@ -218,6 +218,8 @@ mod tests {
             volume_db,
             viseme,
             weights: [0.0; crate::lipsync::VISEMES],
+            gate: (-50.0, -30.0),
+            closure: 0.0,
         }
     }
 
