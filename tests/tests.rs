@@ -31,6 +31,9 @@ mod sheet;
 /// Smoothing, tracking loss and the Live Link Face CSV reader.
 mod calibrate;
 
+/// Calibrated eyes at rest: a real take's calm frames read open, its blinks close fully.
+mod eyes_at_rest;
+
 /// Recording and replay.
 mod record;
 

@@ -16,12 +16,16 @@
 //! usually start a take at rest. `--neutral-at SECONDS` names the window instead. Takes shorter
 //! than half a window are their own rest.
 //!
-//! Ranges then follow [`super::routine`]: a channel's neutral is its median over the rest,
-//! `min` is that neutral (the eyelids: the take's 1st percentile where lower), and `max` is the
-//! take's 99th percentile, not the routine's 95th, because extremes are rare in a free take (in a
-//! recording of the guided routine each pose fills about 3% of the time). Frames the sender
-//! marks as lost are skipped. Channels absent from the take keep the old calibration and get no
-//! row; channels that barely moved are flagged and keep the old calibration.
+//! Ranges then follow [`super::routine`]: a channel's neutral is its median over the rest and
+//! `min` is that neutral, except for the eyelids' blink channels, whose `min` is the performer's
+//! typical open eye over the whole take (the upper quartile of the frames that are not blinks,
+//! [`super::routine::OPEN_EYE_PERCENTILE`]), whatever the rest showed: the calmest window is often
+//! one where the eyes were wider than usual, and taken from there an ordinary open eye would read
+//! partly closed. `max` is the take's 99th percentile, not the routine's 95th, because extremes
+//! are rare in a free take (in a recording of the guided routine each pose fills about 3% of the
+//! time). Frames the sender marks as lost are skipped. Channels absent from the take keep the old
+//! calibration and get no row; channels that barely moved are flagged and keep the old
+//! calibration.
 
 use std::fmt;
 use std::ops::Range;
@@ -360,6 +364,44 @@ mod tests {
                 f
             })
             .collect()
+    }
+
+    #[test]
+    fn the_eyes_open_reference_is_the_usual_open_eye_not_the_calm_windows() {
+        // A second at rest with the eyes wider than usual (blink 0.13), then nine seconds of
+        // talking with the eyes as they usually are (0.26, looking about: +-0.03) and a blink
+        // of a sixth of a second every three seconds (0.9).
+        let eye = |i: usize| match i {
+            0..60 => 0.13,
+            _ if i % 180 < 10 => 0.9,
+            _ => 0.26 + 0.03 * (i as f32 * 0.13).sin(),
+        };
+        let mut take = frames(600, |i| match i {
+            0..60 => 0.1,
+            _ => 0.3 + 0.2 * (i as f32 * 0.2).sin(),
+        });
+        for (i, f) in take.iter_mut().enumerate() {
+            f.set(Channel::EyeBlinkLeft, eye(i));
+            f.set(Channel::EyeBlinkRight, eye(i));
+        }
+        let cal = calibrate_offline(take, None, "a", None).unwrap();
+        // The rest found is still the calm second, and it still sets the other channels.
+        let rest = cal.summary.rest.clone().unwrap();
+        assert!(rest.end <= 1.0, "{rest}");
+        let jaw = cal.profile.channel(Channel::JawOpen);
+        assert!((jaw.neutral - 0.1).abs() < 1e-6, "{jaw:?}");
+        for lid in [Channel::EyeBlinkLeft, Channel::EyeBlinkRight] {
+            let p = cal.profile.channel(lid);
+            assert!((p.neutral - 0.13).abs() < 1e-6, "{lid}: {p:?}");
+            let range = p.range();
+            let usual = (60..600)
+                .filter(|i| i % 180 >= 10)
+                .map(|i| range.apply(eye(i)))
+                .fold(0.0f32, f32::max);
+            assert!(usual <= 0.05, "{lid}: an open eye reads {usual}, {range:?}");
+            assert_eq!(range.apply(0.13), 0.0, "{lid}: {range:?}");
+            assert!(range.apply(0.9) >= 0.95, "{lid}: {range:?}");
+        }
     }
 
     #[test]

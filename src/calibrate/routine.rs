@@ -5,9 +5,11 @@
 //!
 //! Statistics: a channel's neutral is the median of the neutral step; its `min` is that
 //! neutral (a resting face maps to 0), except for the eyelid blink channels, whose `min` is the
-//! raw low value of the whole routine, its 1st percentile over every step (neutral is not
-//! subtracted, so a real blink still reaches 1); its `max` is the 95th percentile of the steps
-//! that target it, so a single tracker spike never sets a range.
+//! performer's typical open eye over the whole routine ([`open_eye`]), whatever the neutral step
+//! showed: the eyes are open through most of the steps, looking down and aside, which lowers the
+//! lids a little, while the neutral step is often held with the eyes wider than usual, so a `min`
+//! taken there would leave an ordinary open eye reading partly closed. Its `max` is the 95th
+//! percentile of the steps that target it, so a single tracker spike never sets a range.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -39,7 +41,7 @@ pub struct Step {
     /// What to do, one or two sentences.
     pub instruction: &'static str,
     /// The channels the step calibrates (every step records every channel, for the eyelids'
-    /// low value, but only these take their `max` from it).
+    /// open eye, but only these take their `max` from it).
     pub channels: &'static [Channel],
     /// How long the step records.
     pub duration: Duration,
@@ -57,9 +59,20 @@ pub const MAX_RATE_HZ: f32 = 60.0;
 /// The percentile of a step's samples that becomes a channel's `max` (guided routine).
 pub const HIGH_PERCENTILE: f32 = 0.95;
 
-/// The percentile of the whole routine (every step) that becomes a blink channel's `min`: low
-/// enough to reach the eyes-wide step, which fills a few percent of the routine.
+/// The percentile of every sample of a blink channel (every step of the routine, or the whole
+/// take) that is its low value, from which [`open_eye`] measures how far a lid has closed.
 pub const LOW_PERCENTILE: f32 = 0.01;
+
+/// A blink channel's sample is an open eye when it lies below this fraction of the way from the
+/// channel's low value to its `max`: short of a blink, a squint or a long look down, each of
+/// which closes the lid much further.
+pub const OPEN_EYE_FRACTION: f32 = 1.0 / 3.0;
+
+/// The percentile of the open-eye samples that becomes a blink channel's `min`. An open eye is a
+/// spread, not one value (looking down or aside lowers the lid a little), so the upper quartile
+/// rather than the median: three open-eye frames in four read 0 and the rest only their small
+/// excess, while a real blink still spans nearly the whole range.
+pub const OPEN_EYE_PERCENTILE: f32 = 0.75;
 
 /// A channel whose `max - min` is below this (raw units) barely moved: it is flagged and not
 /// recalibrated, because a range that narrow would turn tracker noise into full motion.
@@ -68,7 +81,18 @@ pub const BARELY_MOVED: f32 = 0.1;
 const NEUTRAL_SECS: Duration = Duration::from_secs(4);
 const EXTREME_SECS: Duration = Duration::from_secs(3);
 
-/// Blink channels: their `min` is not raised to the neutral value.
+/// Blink channels: their `min` is the typical open eye ([`open_eye`]), not the neutral value.
+///
+/// eyeSquint and eyeWide keep the neutral as their `min`, like every other channel. A blink is a
+/// brief departure from a state the eye holds most of the time, so the bulk of a take is the open
+/// eye; squinting or widening the eyes are expressions held for seconds along with a smile, a
+/// frown or raised brows, so the bulk of a take is whatever it performed. On the Live Link Face
+/// range-of-motion take in the test fixtures the rest found reads eyeSquint 0.075, as does the
+/// 1.6 s opening hold (0.056 to 0.079), while the take's median (0.120) and the open-eye rule's
+/// value (0.118) are raised by its smiles and frowns: as `min` either would swallow a ninth of the
+/// squint's range. The only calm frames (jaw and lids at rest) where eyeSquint reads above 0.05
+/// are in the take's last second, with the brows still lowered as the face relaxes. eyeWide rests
+/// at 0 there and never passes 0.023.
 const EYELIDS: [Channel; 2] = [Channel::EyeBlinkLeft, Channel::EyeBlinkRight];
 
 const fn extreme(
@@ -784,8 +808,20 @@ impl Routine {
     }
 }
 
+/// A blink channel's open reference from every sample of it (`everything`) and its `max`
+/// (`high`): the [`OPEN_EYE_PERCENTILE`] of the samples below [`OPEN_EYE_FRACTION`] of the way
+/// from their [`LOW_PERCENTILE`] to `high`. Blinks are left out, not merely outvoted, because a
+/// take may hold long closures (the routine's blink step, a range-of-motion take's eyes-closed
+/// hold) that would otherwise pull the reference up. `None` without a sample.
+pub(super) fn open_eye(everything: &[f32], high: f32) -> Option<f32> {
+    let low = percentile(everything, LOW_PERCENTILE)?;
+    let limit = low + (high - low).max(0.0) * OPEN_EYE_FRACTION;
+    let open: Vec<f32> = everything.iter().copied().filter(|v| *v <= limit).collect();
+    Some(percentile(&open, OPEN_EYE_PERCENTILE).unwrap_or(low))
+}
+
 /// A channel's calibration from the samples of a resting face (`neutrals`, their median is the
-/// neutral), the high value `high` and every sample (`everything`, for the eyelids' low value):
+/// neutral), the high value `high` and every sample (`everything`, for the eyelids' open eye):
 /// the rule of the module's documentation. `None` without a high value or any sample.
 pub(super) fn measure(
     channel: Channel,
@@ -797,7 +833,7 @@ pub(super) fn measure(
     let low = percentile(everything, LOW_PERCENTILE)?;
     let neutral = percentile(neutrals, 0.5).unwrap_or(low);
     let min = if EYELIDS.contains(&channel) {
-        low.min(neutral)
+        open_eye(everything, high).unwrap_or(low)
     } else {
         neutral
     };
@@ -884,6 +920,83 @@ mod tests {
         assert!(section.contains(&said), "the README no longer says {said}");
         let said = minutes_and_seconds(length);
         assert!(section.contains(&said), "the README no longer says {said}");
+    }
+
+    #[test]
+    fn the_routine_takes_the_eyes_open_reference_from_every_step_not_the_neutral_one() {
+        // The performer holds the neutral step staring at the camera, eyes wider than usual
+        // (blink 0.13); through the other steps their eyes are as they usually are (0.26,
+        // +-0.03 as they look about), except for the blinks (0.9), the eyes-wide step (0.05),
+        // the squint (0.6) and the look down (0.45).
+        let usual = |n: usize| 0.26 + 0.03 * (n as f32 * 0.13).sin();
+        let lid = |step: &str, n: usize| match step {
+            "neutral" => 0.13,
+            "blink" if n % 30 < 12 => 0.9,
+            "eyes-wide" => 0.05,
+            "squint" => 0.6,
+            "look-down" => 0.45,
+            _ => usual(n),
+        };
+        let mut r = Routine::new();
+        let t0 = Instant::now();
+        r.tick(t0);
+        let mut n = 0;
+        while !r.is_done() && n < 100_000 {
+            n += 1;
+            let t = t0 + Duration::from_secs_f64(n as f64 / 60.0);
+            let step = STEPS.get(r.prompt().step).map_or("done", |s| s.id);
+            let mut f = FaceFrame::empty(Protocol::Vmc, "127.0.0.1:9".parse().unwrap(), t);
+            for c in Channel::ALL {
+                f.set(c, 0.02);
+            }
+            f.set(C::JawOpen, if step == "jaw-open" { 0.7 } else { 0.1 });
+            f.set(C::EyeBlinkLeft, lid(step, n));
+            f.set(C::EyeBlinkRight, lid(step, n));
+            r.feed(&f, t);
+        }
+        assert!(r.is_done());
+        let p = r.result("a", None).profile;
+        for c in [C::EyeBlinkLeft, C::EyeBlinkRight] {
+            let cal = p.channel(c);
+            assert!((cal.neutral - 0.13).abs() < 1e-6, "{c}: {cal:?}");
+            let range = cal.range();
+            let open = (0..2000)
+                .map(|n| range.apply(usual(n)))
+                .fold(0.0f32, f32::max);
+            assert!(
+                open <= 0.05,
+                "{c}: a usual open eye reads {open}, {range:?}"
+            );
+            assert_eq!(range.apply(0.13), 0.0, "{c}: {range:?}");
+            assert!(range.apply(0.9) >= 0.95, "{c}: {range:?}");
+            // A look down still lowers the lids, and the squint more.
+            let (down, squint) = (range.apply(0.45), range.apply(0.6));
+            assert!(
+                down > 0.2 && squint > down,
+                "{c}: {down} {squint}, {range:?}"
+            );
+        }
+        // The other channels keep the neutral step's rule.
+        let jaw = p.channel(C::JawOpen);
+        assert!(
+            (jaw.min - 0.1).abs() < 1e-6 && (jaw.max - 0.7).abs() < 1e-6,
+            "{jaw:?}"
+        );
+    }
+
+    #[test]
+    fn the_open_eye_is_the_upper_quartile_of_the_frames_that_are_not_blinks() {
+        // Open eyes spread over 0.2..0.3, a third of the frames closed (0.9): the reference is
+        // the upper quartile of the open ones, not pulled up by the closures. No sample, no
+        // reference; non-finite samples are ignored.
+        let mut v: Vec<f32> = (0..600)
+            .map(|i| 0.2 + 0.1 * (i % 100) as f32 / 99.0)
+            .collect();
+        v.extend(std::iter::repeat_n(0.9, 300));
+        let open = open_eye(&v, 0.9).unwrap();
+        assert!((open - 0.275).abs() < 0.002, "{open}");
+        assert_eq!(open_eye(&[], 0.9), None);
+        assert_eq!(open_eye(&[0.4, f32::NAN], 0.4), Some(0.4));
     }
 
     #[test]
