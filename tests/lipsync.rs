@@ -721,12 +721,7 @@ fn every_json_line_carries_the_jaw_opening_and_the_plot_shows_the_closures() {
         .env("FACEWIRE_LOG", "warn")
         .output()
         .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&output);
     assert!(lines.len() > 50, "{} lines", lines.len());
     let mut bilabial_closed = 0;
     for line in &lines {
