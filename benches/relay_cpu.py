@@ -81,7 +81,7 @@ def main():
                 f'[forward]\nto = ["127.0.0.1:{sink.getsockname()[1]}"]\n\n'
                 "[api]\nenabled = false\n\n"
                 f'[ingest]\nlisten = ["127.0.0.1:{port}"]\nifacialmocap = []\n'
-                "facemotion3d = []\nlivelinkface = []\nvtubestudio = []\n"
+                "facemotion3d = []\nlivelinkface = []\nvtubestudio = []\nopenseeface = []\n"
             )
         env = dict(os.environ, FACEWIRE_LOG="warn")
         relay = subprocess.Popen(

@@ -360,17 +360,20 @@ pub enum Protocol {
     Facemotion3d,
     /// VTube Studio's phone protocol (also MeowFace).
     VTubeStudio,
+    /// OpenSeeFace's webcam tracking packets (`facetracker.py`).
+    OpenSeeFace,
 }
 
 impl Protocol {
     /// Every protocol.
-    pub const ALL: [Protocol; 6] = [
+    pub const ALL: [Protocol; 7] = [
         Protocol::Vmc,
         Protocol::FaceCap,
         Protocol::IFacialMocap,
         Protocol::Facemotion3d,
         Protocol::LiveLinkFace,
         Protocol::VTubeStudio,
+        Protocol::OpenSeeFace,
     ];
 
     /// The protocol whose [`Protocol::name`] is `name` (any letter case).
@@ -389,17 +392,19 @@ impl Protocol {
             Protocol::IFacialMocap => "ifacialmocap",
             Protocol::Facemotion3d => "facemotion3d",
             Protocol::VTubeStudio => "vtubestudio",
+            Protocol::OpenSeeFace => "openseeface",
         }
     }
 
     /// One protocol of each family, in a fixed order: the kinds of listener socket. The OSC
     /// socket, which receives both VMC and Face Cap, is named [`Protocol::Vmc`].
-    pub const FAMILIES: [Protocol; 5] = [
+    pub const FAMILIES: [Protocol; 6] = [
         Protocol::Vmc,
         Protocol::IFacialMocap,
         Protocol::Facemotion3d,
         Protocol::LiveLinkFace,
         Protocol::VTubeStudio,
+        Protocol::OpenSeeFace,
     ];
 
     /// The family this protocol belongs to: what a listener socket can tell about a datagram
@@ -425,7 +430,7 @@ impl Protocol {
 
     /// What a listener socket of this protocol's family receives, as logs and messages name it:
     /// `VMC and Face Cap`, `iFacialMocap`, `Facemotion3d`, `Live Link Face`,
-    /// `VTube Studio/MeowFace`.
+    /// `VTube Studio/MeowFace`, `OpenSeeFace`.
     pub fn listener_label(self) -> &'static str {
         match self {
             Protocol::Vmc | Protocol::FaceCap => "VMC and Face Cap",
@@ -433,11 +438,12 @@ impl Protocol {
             Protocol::Facemotion3d => "Facemotion3d",
             Protocol::LiveLinkFace => "Live Link Face",
             Protocol::VTubeStudio => "VTube Studio/MeowFace",
+            Protocol::OpenSeeFace => "OpenSeeFace",
         }
     }
 
     /// The short name of this protocol's family in the source-lock logs: `VMC/Face Cap`,
-    /// `iFacialMocap`, `Facemotion3d`, `Live Link Face`, `VTube Studio`.
+    /// `iFacialMocap`, `Facemotion3d`, `Live Link Face`, `VTube Studio`, `OpenSeeFace`.
     pub fn family_label(self) -> &'static str {
         match self {
             Protocol::Vmc | Protocol::FaceCap => "VMC/Face Cap",
@@ -445,6 +451,7 @@ impl Protocol {
             Protocol::Facemotion3d => "Facemotion3d",
             Protocol::LiveLinkFace => "Live Link Face",
             Protocol::VTubeStudio => "VTube Studio",
+            Protocol::OpenSeeFace => "OpenSeeFace",
         }
     }
 }
@@ -775,6 +782,7 @@ mod tests {
     fn protocols_parse_by_name() {
         assert_eq!(Protocol::parse("VMC"), Some(Protocol::Vmc));
         assert_eq!(Protocol::parse("vtubestudio"), Some(Protocol::VTubeStudio));
+        assert_eq!(Protocol::parse("OpenSeeFace"), Some(Protocol::OpenSeeFace));
         assert_eq!(Protocol::parse("meowface"), None);
         for p in Protocol::ALL {
             assert_eq!(Protocol::parse(p.name()), Some(p));
@@ -810,6 +818,7 @@ mod tests {
                 "Facemotion3d",
                 "Live Link Face",
                 "VTube Studio/MeowFace",
+                "OpenSeeFace",
             ]
         );
         assert_eq!(Protocol::FaceCap.family_label(), "VMC/Face Cap");

@@ -269,7 +269,7 @@ struct RecordArgs {
     out: PathBuf,
     /// Record only this UDP port (all interfaces unless configured otherwise); default: every
     /// port `run` listens on (VMC and Face Cap, iFacialMocap, Facemotion3d, Live Link Face,
-    /// VTube Studio).
+    /// VTube Studio, OpenSeeFace).
     #[arg(long)]
     port: Option<u16>,
     /// Stop after this many datagrams.

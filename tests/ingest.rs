@@ -9,14 +9,16 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use facewire::arkit::{Channel, ChannelMask, FaceFrame, Protocol, FACECAP_ORDER};
+use facewire::arkit::{Channel, ChannelMask, FaceFrame, Protocol, TrackingFlag, FACECAP_ORDER};
 use facewire::config::{ForwardNames, ForwardSection, IngestSection};
+use facewire::ingest::openseeface::{self, FaceRecord};
 use facewire::ingest::{
-    spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, NetStats, PhoneListen,
-    PhonePorts, Stats, ESTABLISHED_AFTER, FM3D_START, IFM_START, MAX_DATAGRAM, MAX_SENDERS,
+    spawn, DatagramClass, Decoder, IngestConfig, IngestError, IngestHandle, ListenerReport,
+    NetStats, PhoneListen, PhonePorts, Stats, ESTABLISHED_AFTER, FM3D_START, IFM_START,
+    MAX_DATAGRAM, MAX_SENDERS,
 };
 use facewire::session::forward::Forwarder;
-use glam::Quat;
+use glam::{Mat3, Quat, Vec3};
 use rosc::{OscPacket, OscType};
 
 use crate::support::{self, apply, bundle, encode, llf_packet, msg, val, Rng};
@@ -642,17 +644,18 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
             Protocol::Facemotion3d,
             Protocol::LiveLinkFace,
             Protocol::VTubeStudio,
+            Protocol::OpenSeeFace,
         ]
         .map(phone_listen)
         .to_vec(),
         ..IngestConfig::default()
     });
     let listeners = handle.listeners();
-    assert_eq!(listeners.len(), 5, "{listeners:?}");
+    assert_eq!(listeners.len(), 6, "{listeners:?}");
     let mut ports: Vec<u16> = listeners.iter().map(|l| l.addr.port()).collect();
     ports.sort_unstable();
     ports.dedup();
-    assert_eq!(ports.len(), 5, "five distinct ports");
+    assert_eq!(ports.len(), 6, "six distinct ports");
     assert!(handle.skipped().is_empty());
 
     let phone = sender();
@@ -674,6 +677,11 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
             Protocol::IFacialMocap,
         ),
         (Protocol::VTubeStudio, vts_sample(), Protocol::VTubeStudio),
+        (
+            Protocol::OpenSeeFace,
+            osf_record(0, 1, 1.0, 0.3, 0.0),
+            Protocol::OpenSeeFace,
+        ),
         // Facemotion3d's frames may come to the iFacialMocap port; the dialect decides the tag.
         (
             Protocol::IFacialMocap,
@@ -691,6 +699,7 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
             phones: vec![
                 phone_listen(Protocol::IFacialMocap),
                 phone_listen(Protocol::VTubeStudio),
+                phone_listen(Protocol::OpenSeeFace),
             ],
             ..IngestConfig::default()
         });
@@ -702,6 +711,141 @@ fn every_listener_binds_at_once_and_each_protocol_arrives() {
         assert!(frame.get(Channel::JawOpen).is_some(), "{kind}");
         handle.shutdown();
     }
+}
+
+/// One OpenSeeFace face record as `facetracker.py` sends it: face `id`, found (`success` 1) or
+/// not, the left eye's openness, the mouth's `mouth_open` feature, and the head turned `yaw_left`
+/// degrees towards the performer's own left.
+fn osf_record(id: i32, success: u8, left_eye_open: f32, mouth_open: f32, yaw_left: f32) -> Vec<u8> {
+    // OpenSeeFace fits its face model (+X the face's right, +Y up, +Z out of the face) into the
+    // camera frame of the image read rows first (x down, y right, z into the scene), where a face
+    // looking into the camera has its right at −y, its up at −x and its front at −z; it sends the
+    // conjugate of the fitted rotation's quaternion.
+    let facing = Mat3::from_cols(Vec3::NEG_Y, Vec3::NEG_X, Vec3::NEG_Z);
+    let turn = Mat3::from_rotation_y(-yaw_left.to_radians());
+    let quaternion = Quat::from_mat3(&(facing * turn)).conjugate().to_array();
+    let mut features = [0.0; openseeface::FEATURES];
+    features[openseeface::feature::MOUTH_OPEN] = mouth_open;
+    let record = FaceRecord {
+        time: 1_700_000_000.0 + f64::from(id),
+        id,
+        width: 1280.0,
+        height: 720.0,
+        eye_open_right: 1.0,
+        eye_open_left: left_eye_open,
+        success,
+        pnp_error: 4.0,
+        quaternion,
+        euler: [180.0, yaw_left, -90.0],
+        translation: [0.1, -0.2, 9.0],
+        features,
+    };
+    let mut out = Vec::new();
+    record.encode(&mut out);
+    out
+}
+
+/// Waits (bounded) until the listener reports satisfy `done`, and returns them.
+fn wait_for_reports(
+    handle: &IngestHandle,
+    done: impl Fn(&[ListenerReport]) -> bool,
+) -> Vec<ListenerReport> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let reports = handle.reports();
+        if done(&reports) {
+            return reports;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reports never reached the expected state: {reports:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn openseeface_faces_arrive_over_udp_and_the_lowest_id_is_followed() {
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![loopback()],
+        phones: vec![phone_listen(Protocol::OpenSeeFace)],
+        ..IngestConfig::default()
+    });
+    let tracker = sender();
+    let to = handle.local_addr(Protocol::OpenSeeFace).unwrap();
+
+    // One face: the left eye shut, the mouth wide open, the head turned to the performer's left.
+    tracker
+        .send_to(&osf_record(0, 1, 0.0, 0.605, 30.0), to)
+        .unwrap();
+    let f = next_frame(&rx);
+    assert_eq!(f.protocol, Protocol::OpenSeeFace);
+    assert_eq!(f.from, tracker.local_addr().unwrap());
+    assert_eq!(f.tracking, TrackingFlag::Tracked);
+    assert_eq!(f.sender_time, Some(1_700_000_000.0));
+    assert_eq!(f.get(Channel::EyeBlinkLeft), Some(1.0));
+    assert_eq!(f.get(Channel::EyeBlinkRight), Some(0.0));
+    assert_eq!(f.get(Channel::JawOpen), Some(1.0));
+    assert_eq!(f.get(Channel::MouthSmileLeft), Some(0.0));
+    let forward = f.head.unwrap() * Vec3::Z;
+    assert!(
+        forward.x > 0.45,
+        "the head faces the performer's left (+X): {forward}"
+    );
+
+    // Two faces, the one seen later (id 4, turned the other way) first: face 2 is followed.
+    let mut two = osf_record(4, 1, 1.0, 0.0, -30.0);
+    two.extend(osf_record(2, 1, 1.0, 0.33, 0.0));
+    tracker.send_to(&two, to).unwrap();
+    let f = next_frame(&rx);
+    let jaw = f.get(Channel::JawOpen).unwrap();
+    assert!((jaw - 0.5).abs() < 1e-5, "face 2's mouth: {jaw}");
+    assert_eq!(f.sender_time, Some(1_700_000_002.0));
+    assert!((f.head.unwrap() * Vec3::Z).x.abs() < 1e-4);
+
+    // The followed face found no pose: the face is lost.
+    tracker
+        .send_to(&osf_record(2, 0, 1.0, 0.5, 0.0), to)
+        .unwrap();
+    let f = next_frame(&rx);
+    assert_eq!(f.tracking, TrackingFlag::Lost);
+    assert!(f.present.is_empty() && f.head.is_none());
+
+    // A cut record gives no frame and is counted; the next whole one comes through.
+    let whole = osf_record(2, 1, 1.0, 0.0, 0.0);
+    tracker.send_to(&whole[..1000], to).unwrap();
+    tracker.send_to(&whole, to).unwrap();
+    assert_eq!(next_frame(&rx).tracking, TrackingFlag::Tracked);
+    let net = wait_for_net(&handle, |n| n.openseeface.datagrams == 5);
+    let osf = net.openseeface;
+    assert_eq!((osf.frames, osf.lost_frames, osf.malformed), (4, 1, 1));
+    assert!(osf.is_consistent(), "{osf:?}");
+    assert_eq!(osf.non_finite_values + osf.bad_values + osf.unknown_keys, 0);
+    assert_eq!(net.phone(Protocol::OpenSeeFace), Some(&osf));
+    assert!(net.accounts_for(&handle.stats()));
+    let reports = wait_for_reports(&handle, |r| r.iter().map(|l| l.datagrams).sum::<u64>() == 5);
+    let report = reports
+        .iter()
+        .find(|r| r.kind == Protocol::OpenSeeFace)
+        .unwrap();
+    assert_eq!((report.frames, report.undecoded), (4, 1));
+    assert_eq!(report.looks_like, None, "a cut record looks like nothing");
+    handle.shutdown();
+
+    // The tracker sending to the VMC port by mistake: the report names OpenSeeFace.
+    let (handle, rx) = start_with(IngestConfig {
+        listen: vec![loopback()],
+        phones: vec![phone_listen(Protocol::OpenSeeFace)],
+        ..IngestConfig::default()
+    });
+    sender()
+        .send_to(&whole, handle.local_addr(Protocol::Vmc).unwrap())
+        .unwrap();
+    let reports = wait_for_reports(&handle, |r| r[0].undecoded == 1);
+    assert_eq!(reports[0].kind, Protocol::Vmc);
+    assert_eq!(reports[0].looks_like, Some(Protocol::OpenSeeFace));
+    assert!(rx.try_recv().is_err(), "no frame from the VMC port");
+    handle.shutdown();
 }
 
 #[test]
@@ -744,7 +888,7 @@ fn a_taken_usual_port_is_a_warning_and_a_chosen_one_an_error() {
 }
 
 #[test]
-fn every_listener_is_required_unless_partial_makes_usual_ports_optional() {
+fn every_listener_is_required_unless_partial_or_openseeface_makes_usual_ports_optional() {
     let config = IngestConfig::from_section(&IngestSection::default());
     assert_eq!(
         config.listen,
@@ -757,7 +901,8 @@ fn every_listener_is_required_unless_partial_makes_usual_ports_optional() {
             .map(|p| (p.protocol, p.addr.port(), p.required))
             .collect()
     };
-    // The default: every listener must bind.
+    // The default: every listener must bind, but OpenSeeFace's usual port, which VSeeFace holds
+    // while its own tracker runs.
     assert!(config.listen_required);
     assert_eq!(
         ports(&config),
@@ -766,6 +911,7 @@ fn every_listener_is_required_unless_partial_makes_usual_ports_optional() {
             (Protocol::Facemotion3d, 49993, true),
             (Protocol::LiveLinkFace, 11111, true),
             (Protocol::VTubeStudio, 11125, true),
+            (Protocol::OpenSeeFace, 11573, false),
         ]
     );
     // partial = true: the usual addresses are optional, a chosen one is still required.
@@ -783,6 +929,7 @@ fn every_listener_is_required_unless_partial_makes_usual_ports_optional() {
             (Protocol::Facemotion3d, 49993, false),
             (Protocol::LiveLinkFace, 11112, true),
             (Protocol::VTubeStudio, 11125, false),
+            (Protocol::OpenSeeFace, 11573, false),
         ]
     );
     let chosen = IngestSection {

@@ -213,11 +213,12 @@ pub(crate) fn patient_config(dir: &Path) -> PathBuf {
 }
 
 /// The phone listeners of `[ingest]` and their usual ports, as config/facewire.toml lists them.
-const PHONE_LISTENERS: [(&str, u16); 4] = [
+const PHONE_LISTENERS: [(&str, u16); 5] = [
     ("ifacialmocap", 49983),
     ("facemotion3d", 49993),
     ("livelinkface", 11111),
     ("vtubestudio", 11125),
+    ("openseeface", 11573),
 ];
 
 /// `toml` with the phone listeners off. The tests run at once and every listener must bind, so a
@@ -1767,7 +1768,7 @@ fn partial_skips_a_taken_usual_port_and_runs_the_others() {
     let _taken = UdpSocket::bind(usual);
     let config = dir.path().join("partial.toml");
     let ingest = "[ingest]\nifacialmocap = []\nfacemotion3d = []\nlivelinkface = []\n\
-                  vtubestudio = [\"0.0.0.0:11125\"]\n";
+                  openseeface = []\nvtubestudio = [\"0.0.0.0:11125\"]\n";
     let listen = format!("127.0.0.1:{}", free_udp_port());
     let run = |partial: bool| {
         std::fs::write(&config, format!("{ingest}partial = {partial}\n")).unwrap();
@@ -1814,7 +1815,7 @@ fn every_taken_port_is_listed_in_one_message() {
         &config,
         format!(
             "[ingest]\nlisten = [\"{osc_addr}\"]\nifacialmocap = []\nfacemotion3d = []\n\
-             livelinkface = [\"{llf_addr}\"]\nvtubestudio = []\n"
+             livelinkface = [\"{llf_addr}\"]\nvtubestudio = []\nopenseeface = []\n"
         ),
     )
     .unwrap();

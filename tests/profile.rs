@@ -722,7 +722,7 @@ fn ctrl_c_during_calibration_says_nothing_was_saved() {
     std::fs::write(
         &config,
         "[api]\nenabled = false\n\n[ingest]\nlisten = [\"127.0.0.1:0\"]\nifacialmocap = []\n\
-         facemotion3d = []\nlivelinkface = []\nvtubestudio = []\n",
+         facemotion3d = []\nlivelinkface = []\nvtubestudio = []\nopenseeface = []\n",
     )
     .unwrap();
     let mut child = Command::new(crate::support::facewire_bin())

@@ -1,9 +1,11 @@
-//! Phone protocol decoders (iFacialMocap, Live Link Face, VTube Studio) against real captures and hostile input.
+//! Phone protocol decoders (iFacialMocap, Live Link Face, VTube Studio, OpenSeeFace) against real
+//! captures, datagrams of our own and hostile input.
 //!
 //! The captures are third-party fixtures (`protocols/`, see `shared/fixtures/PROVENANCE.md`):
 //! Live Link Face datagrams from think-biq/LLV (BSD-2-Clause), and the iFacialMocap and VTube
 //! Studio samples from vpuppr's docs (BSD-2-Clause, Timothy Yuen).
 
+use std::f32::consts::FRAC_1_SQRT_2;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -11,6 +13,7 @@ use std::time::Instant;
 use facewire::arkit::{Channel, FaceFrame, Protocol, TrackingFlag, COUNT};
 use facewire::ingest::axes;
 use facewire::ingest::livelink::{self, LiveLinkPacket, VALUE_COUNT};
+use facewire::ingest::openseeface::{self, feature, FaceRecord, FEATURES, RECORD_LEN};
 use facewire::ingest::{phone_decoder, Decoded, PhoneDecoder, ProtocolError, MAX_PHONE_DATAGRAM};
 use glam::{Quat, Vec3};
 
@@ -446,6 +449,90 @@ fn fuzz_vtube_studio() {
     let mut seeds = vec![own.into_bytes(), br#"{"FaceFound":false}"#.to_vec()];
     seeds.extend(capture("vts_tracking_payload_vpuppr_sample.compact.json"));
     fuzz(Protocol::VTubeStudio, &seeds, 0x7575_2141);
+}
+
+/// An OpenSeeFace face record of our own (no capture is among the fixtures): face `id` with
+/// `features`, its 3D pose found or not.
+fn own_openseeface(id: i32, success: u8, features: [f32; FEATURES]) -> Vec<u8> {
+    let record = FaceRecord {
+        time: 1_714_000_000.125,
+        id,
+        width: 640.0,
+        height: 480.0,
+        eye_open_right: 0.9,
+        eye_open_left: 0.25,
+        success,
+        pnp_error: 6.5,
+        // A face looking into the camera, as OpenSeeFace sends it.
+        quaternion: [-FRAC_1_SQRT_2, FRAC_1_SQRT_2, 0.0, 0.0],
+        euler: [180.0, 0.0, -90.0],
+        translation: [0.2, 0.1, 8.5],
+        features,
+    };
+    let mut out = Vec::new();
+    record.encode(&mut out);
+    out
+}
+
+#[test]
+fn openseeface_records_decode_through_the_phone_decoder() {
+    let mut features = [0.0; FEATURES];
+    features[feature::MOUTH_OPEN] = 0.33;
+    features[feature::MOUTH_CORNER_UPDOWN_R] = -0.5;
+    features[feature::EYEBROW_UPDOWN_L] = 0.35;
+    features[feature::EYEBROW_UPDOWN_R] = 0.35;
+    let datagram = own_openseeface(0, 1, features);
+    assert_eq!(datagram.len(), RECORD_LEN);
+    let mut decoder = PhoneDecoder::new(Protocol::OpenSeeFace).unwrap();
+    let d = decoder.decode(&datagram, addr(), Instant::now()).unwrap();
+    let f = d.frame;
+    assert_eq!(f.protocol, Protocol::OpenSeeFace);
+    assert_eq!(f.tracking, TrackingFlag::Tracked);
+    assert_eq!(f.sender_time, Some(1_714_000_000.125));
+    let near = |c: Channel, v: f32| {
+        let got = f.get(c).unwrap_or_else(|| panic!("{c} absent"));
+        assert!((got - v).abs() < 1e-5, "{c}: {got}, not {v}");
+    };
+    // 0.25 of the way between OpenSeeFace's closed (0.2) and open (0.55) lines.
+    near(Channel::EyeBlinkLeft, 1.0 - 0.05 / 0.35);
+    near(Channel::EyeBlinkRight, 0.0);
+    near(Channel::JawOpen, 0.5);
+    near(Channel::MouthSmileRight, 0.5);
+    near(Channel::MouthSmileLeft, 0.0);
+    near(Channel::BrowInnerUp, 0.5);
+    near(Channel::BrowOuterUpLeft, 0.5);
+    near(Channel::BrowDownLeft, 0.0);
+    assert!(close(f.head.unwrap(), Quat::IDENTITY));
+    assert_eq!(
+        (d.unknown_keys, d.non_finite_values, d.bad_values),
+        (0, 0, 0)
+    );
+    // The same record again, then lost, then cut: counted once each.
+    let mut lost = own_openseeface(0, 0, features);
+    decoder.decode(&lost, addr(), Instant::now()).unwrap();
+    lost.pop();
+    assert!(decoder.decode(&lost, addr(), Instant::now()).is_err());
+    let stats = decoder.stats();
+    assert!(stats.is_consistent());
+    assert_eq!(
+        (stats.frames, stats.lost_frames, stats.malformed),
+        (2, 1, 1)
+    );
+    assert_eq!(stats.bytes, 3 * RECORD_LEN as u64 - 1);
+}
+
+#[test]
+fn fuzz_openseeface() {
+    let mut features = [0.0f32; FEATURES];
+    for (i, f) in features.iter_mut().enumerate() {
+        *f = i as f32 / 7.0 - 1.0;
+    }
+    let one = own_openseeface(0, 1, features);
+    let mut two = own_openseeface(3, 1, [0.5; FEATURES]);
+    two.extend(own_openseeface(1, 1, features));
+    let seeds = vec![one, two, own_openseeface(0, 0, [0.0; FEATURES])];
+    assert!(seeds.iter().all(|s| openseeface::plausible(s)));
+    fuzz(Protocol::OpenSeeFace, &seeds, 0x05EE_FACE);
 }
 
 /// The datagrams of an LLV "tape": gzip( u8 version = 6, u32 BE count, count × (u32 BE size,

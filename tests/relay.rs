@@ -72,7 +72,7 @@ fn config(dir: &Path, to: &str) -> std::path::PathBuf {
         format!(
             "[forward]\nto = [\"{to}\"]\n\n[idle]\nenabled = false\n\n[api]\nenabled = false\n\n\
              [ingest]\nlisten = [\"127.0.0.1:0\"]\nifacialmocap = []\nfacemotion3d = []\n\
-             livelinkface = []\nvtubestudio = []\n"
+             livelinkface = []\nvtubestudio = []\nopenseeface = []\n"
         ),
     )
     .unwrap();

@@ -299,7 +299,7 @@ fn half(image: &RgbaImage) -> RgbaImage {
 /// Draws the connect card `width` pixels wide (at least 320): the title, this PC's first address
 /// in large letters with its interface, the other addresses small, notes, a row per listening
 /// app (name, port, what to enter), then the hints in amber with their commands. Every line is
-/// wrapped to fit; the card is as tall as its contents. With the usual five listeners, a second
+/// wrapped to fit; the card is as tall as its contents. With the usual six listeners, a second
 /// address and the hints it fits a 1280x720 stage; on a smaller stage it can be taller than the
 /// stage ([`connect_placement`] keeps its top in view).
 pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
@@ -392,6 +392,8 @@ pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
         let port = format!("UDP {}", ports.join(", "));
         let name_w = text_width(&names, SMALL);
         let port_w = text_width(&port, SMALL);
+        // The name sits close over its instruction, so that six apps and the hints still fit
+        // a 720-pixel stage; the accent colour and the indent keep the rows apart.
         if name_w + INDENT + port_w <= inner {
             layout.steps.push(Draw::Text {
                 x: PAD + inner - port_w,
@@ -400,13 +402,13 @@ pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
                 scale: SMALL,
                 rgba: MUTED,
             });
-            layout.text(&names, 0, SMALL, ACCENT, 4);
+            layout.text(&names, 0, SMALL, ACCENT, 2);
         } else {
-            layout.text(&names, 0, SMALL, ACCENT, 4);
-            layout.text(&port, INDENT, SMALL, MUTED, 4);
+            layout.text(&names, 0, SMALL, ACCENT, 2);
+            layout.text(&port, INDENT, SMALL, MUTED, 2);
         }
         layout.text(enter, INDENT, SMALL, TEXT, 4);
-        layout.y += 4;
+        layout.y += 2;
     }
 
     if !card.hints().is_empty() {
@@ -417,7 +419,8 @@ pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
             for command in &hint.commands {
                 let lines = wrap_words(command, inner - 2 * INDENT, SMALL);
                 let top = layout.y;
-                let height = lines.len() as u32 * SMALL_LINE + 6;
+                // As much strip above the glyphs as below them (a line's own spacing is below).
+                let height = lines.len() as u32 * SMALL_LINE + 2;
                 layout.steps.push(Draw::Fill(
                     Rect {
                         x: PAD + INDENT / 2,
@@ -427,13 +430,13 @@ pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
                     },
                     COMMAND_BG,
                 ));
-                layout.y += 4;
+                layout.y += 3;
                 for line in lines {
-                    layout.text(&line, INDENT, SMALL, TEXT, 6);
+                    layout.text(&line, INDENT, SMALL, TEXT, 4);
                 }
-                layout.y = top + height + 4;
+                layout.y = top + height + 2;
             }
-            layout.y += 4;
+            layout.y += 2;
         }
     }
     layout.draw(width)

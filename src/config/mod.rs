@@ -342,6 +342,9 @@ pub struct IngestSection {
     /// UDP addresses for VTube Studio and MeowFace JSON (the ports named in the requests); empty
     /// turns them off.
     pub vtubestudio: Vec<SocketAddr>,
+    /// UDP addresses for OpenSeeFace's tracking packets (`facetracker.py --port`); empty turns
+    /// them off.
+    pub openseeface: Vec<SocketAddr>,
     /// The phone's IP address, for the protocols that need the PC to ask for the stream;
     /// `""` (none) in the file.
     #[serde(deserialize_with = "net::deserialize_optional_ip")]
@@ -371,6 +374,7 @@ impl Default for IngestSection {
             facemotion3d: any(49993),
             livelinkface: any(11111),
             vtubestudio: any(11125),
+            openseeface: any(11573),
             phone: None,
             phone_ports: PhonePorts::default(),
             prefer: None,
@@ -400,6 +404,7 @@ impl IngestSection {
             ("facemotion3d", &self.facemotion3d),
             ("livelinkface", &self.livelinkface),
             ("vtubestudio", &self.vtubestudio),
+            ("openseeface", &self.openseeface),
         ]
         .into_iter()
         .flat_map(|(key, addrs)| addrs.iter().map(move |&a| (key, a)))

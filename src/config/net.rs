@@ -149,7 +149,8 @@ pub(crate) fn deserialize_optional_protocol<'de, D: serde::Deserializer<'de>>(
     Protocol::parse(s).map(Some).ok_or_else(|| {
         serde::de::Error::custom(format!(
             "`{s}` is not a protocol; use one of \"vmc\", \"facecap\", \"ifacialmocap\", \
-             \"facemotion3d\", \"livelinkface\", \"vtubestudio\", or \"\" for none"
+             \"facemotion3d\", \"livelinkface\", \"vtubestudio\", \"openseeface\", or \"\" \
+             for none"
         ))
     })
 }

@@ -101,6 +101,9 @@ fn what_to_enter(protocol: Protocol, pc: &str, port: u16, phone: Option<IpAddr>)
         }
         Protocol::IFacialMocap | Protocol::Facemotion3d => ask(""),
         Protocol::VTubeStudio => ask("turn on 3rd Party PC Clients; "),
+        Protocol::OpenSeeFace => {
+            format!("python facetracker.py -c 0 --ip {pc} --port {port}")
+        }
     }
 }
 
@@ -113,6 +116,7 @@ fn app_name(protocol: Protocol) -> &'static str {
         Protocol::IFacialMocap => "iFacialMocap",
         Protocol::Facemotion3d => "Facemotion3d",
         Protocol::VTubeStudio => "VTube Studio/MeowFace",
+        Protocol::OpenSeeFace => "OpenSeeFace",
     }
 }
 
@@ -160,6 +164,7 @@ impl ConnectCard {
                 Protocol::Facemotion3d => &[Protocol::Facemotion3d],
                 Protocol::LiveLinkFace => &[Protocol::LiveLinkFace],
                 Protocol::VTubeStudio => &[Protocol::VTubeStudio],
+                Protocol::OpenSeeFace => &[Protocol::OpenSeeFace],
             };
             for &protocol in protocols {
                 let row = AppRow {
@@ -368,7 +373,8 @@ mod tests {
                 "iFacialMocap",
                 "Facemotion3d",
                 "Live Link Face",
-                "VTube Studio/MeowFace"
+                "VTube Studio/MeowFace",
+                "OpenSeeFace"
             ]
         );
         assert_eq!(
@@ -393,7 +399,12 @@ mod tests {
             "turn on 3rd Party PC Clients, then type the address the app shows in the panel (or \
              --phone IP)"
         );
-        assert_eq!(card.ports(), [39539, 49983, 49993, 11111, 11125]);
+        assert_eq!(
+            row(&card, Protocol::OpenSeeFace).enter,
+            "python facetracker.py -c 0 --ip 192.168.1.20 --port 11573"
+        );
+        assert_eq!(row(&card, Protocol::OpenSeeFace).port, 11573);
+        assert_eq!(card.ports(), [39539, 49983, 49993, 11111, 11125, 11573]);
         // 0.0.0.0 hears IPv4 only; loopback is never offered to the phone.
         let ips: Vec<String> = card.addresses().iter().map(|a| a.ip.to_string()).collect();
         assert_eq!(ips, ["192.168.1.20", "172.17.0.1"]);

@@ -119,6 +119,7 @@ fn ingest_key(protocol: Protocol) -> &'static str {
         Protocol::Facemotion3d => "facemotion3d",
         Protocol::LiveLinkFace => "livelinkface",
         Protocol::VTubeStudio => "vtubestudio",
+        Protocol::OpenSeeFace => "openseeface",
     }
 }
 
@@ -314,6 +315,10 @@ pub fn hints(input: &HintInput<'_>) -> Vec<Hint> {
                             Protocol::Vmc | Protocol::FaceCap => format!(
                                 "Port {port} hears {app} packets: set the app's port to {to}."
                             ),
+                            Protocol::OpenSeeFace => format!(
+                                "Port {port} hears OpenSeeFace packets: start facetracker.py \
+                                 with --port {to}."
+                            ),
                             _ => format!(
                                 "Port {port} hears {app} packets: facewire hears {app} on port \
                                  {to}; send there."
@@ -433,7 +438,7 @@ mod tests {
         assert!(target.contains("192.168.1.20"), "{target}");
         assert_eq!(
             target,
-            "App target: 192.168.1.20, ports 39539 and 11111 (not an old IP)."
+            "App target: 192.168.1.20, ports 39539, 11111 and 11573 (not an old IP)."
         );
     }
 
@@ -490,7 +495,7 @@ mod tests {
             win.commands,
             [
                 "netsh advfirewall firewall add rule name=\"facewire\" dir=in action=allow \
-              protocol=UDP localport=39539,49983,49993,11111,11125"
+              protocol=UDP localport=39539,49983,49993,11111,11125,11573"
             ]
         );
         assert!(win
@@ -501,7 +506,9 @@ mod tests {
         assert!(mac
             .text
             .contains("System Settings > Network > Firewall > Options"));
-        assert!(mac.text.contains("39539, 49983, 49993, 11111 and 11125"));
+        assert!(mac
+            .text
+            .contains("39539, 49983, 49993, 11111, 11125 and 11573"));
         assert!(matches!(Os::current(), Os::Linux | Os::MacOs | Os::Windows));
     }
 
@@ -552,6 +559,15 @@ mod tests {
         assert_eq!(
             at(6, 0, &reports, Os::Linux)[0].text,
             "Port 11111 hears VMC packets: set the app's port to 39539."
+        );
+        // OpenSeeFace's tracker sending to the VMC port.
+        let mut reports = all_reports();
+        reports[0].datagrams = 30;
+        reports[0].undecoded = 30;
+        reports[0].looks_like = Some(Protocol::OpenSeeFace);
+        assert_eq!(
+            at(6, 0, &reports, Os::Linux)[0].text,
+            "Port 39539 hears OpenSeeFace packets: start facetracker.py with --port 11573."
         );
     }
 

@@ -16,6 +16,7 @@
 //! | Live Link Face head, values 52–54 (`HeadYaw`, `HeadPitch`, `HeadRoll`) | the same Unreal rotator as the eyes, in radians | pitch kept, yaw and roll negated | UNCONFIRMED (assumed to match the eyes) |
 //! | VTube Studio / MeowFace `Rotation {x,y,z}` | Euler degrees `x` = pitch, `y` = yaw, `z` = roll | kept | UNCONFIRMED (vpuppr reads MeowFace's `x` as yaw instead) |
 //! | VTube Studio `EyeLeft`, `EyeRight` `{x,y,z}` | Euler degrees, `x` = pitch (+ looks down), `y` = yaw (+ looks to the performer's left) | kept | yaw and pitch signs CONFIRMED by the vpuppr sample; roll UNCONFIRMED |
+//! | OpenSeeFace head quaternion (`x, y, z, w` at byte 33 of a face record) | the inverse of its face model's rotation into OpenCV's frame of the image read rows first (x down the image, y to its right, z into the scene); the face model has +X towards the face's RIGHT, +Y up, +Z out of the face | relative to a face looking into the camera ([`OPENSEEFACE_FACING_CAMERA`]), inverted, then `(x, -y, -z, w)` (a mirror of X) | derived from tracker.py's face model and landmark layout; UNCONFIRMED against a capture |
 //!
 //! Why the VMC row flips `y` and `z`: mirroring space through the X = 0 plane (Unity's +X is the
 //! avatar's right, ours is the avatar's left) turns a rotation by θ about axis `a` into a rotation
@@ -40,6 +41,18 @@
 //! Unreal derives the same way, get the same row. The synthetic LLV sweeps only pin which index is
 //! which curve, not physical signs. Which Euler order these apps use is UNCONFIRMED; all rows use
 //! `Y·X·Z`.
+//!
+//! How the OpenSeeFace row was derived. tracker.py fits its 3D face model to the landmarks with
+//! OpenCV's solvePnP, but hands it the points as (row, column), so the camera frame of the fit has
+//! x running down the image and y to its right. Its face model puts landmark 0 (the jaw on the
+//! face's right, which a camera that does not mirror shows on the image's left) at +X, the brows
+//! above the chin at +Y and the nose tip at +Z. The only proper rotation that shows that model
+//! upright and facing the camera takes +X to −y, +Y to −x and +Z to −z: a half turn about
+//! `(1, −1, 0)/√2`. facetracker.py sends the quaternion of the fitted rotation matrix with its
+//! vector part negated, the inverse rotation. So the head's turn in the face model's frame is
+//! `(q · facing)⁻¹`, and a mirror of X takes it into ours. The Euler angles OpenSeeFace also sends
+//! come from OpenCV's RQ decomposition of the same matrix (about `(±180, 0, −90)` at rest), whose
+//! yaw sign is not the same in every OpenCV release; they are not used.
 
 use glam::Quat;
 
@@ -96,6 +109,40 @@ pub const VTUBESTUDIO: AxisMap = AxisMap {
     quat: [1.0, 1.0, 1.0],
     euler: [1.0, 1.0, 1.0],
 };
+
+/// OpenSeeFace's head (after [`openseeface_head`] has taken out the camera): its face model
+/// has +X towards the face's right, a mirror of X against ours, which keeps pitch and negates yaw
+/// and roll. OpenSeeFace's Euler angles are not read; the `euler` row is there for completeness.
+/// UNCONFIRMED against a capture.
+pub const OPENSEEFACE: AxisMap = AxisMap {
+    quat: [1.0, -1.0, -1.0],
+    euler: [1.0, -1.0, -1.0],
+};
+
+/// The rotation OpenSeeFace's fit gives a face looking straight into the camera, upright: its
+/// model's +X to the camera frame's −y, +Y to −x, +Z to −z (a half turn about `(1, −1, 0)/√2`;
+/// see the module's notes).
+pub const OPENSEEFACE_FACING_CAMERA: Quat = Quat::from_xyzw(
+    std::f32::consts::FRAC_1_SQRT_2,
+    -std::f32::consts::FRAC_1_SQRT_2,
+    0.0,
+    0.0,
+);
+
+/// Converts OpenSeeFace's head quaternion `(x, y, z, w)` as sent into the head's rotation in our
+/// frame, from a face looking into the camera. OpenSeeFace sends the fitted rotation
+/// `facing · turn` inverted (its vector part negated), so `q · facing` is the turn inverted; its
+/// inverse is the head's turn in the face model's frame, which [`OPENSEEFACE`] mirrors into ours.
+/// Rejects non-finite and all-zero quaternions; any finite non-zero magnitude is accepted.
+pub fn openseeface_head(raw: [f32; 4]) -> Result<Quat, BadRotation> {
+    const AS_SENT: AxisMap = AxisMap {
+        quat: [1.0, 1.0, 1.0],
+        euler: [1.0, 1.0, 1.0],
+    };
+    let wire = AS_SENT.quat(raw)?;
+    let turn = (wire * OPENSEEFACE_FACING_CAMERA).conjugate();
+    OPENSEEFACE.quat(turn.to_array())
+}
 
 /// Why a rotation from the wire was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,6 +320,27 @@ mod tests {
         // + pitch on the wire goes with eyeLookDown.
         let q = LIVELINKFACE.euler_radians(0.5, 0.0, 0.0).unwrap();
         assert!((q * Vec3::Z).y < -0.4);
+    }
+
+    #[test]
+    fn openseeface_facing_the_camera_is_no_turn() {
+        // OpenSeeFace sends the fitted rotation inverted; facing the camera, that is the half
+        // turn itself, either sign.
+        for sign in [1.0, -1.0] {
+            let wire = (OPENSEEFACE_FACING_CAMERA.conjugate() * sign).to_array();
+            assert!(close(openseeface_head(wire).unwrap(), Quat::IDENTITY));
+        }
+        assert_eq!(openseeface_head([0.0; 4]), Err(BadRotation::Degenerate));
+        assert_eq!(
+            openseeface_head([f32::INFINITY, 0.0, 0.0, 1.0]),
+            Err(BadRotation::NonFinite)
+        );
+        // Huge finite components are scaled before they are multiplied.
+        let huge = OPENSEEFACE_FACING_CAMERA
+            .conjugate()
+            .to_array()
+            .map(|v| v * 3e38);
+        assert!(close(openseeface_head(huge).unwrap(), Quat::IDENTITY));
     }
 
     #[test]

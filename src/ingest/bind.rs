@@ -84,6 +84,7 @@ fn key(kind: Protocol) -> &'static str {
         Protocol::Facemotion3d => "facemotion3d",
         Protocol::LiveLinkFace => "livelinkface",
         Protocol::VTubeStudio => "vtubestudio",
+        Protocol::OpenSeeFace => "openseeface",
         _ => "listen",
     }
 }
@@ -183,6 +184,12 @@ fn in_use_advice(addr: SocketAddr, kind: Protocol, holder: Option<&PortHolder>) 
             "{who}, or move facewire: {} (facewire's request names the port to the phone; an \
              empty list turns it off)",
             setting(kind, next)
+        ),
+        Protocol::OpenSeeFace => format!(
+            "{who}, or move facewire: {} (an empty list turns it off), then start facetracker.py \
+             with --port {}",
+            setting(kind, next),
+            next.port()
         ),
         _ => format!(
             "{who}, or move facewire: {}, then send to that port",
@@ -437,6 +444,19 @@ mod tests {
             vts.contains("[ingest] vtubestudio = [\"0.0.0.0:11126\"]"),
             "{vts}"
         );
+        let osf = busy("0.0.0.0:11573", Protocol::OpenSeeFace, None, false).to_string();
+        assert!(
+            osf.contains("cannot listen for OpenSeeFace on 0.0.0.0:11573 (UDP)"),
+            "{osf}"
+        );
+        assert!(
+            osf.contains(
+                "move facewire: [ingest] openseeface = [\"0.0.0.0:11574\"] (an empty list turns \
+                 it off), then start facetracker.py with --port 11574"
+            ),
+            "{osf}"
+        );
+        assert!(osf.contains("VSeeFace"), "{osf}");
     }
 
     #[test]

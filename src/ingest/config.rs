@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::guard::Subnet;
 use super::handshake::PhonePorts;
 use super::tap::Tap;
-use super::{ifacialmocap, livelink, vts};
+use super::{ifacialmocap, livelink, openseeface, vts};
 use crate::arkit::Protocol;
 use crate::config::IngestSection;
 
@@ -80,8 +80,9 @@ impl Default for IngestConfig {
 }
 
 /// The PC port a protocol's sender sends to by default: [`DEFAULT_PORT`] for VMC and Face Cap,
-/// the app's own port for iFacialMocap, Facemotion3d and Live Link Face. For VTube Studio this is
-/// our choice: the PC names its ports in the request ([`vts::DEFAULT_PC_PORT`]).
+/// the app's own port for iFacialMocap, Facemotion3d, Live Link Face and OpenSeeFace
+/// (`facetracker.py`'s `--port`). For VTube Studio this is our choice: the PC names its ports in
+/// the request ([`vts::DEFAULT_PC_PORT`]).
 pub fn default_port(protocol: Protocol) -> u16 {
     match protocol {
         Protocol::Vmc | Protocol::FaceCap => DEFAULT_PORT,
@@ -89,6 +90,7 @@ pub fn default_port(protocol: Protocol) -> u16 {
         Protocol::Facemotion3d => ifacialmocap::FM3D_PORT,
         Protocol::LiveLinkFace => livelink::DEFAULT_PORT,
         Protocol::VTubeStudio => vts::DEFAULT_PC_PORT,
+        Protocol::OpenSeeFace => openseeface::DEFAULT_PORT,
     }
 }
 
@@ -101,13 +103,15 @@ impl IngestConfig {
     /// The ingest settings of `[ingest]`. Every listener must bind, unless `partial = true`: then
     /// an address equal to its protocol's usual one ([`default_addr`]) is optional (a port in use
     /// is a warning and the others run), while any other address was chosen by the user and must
-    /// still bind.
+    /// still bind. OpenSeeFace's usual address is always optional: VSeeFace holds it while its own
+    /// tracker runs on the same PC, and that should not stop facewire.
     pub fn from_section(section: &IngestSection) -> IngestConfig {
         let phone_lists = [
             (Protocol::IFacialMocap, &section.ifacialmocap),
             (Protocol::Facemotion3d, &section.facemotion3d),
             (Protocol::LiveLinkFace, &section.livelinkface),
             (Protocol::VTubeStudio, &section.vtubestudio),
+            (Protocol::OpenSeeFace, &section.openseeface),
         ];
         let mut phones = Vec::new();
         for (protocol, addrs) in phone_lists {
@@ -115,7 +119,7 @@ impl IngestConfig {
             phones.extend(addrs.iter().map(|&addr| PhoneListen {
                 protocol,
                 addr,
-                required: !section.partial || addr != usual,
+                required: (!section.partial && protocol != Protocol::OpenSeeFace) || addr != usual,
             }));
         }
         let usual = default_addr(Protocol::Vmc);
@@ -167,7 +171,7 @@ mod tests {
     #[test]
     fn every_protocol_has_a_usual_port() {
         let ports = Protocol::ALL.map(default_port);
-        assert_eq!(ports, [39539, 39539, 49983, 49993, 11111, 11125]);
+        assert_eq!(ports, [39539, 39539, 49983, 49993, 11111, 11125, 11573]);
         assert_eq!(default_port(Protocol::VTubeStudio), vts::DEFAULT_PC_PORT);
         assert_eq!(
             default_addr(Protocol::FaceCap),
@@ -196,8 +200,33 @@ mod tests {
         let ifm = IngestConfig::from_section(&none).restrict_to_port(49983);
         assert!(ifm.listen.is_empty());
         assert_eq!(ifm.phones[0].protocol, Protocol::IFacialMocap);
+        let osf = IngestConfig::from_section(&section).restrict_to_port(11573);
+        assert!(osf.listen.is_empty());
+        assert_eq!(osf.phones.len(), 1);
+        assert_eq!(osf.phones[0].protocol, Protocol::OpenSeeFace);
         let other = IngestConfig::from_section(&section).restrict_to_port(40000);
         assert_eq!(other.listen, [SocketAddr::from(([0, 0, 0, 0], 40000))]);
         assert!(other.phones.is_empty() && other.listen_required);
+    }
+
+    #[test]
+    fn openseeface_usual_port_is_optional_and_a_chosen_one_required() {
+        let section = IngestSection::default();
+        let config = IngestConfig::from_section(&section);
+        for p in &config.phones {
+            assert_eq!(p.required, p.protocol != Protocol::OpenSeeFace, "{p:?}");
+        }
+        assert!(config.listen_required);
+        let moved = IngestSection {
+            openseeface: vec![SocketAddr::from(([0, 0, 0, 0], 11574))],
+            ..IngestSection::default()
+        };
+        let config = IngestConfig::from_section(&moved);
+        let osf = config
+            .phones
+            .iter()
+            .find(|p| p.protocol == Protocol::OpenSeeFace)
+            .unwrap();
+        assert!(osf.required);
     }
 }

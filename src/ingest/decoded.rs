@@ -1,7 +1,8 @@
 //! What every phone decoder gives: the decoded datagram, the error that rejects one and the size cap.
 //!
-//! A leaf of ingest: the phone decoders (ifacialmocap.rs, livelink.rs, vts.rs) and phone.rs, which
-//! picks and counts them, all import these types, and this file imports no other ingest module.
+//! A leaf of ingest: the phone decoders (ifacialmocap.rs, livelink.rs, vts.rs, openseeface.rs) and
+//! phone.rs, which picks and counts them, all import these types, and this file imports no other
+//! ingest module.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -11,8 +12,8 @@ use thiserror::Error;
 use crate::arkit::{FaceFrame, Protocol};
 
 /// Largest phone datagram decoded (16 KiB). Real ones are about 1 KiB (iFacialMocap), 320 bytes
-/// (Live Link Face) and 3 KiB (VTube Studio); larger ones are rejected before parsing, so that no
-/// per-datagram work grows with hostile input beyond this.
+/// (Live Link Face), 3 KiB (VTube Studio) and 1785 bytes per face (OpenSeeFace); larger ones are
+/// rejected before parsing, so that no per-datagram work grows with hostile input beyond this.
 pub const MAX_PHONE_DATAGRAM: usize = 16 * 1024;
 
 /// One decoded phone datagram: its frame and what was dropped from it.

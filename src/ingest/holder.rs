@@ -56,6 +56,7 @@ pub fn usual_holder(port: u16) -> Option<&'static str> {
         49993 | 50003 => "a Facemotion3d receiver: another facewire, or Facemotion3d's PC tools",
         11111 => "a Live Link Face receiver: Unreal Engine or another facewire",
         11125 => "a VTube Studio client: VTube Studio on this PC or another facewire",
+        11573 => "an OpenSeeFace receiver: VSeeFace (its own webcam tracker) or another facewire",
         _ => return None,
     })
 }
@@ -243,6 +244,7 @@ mod tests {
         assert_eq!(usual_holder(49993), usual_holder(50003));
         assert!(usual_holder(11111).unwrap().contains("Unreal Engine"));
         assert!(usual_holder(11125).unwrap().contains("VTube Studio"));
+        assert!(usual_holder(11573).unwrap().contains("OpenSeeFace"));
         assert_eq!(usual_holder(40000), None);
     }
 

@@ -15,9 +15,10 @@
 //!   rejections) is read through [`IngestHandle::reports`] or an [`IngestProbe`]; [`sniff`] says
 //!   which app an undecoded datagram looks like.
 //! - [`Stats`] (stats.rs) counts every datagram exactly once; see its identities.
-//! - The phone apps that send one whole frame per datagram have pure decoders of their own:
-//!   [`ifacialmocap`] (iFacialMocap and Facemotion3d text), [`livelink`] (Live Link Face packets)
-//!   and [`vts`] (VTube Studio and MeowFace JSON). They share [`Decoded`], [`ProtocolError`] and
+//! - The apps that send one whole frame per datagram have pure decoders of their own:
+//!   [`ifacialmocap`] (iFacialMocap and Facemotion3d text), [`livelink`] (Live Link Face packets),
+//!   [`vts`] (VTube Studio and MeowFace JSON) and [`openseeface`] (OpenSeeFace's webcam tracker,
+//!   face records). They share [`Decoded`], [`ProtocolError`] and
 //!   [`MAX_PHONE_DATAGRAM`] (decoded.rs, a leaf that imports no other ingest module);
 //!   [`phone_decoder`] picks one by protocol and the counting [`PhoneDecoder`] wraps it (phone.rs).
 //! - Protocols are named by [`Protocol`](crate::arkit::Protocol) everywhere; a listener socket is
@@ -36,6 +37,7 @@ mod holder;
 pub mod ifacialmocap;
 pub mod livelink;
 mod names;
+pub mod openseeface;
 mod osc;
 mod phone;
 mod report;

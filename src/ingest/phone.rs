@@ -1,7 +1,7 @@
 //! The phone apps' one-datagram-one-frame decoders picked by protocol and counted for a listener.
 //!
-//! iFacialMocap, Facemotion3d, Live Link Face and VTube Studio each send one complete frame per
-//! datagram, so their decoders are pure functions (`decode(datagram, from, received)`) that give
+//! iFacialMocap, Facemotion3d, Live Link Face, VTube Studio and OpenSeeFace each send one complete
+//! frame per datagram, so their decoders are pure functions (`decode(datagram, from, received)`) that give
 //! at most one [`FaceFrame`](crate::arkit::FaceFrame); the result, the error and the size cap
 //! they share live in decoded.rs. [`phone_decoder`] picks one by protocol and [`PhoneDecoder`]
 //! wraps it with [`PhoneStats`] counters and rate-limited logging, for a listener to own.
@@ -13,11 +13,12 @@ use tracing::{debug, trace};
 
 use super::decoded::{DecodeFn, Decoded, ProtocolError};
 use super::stats::RateLimiter;
-use super::{ifacialmocap, livelink, vts};
+use super::{ifacialmocap, livelink, openseeface, vts};
 use crate::arkit::{Protocol, TrackingFlag};
 
 /// The pure decoder of a phone protocol: [`ifacialmocap::decode`] for iFacialMocap and (with its
-/// tag) Facemotion3d, [`livelink::decode`], [`vts::decode`]. `None` for VMC and Face Cap, which
+/// tag) Facemotion3d, [`livelink::decode`], [`vts::decode`], [`openseeface::decode`]. `None` for
+/// VMC and Face Cap, which
 /// are OSC and go through the [`Decoder`](super::Decoder) with its per-sender state.
 pub fn phone_decoder(protocol: Protocol) -> Option<DecodeFn> {
     match protocol {
@@ -40,6 +41,7 @@ pub fn phone_decoder(protocol: Protocol) -> Option<DecodeFn> {
         }),
         Protocol::LiveLinkFace => Some(livelink::decode),
         Protocol::VTubeStudio => Some(vts::decode),
+        Protocol::OpenSeeFace => Some(openseeface::decode),
     }
 }
 
@@ -267,6 +269,7 @@ mod tests {
             Protocol::Facemotion3d,
             Protocol::LiveLinkFace,
             Protocol::VTubeStudio,
+            Protocol::OpenSeeFace,
         ] {
             let decode = phone_decoder(protocol).unwrap();
             // Hostile input is an error, never a panic.

@@ -65,6 +65,8 @@ pub struct NetStats {
     pub livelinkface: PhoneStats,
     /// VTube Studio and MeowFace frames and rejects.
     pub vtubestudio: PhoneStats,
+    /// OpenSeeFace frames and rejects.
+    pub openseeface: PhoneStats,
     /// The allow-list and the source lock.
     pub guard: GuardStats,
     /// Start messages sent to a phone.
@@ -83,6 +85,7 @@ impl NetStats {
             Protocol::Facemotion3d => Some(&self.facemotion3d),
             Protocol::LiveLinkFace => Some(&self.livelinkface),
             Protocol::VTubeStudio => Some(&self.vtubestudio),
+            Protocol::OpenSeeFace => Some(&self.openseeface),
         }
     }
 
@@ -93,6 +96,7 @@ impl NetStats {
             &self.facemotion3d,
             &self.livelinkface,
             &self.vtubestudio,
+            &self.openseeface,
         ]
         .iter()
         .map(|p| p.datagrams)
@@ -382,8 +386,12 @@ fn slot(protocol: Protocol) -> usize {
         Protocol::Facemotion3d => 2,
         Protocol::LiveLinkFace => 3,
         Protocol::VTubeStudio => 4,
+        Protocol::OpenSeeFace => 5,
     }
 }
+
+/// How many protocol families there are: the length of per-family arrays.
+const FAMILY_COUNT: usize = Protocol::FAMILIES.len();
 
 /// Everything the receive loop owns.
 struct Receiver {
@@ -434,9 +442,9 @@ struct Loop {
     /// One decoder per phone protocol.
     phones: Vec<PhoneDecoder>,
     /// When each family last delivered a frame to the sink.
-    last_frame: [Option<Instant>; 5],
+    last_frame: [Option<Instant>; FAMILY_COUNT],
     /// Whether each phone family is reported as active (for the receiving/silent logs).
-    active: [bool; 5],
+    active: [bool; FAMILY_COUNT],
     /// Receive errors so far.
     recv_errors: u64,
     /// Start messages sent and failed.
@@ -472,6 +480,7 @@ impl Loop {
             facemotion3d: self.phone_stats(Protocol::Facemotion3d),
             livelinkface: self.phone_stats(Protocol::LiveLinkFace),
             vtubestudio: self.phone_stats(Protocol::VTubeStudio),
+            openseeface: self.phone_stats(Protocol::OpenSeeFace),
             guard: guard.stats(),
             handshakes_sent: self.handshakes_sent,
             handshake_errors: self.handshake_errors,
@@ -499,8 +508,8 @@ impl Receiver {
                 .into_iter()
                 .filter_map(PhoneDecoder::new)
                 .collect(),
-            last_frame: [None; 5],
-            active: [false; 5],
+            last_frame: [None; FAMILY_COUNT],
+            active: [false; FAMILY_COUNT],
             recv_errors: 0,
             handshakes_sent: 0,
             handshake_errors: 0,

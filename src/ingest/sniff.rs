@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use super::ifacialmocap::{self, TextSender};
 use super::livelink;
+use super::openseeface;
 use crate::arkit::Protocol;
 
 /// Face Cap's OSC addresses.
@@ -22,9 +23,15 @@ const MAX_ELEMENTS: usize = 64;
 
 /// The app `datagram` looks like: OSC with `/VMC/` addresses ([`Protocol::Vmc`]) or Face Cap's
 /// (`/W`, `/HR`, `/HRQ`, `/HT`, `/ELR`, `/ERR`: [`Protocol::FaceCap`]), a Live Link Face packet,
-/// iFacialMocap or Facemotion3d text (`name-int|…|=head#…|`), or VTube Studio JSON
-/// (`{…"BlendShapes"…}`); `None` for anything else.
+/// iFacialMocap or Facemotion3d text (`name-int|…|=head#…|`), VTube Studio JSON
+/// (`{…"BlendShapes"…}`), or OpenSeeFace's face records (whole 1785-byte records from a camera,
+/// [`openseeface::plausible`]); `None` for anything else.
 pub fn looks_like(datagram: &[u8]) -> Option<Protocol> {
+    // OpenSeeFace's records start with a binary time, so their first byte says nothing; their
+    // length and camera size do, and are checked first.
+    if openseeface::plausible(datagram) {
+        return Some(Protocol::OpenSeeFace);
+    }
     match datagram.first()? {
         b'/' | b'#' => osc(datagram, 0),
         &livelink::PACKET_VERSION => livelink::parse(datagram)
@@ -223,6 +230,55 @@ mod tests {
         if let Some(sample) = fixture("vts_tracking_payload_vpuppr_sample.compact.json") {
             assert_eq!(looks_like(&sample), Some(Protocol::VTubeStudio));
         }
+    }
+
+    /// One OpenSeeFace face record: a 640×480 camera, the face found.
+    fn openseeface_record(id: i32) -> Vec<u8> {
+        let record = openseeface::FaceRecord {
+            time: 1_700_000_000.5,
+            id,
+            width: 640.0,
+            height: 480.0,
+            eye_open_right: 1.0,
+            eye_open_left: 1.0,
+            success: 1,
+            pnp_error: 3.0,
+            quaternion: [-0.7, 0.7, 0.0, 0.0],
+            euler: [180.0, 0.0, -90.0],
+            translation: [0.0, 0.0, 10.0],
+            features: [0.0; openseeface::FEATURES],
+        };
+        let mut out = Vec::new();
+        record.encode(&mut out);
+        out
+    }
+
+    #[test]
+    fn openseeface_records_are_recognised_by_length_and_camera() {
+        let one = openseeface_record(0);
+        assert_eq!(looks_like(&one), Some(Protocol::OpenSeeFace));
+        let mut two = one.clone();
+        two.extend(openseeface_record(1));
+        assert_eq!(looks_like(&two), Some(Protocol::OpenSeeFace));
+        // Whatever the time's first byte happens to be.
+        for first in [b'/', b'#', livelink::PACKET_VERSION, b'{'] {
+            let mut odd = one.clone();
+            odd[0] = first;
+            assert_eq!(looks_like(&odd), Some(Protocol::OpenSeeFace), "{first}");
+        }
+        assert_eq!(looks_like(&one[..1784]), None);
+        // An OSC bundle that happens to be four records long is still OSC.
+        let mut vmc = vec![message(
+            "/VMC/Ext/Blend/Val",
+            vec![OscType::String("A".into()), OscType::Float(1.0)],
+        )];
+        let mut bytes = bundle(vmc.clone());
+        while bytes.len() < 4 * openseeface::RECORD_LEN {
+            vmc.push(message("/VMC/Ext/Blend/Apply", vec![]));
+            bytes = bundle(vmc.clone());
+        }
+        bytes.resize(4 * openseeface::RECORD_LEN, 0);
+        assert_eq!(looks_like(&bytes), Some(Protocol::Vmc));
     }
 
     #[test]

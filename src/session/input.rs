@@ -93,21 +93,19 @@ impl Input {
             Input::Network(h) => {
                 let s = h.stats();
                 let n = h.net_stats();
-                let phones = [
-                    Protocol::IFacialMocap,
-                    Protocol::Facemotion3d,
-                    Protocol::LiveLinkFace,
-                    Protocol::VTubeStudio,
-                ]
-                .map(|p| n.phone(p).copied().unwrap_or_default());
+                // Every phone protocol's counters (VMC and Face Cap have none of their own).
+                let phones = || {
+                    Protocol::FAMILIES
+                        .into_iter()
+                        .filter_map(|p| n.phone(p).copied())
+                };
                 InputCounters {
                     // Every datagram received, the rejected ones included.
                     datagrams: n.datagrams,
-                    frames: s.frames + phones.iter().map(|p| p.frames).sum::<u64>(),
+                    frames: s.frames + phones().map(|p| p.frames).sum::<u64>(),
                     malformed: s.malformed_datagrams
                         + s.oversized_datagrams
-                        + phones
-                            .iter()
+                        + phones()
                             .map(|p| p.malformed + p.truncated + p.oversized + p.unsupported)
                             .sum::<u64>(),
                     rejected: n.rejected(),
