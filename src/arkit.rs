@@ -362,11 +362,13 @@ pub enum Protocol {
     VTubeStudio,
     /// OpenSeeFace's webcam tracking packets (`facetracker.py`).
     OpenSeeFace,
+    /// facewire's own webcam tracker (a camera or a video, no network).
+    Webcam,
 }
 
 impl Protocol {
     /// Every protocol.
-    pub const ALL: [Protocol; 7] = [
+    pub const ALL: [Protocol; 8] = [
         Protocol::Vmc,
         Protocol::FaceCap,
         Protocol::IFacialMocap,
@@ -374,6 +376,7 @@ impl Protocol {
         Protocol::LiveLinkFace,
         Protocol::VTubeStudio,
         Protocol::OpenSeeFace,
+        Protocol::Webcam,
     ];
 
     /// The protocol whose [`Protocol::name`] is `name` (any letter case).
@@ -393,11 +396,13 @@ impl Protocol {
             Protocol::Facemotion3d => "facemotion3d",
             Protocol::VTubeStudio => "vtubestudio",
             Protocol::OpenSeeFace => "openseeface",
+            Protocol::Webcam => "webcam",
         }
     }
 
-    /// One protocol of each family, in a fixed order: the kinds of listener socket. The OSC
-    /// socket, which receives both VMC and Face Cap, is named [`Protocol::Vmc`].
+    /// One protocol of each network family, in a fixed order: the kinds of listener socket. The
+    /// OSC socket, which receives both VMC and Face Cap, is named [`Protocol::Vmc`]; the webcam
+    /// has no socket.
     pub const FAMILIES: [Protocol; 6] = [
         Protocol::Vmc,
         Protocol::IFacialMocap,
@@ -439,6 +444,7 @@ impl Protocol {
             Protocol::LiveLinkFace => "Live Link Face",
             Protocol::VTubeStudio => "VTube Studio/MeowFace",
             Protocol::OpenSeeFace => "OpenSeeFace",
+            Protocol::Webcam => "webcam",
         }
     }
 
@@ -452,6 +458,7 @@ impl Protocol {
             Protocol::LiveLinkFace => "Live Link Face",
             Protocol::VTubeStudio => "VTube Studio",
             Protocol::OpenSeeFace => "OpenSeeFace",
+            Protocol::Webcam => "webcam",
         }
     }
 }

@@ -115,3 +115,4 @@ pub mod stack;
 pub mod text;
 pub mod tomlfile;
 pub mod watch;
+pub mod webcam;

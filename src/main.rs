@@ -63,6 +63,9 @@ enum Command {
     ImportObj(ImportObjArgs),
     /// Print the mouth shapes of speech, a line per 16 ms: in a WAV file, or the microphone's.
     Lipsync(session::LipsyncArgs),
+    /// Track the face in a video (numbered PNG or JPEG frames, or a Y4M file) with the webcam
+    /// tracker, a line per frame.
+    Track(session::TrackArgs),
     /// Say which configuration file is in use and where profiles, looks and avatars are kept.
     Config(ConfigArgs),
 }
@@ -207,9 +210,14 @@ struct SnapshotArgs {
     /// Channel weights, e.g. 'jawOpen=1,eyeBlinkLeft=0.5' (ARKit names in any dialect).
     #[arg(long, default_value = "")]
     weights: String,
-    /// Output PNG.
+    /// Output PNG (with --frames: the folder the numbered frames go to).
     #[arg(long, value_name = "PNG")]
     out: PathBuf,
+    /// Render a sequence instead of one image: a JSON-lines file, one frame a line, e.g.
+    /// `{"weights": {"jawOpen": 0.5}, "head": [20, 0, -5]}` (head: yaw, pitch, roll in degrees).
+    /// Writes OUT/frame_00001.png and on, a video `facewire track --video OUT` reads.
+    #[arg(long, value_name = "JSONL", conflicts_with_all = ["weights", "head"])]
+    frames: Option<PathBuf>,
     /// Image size, WIDTHxHEIGHT.
     #[arg(long, default_value = "800x800")]
     size: Size,
@@ -391,6 +399,20 @@ fn run() -> Result<()> {
             session::lipsync_command(&args, &config, &mut out)?;
             Ok(())
         }
+        Some(Command::Track(args)) => {
+            let mut out = std::io::stdout().lock();
+            let summary = session::track_command(&args, &mut out)?;
+            eprintln!(
+                "{} frames, a face in {}; tracking took {:.1} ms a frame on average ({:.1} ms at \
+                 most), the detector ran on {} frames",
+                summary.frames,
+                summary.faces,
+                summary.mean_ms,
+                summary.max_ms,
+                summary.detections
+            );
+            Ok(())
+        }
         Some(Command::Config(args)) => {
             config_command(&config, source.as_deref(), &origin, &args);
             Ok(())
@@ -520,6 +542,21 @@ fn contact_sheet(config: &mut Config, args: facewire::sheet::SheetArgs) -> Resul
 
 fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
     apply_render_args(config, &args.render);
+    if let Some(path) = &args.frames {
+        let frames = session::read_pose_lines(path)?;
+        let (avatar, mapping) = session::load_avatar(config)?;
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating the folder {}", args.out.display()))?;
+        let size = (args.size.0, args.size.1);
+        app::snapshot_sequence(config, avatar, mapping, &frames, size, |i, image| {
+            let file = args.out.join(format!("frame_{:05}.png", i + 1));
+            image
+                .save_png(&file)
+                .with_context(|| format!("writing {}", file.display()))
+        })?;
+        tracing::info!(out = %args.out.display(), frames = frames.len(), "snapshots written");
+        return Ok(());
+    }
     let mut frame = session::parse_weights(&args.weights)?;
     frame.head = args.head.map(|h| h.0);
     let (avatar, mapping) = session::load_avatar(config)?;

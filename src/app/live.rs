@@ -228,6 +228,35 @@ pub fn snapshot(
     Ok(scene.draw_image(&ctx, clear_color, alpha))
 }
 
+/// Still images of `frames` offscreen, one after another in one GL context, `size` pixels,
+/// framed and coloured as `config` says; `each` takes each image with its index and may stop
+/// the sequence with an error. Springs and motion are not simulated between the images: each is
+/// its frame's pose at rest, as [`snapshot`] draws it.
+pub fn snapshot_sequence<E: From<LiveError>>(
+    config: &Config,
+    avatar: Avatar,
+    mapping: CompiledMapping,
+    frames: &[crate::arkit::FaceFrame],
+    size: (u32, u32),
+    mut each: impl FnMut(usize, crate::image::RgbaImage) -> Result<(), E>,
+) -> Result<(), E> {
+    let ctx = HeadlessContext::new(size.0, size.1).map_err(LiveError::from)?;
+    let mut scene = Scene::new(ctx.gl(), avatar, config.render.morph).map_err(LiveError::from)?;
+    scene.set_lod(config.render.lod);
+    scene.set_mapping(mapping);
+    scene.set_camera(config.camera);
+    if let Some(look) = session::load_look(config, scene.mapping()).map_err(LiveError::from)? {
+        scene.set_look(look);
+        scene.update_look(true);
+    }
+    let (clear_color, alpha) = session::background(config);
+    for (i, frame) in frames.iter().enumerate() {
+        scene.set_frame(Some(frame));
+        each(i, scene.draw_image(&ctx, clear_color, alpha))?;
+    }
+    Ok(())
+}
+
 /// The guided calibration routine on live input: prompts on the terminal and, with `stage`
 /// (the avatar and its mapping), as cards beside the face in the stage window. `None` when the
 /// performer cancelled or closed the window.

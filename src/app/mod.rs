@@ -37,7 +37,7 @@ pub use input::{
     camera_drag, camera_key, camera_wheel, expression_key, ExpressionKeys, KeyRoute, StageKey,
     STAGE_HOTKEYS,
 };
-pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, LiveError};
+pub use live::{calibrate_live, run_offscreen, run_stage, snapshot, snapshot_sequence, LiveError};
 pub use pacing::{effective_cap, percentile, software_advice, wants_redraw, FramePacer, Shortfall};
 pub use placement::{first_start, panel_area, Area, PANEL_MIN_WIDTH};
 pub use scene::{reload_look, reload_mapping, Scene};

@@ -104,6 +104,8 @@ fn what_to_enter(protocol: Protocol, pc: &str, port: u16, phone: Option<IpAddr>)
         Protocol::OpenSeeFace => {
             format!("python facetracker.py -c 0 --ip {pc} --port {port}")
         }
+        // The webcam has no listener, so no row; its settings are under [webcam].
+        Protocol::Webcam => "set [webcam] device, or run with --webcam".to_string(),
     }
 }
 
@@ -117,6 +119,7 @@ fn app_name(protocol: Protocol) -> &'static str {
         Protocol::Facemotion3d => "Facemotion3d",
         Protocol::VTubeStudio => "VTube Studio/MeowFace",
         Protocol::OpenSeeFace => "OpenSeeFace",
+        Protocol::Webcam => "Webcam",
     }
 }
 
@@ -165,6 +168,7 @@ impl ConnectCard {
                 Protocol::LiveLinkFace => &[Protocol::LiveLinkFace],
                 Protocol::VTubeStudio => &[Protocol::VTubeStudio],
                 Protocol::OpenSeeFace => &[Protocol::OpenSeeFace],
+                Protocol::Webcam => &[],
             };
             for &protocol in protocols {
                 let row = AppRow {

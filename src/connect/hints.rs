@@ -120,6 +120,7 @@ fn ingest_key(protocol: Protocol) -> &'static str {
         Protocol::LiveLinkFace => "livelinkface",
         Protocol::VTubeStudio => "vtubestudio",
         Protocol::OpenSeeFace => "openseeface",
+        Protocol::Webcam => "webcam",
     }
 }
 

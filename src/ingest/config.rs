@@ -82,7 +82,7 @@ impl Default for IngestConfig {
 /// The PC port a protocol's sender sends to by default: [`DEFAULT_PORT`] for VMC and Face Cap,
 /// the app's own port for iFacialMocap, Facemotion3d, Live Link Face and OpenSeeFace
 /// (`facetracker.py`'s `--port`). For VTube Studio this is our choice: the PC names its ports in
-/// the request ([`vts::DEFAULT_PC_PORT`]).
+/// the request ([`vts::DEFAULT_PC_PORT`]). The webcam, which has no socket, gives 0.
 pub fn default_port(protocol: Protocol) -> u16 {
     match protocol {
         Protocol::Vmc | Protocol::FaceCap => DEFAULT_PORT,
@@ -91,6 +91,8 @@ pub fn default_port(protocol: Protocol) -> u16 {
         Protocol::LiveLinkFace => livelink::DEFAULT_PORT,
         Protocol::VTubeStudio => vts::DEFAULT_PC_PORT,
         Protocol::OpenSeeFace => openseeface::DEFAULT_PORT,
+        // The webcam is no network source.
+        Protocol::Webcam => 0,
     }
 }
 
@@ -169,9 +171,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_protocol_has_a_usual_port() {
+    fn every_network_protocol_has_a_usual_port() {
         let ports = Protocol::ALL.map(default_port);
-        assert_eq!(ports, [39539, 39539, 49983, 49993, 11111, 11125, 11573]);
+        assert_eq!(ports, [39539, 39539, 49983, 49993, 11111, 11125, 11573, 0]);
         assert_eq!(default_port(Protocol::VTubeStudio), vts::DEFAULT_PC_PORT);
         assert_eq!(
             default_addr(Protocol::FaceCap),

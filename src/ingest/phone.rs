@@ -18,8 +18,8 @@ use crate::arkit::{Protocol, TrackingFlag};
 
 /// The pure decoder of a phone protocol: [`ifacialmocap::decode`] for iFacialMocap and (with its
 /// tag) Facemotion3d, [`livelink::decode`], [`vts::decode`], [`openseeface::decode`]. `None` for
-/// VMC and Face Cap, which
-/// are OSC and go through the [`Decoder`](super::Decoder) with its per-sender state.
+/// VMC and Face Cap, which are OSC and go through the [`Decoder`](super::Decoder) with its
+/// per-sender state, and for the webcam, which sends no datagrams.
 pub fn phone_decoder(protocol: Protocol) -> Option<DecodeFn> {
     match protocol {
         Protocol::Vmc | Protocol::FaceCap => None,
@@ -42,6 +42,7 @@ pub fn phone_decoder(protocol: Protocol) -> Option<DecodeFn> {
         Protocol::LiveLinkFace => Some(livelink::decode),
         Protocol::VTubeStudio => Some(vts::decode),
         Protocol::OpenSeeFace => Some(openseeface::decode),
+        Protocol::Webcam => None,
     }
 }
 

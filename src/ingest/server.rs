@@ -77,7 +77,7 @@ pub struct NetStats {
 
 impl NetStats {
     /// The counters of one phone protocol; `None` for VMC and Face Cap, whose counters are the
-    /// OSC [`Stats`].
+    /// OSC [`Stats`], and for the webcam, which has no socket.
     pub fn phone(&self, protocol: Protocol) -> Option<&PhoneStats> {
         match protocol {
             Protocol::Vmc | Protocol::FaceCap => None,
@@ -86,6 +86,7 @@ impl NetStats {
             Protocol::LiveLinkFace => Some(&self.livelinkface),
             Protocol::VTubeStudio => Some(&self.vtubestudio),
             Protocol::OpenSeeFace => Some(&self.openseeface),
+            Protocol::Webcam => None,
         }
     }
 
@@ -387,11 +388,13 @@ fn slot(protocol: Protocol) -> usize {
         Protocol::LiveLinkFace => 3,
         Protocol::VTubeStudio => 4,
         Protocol::OpenSeeFace => 5,
+        // No socket receives it; its slot keeps the arrays total.
+        Protocol::Webcam => 6,
     }
 }
 
-/// How many protocol families there are: the length of per-family arrays.
-const FAMILY_COUNT: usize = Protocol::FAMILIES.len();
+/// The length of per-family arrays: the network families, and the webcam's unused slot.
+const FAMILY_COUNT: usize = Protocol::FAMILIES.len() + 1;
 
 /// Everything the receive loop owns.
 struct Receiver {

@@ -159,6 +159,91 @@ pub fn parse_weights(spec: &str) -> Result<FaceFrame, WeightsError> {
     Ok(frame)
 }
 
+/// Why a frames file (`snapshot --frames`) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PoseLinesError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line is not a frame.
+    #[error("{}:{line}:{column}: {reason}; write a frame as {{\"weights\": {{\"jawOpen\": 0.5}}, \"head\": [20, 0, -5]}}", path.display())]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// The column, from 1.
+        column: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The file holds no frame.
+    #[error("{}: no frames; write one JSON object a line", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// One line of a frames file.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PoseLine {
+    /// Channel weights by ARKit name (any dialect), 0 to 1.
+    #[serde(default)]
+    weights: std::collections::BTreeMap<String, f64>,
+    /// Head rotation, yaw, pitch, roll in degrees.
+    #[serde(default)]
+    head: Option<[f64; 3]>,
+}
+
+/// Reads a frames file for `snapshot --frames`: one JSON object a line with `weights` (ARKit
+/// names to 0..1) and `head` (`[yaw, pitch, roll]` in degrees, as `--head`); blank lines and
+/// lines starting with `#` are skipped. Errors name the file, line and column.
+pub fn read_pose_lines(path: &std::path::Path) -> Result<Vec<FaceFrame>, PoseLinesError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PoseLinesError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut frames = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let at = |column: usize, reason: String| PoseLinesError::Line {
+            path: path.to_path_buf(),
+            line: n + 1,
+            column,
+            reason,
+        };
+        let pose: PoseLine =
+            serde_json::from_str(line).map_err(|e| at(e.column(), e.to_string()))?;
+        let spec: Vec<String> = pose
+            .weights
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        let mut frame = parse_weights(&spec.join(",")).map_err(|e| at(1, e.to_string()))?;
+        if let Some([yaw, pitch, roll]) = pose.head {
+            let angles = format!("{yaw},{pitch},{roll}");
+            frame.head = Some(HeadAngles::from_str(&angles).map_err(|e| at(1, e))?.0);
+        }
+        frames.push(frame);
+    }
+    if frames.is_empty() {
+        return Err(PoseLinesError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(frames)
+}
+
 /// Asks `question` on the terminal (stderr) and reads the answer from stdin: Enter, `y` or `yes`
 /// mean yes; anything else, or stdin closed, means no.
 pub fn confirm(question: &str) -> std::io::Result<bool> {

@@ -25,6 +25,7 @@ mod record;
 mod routine;
 mod run;
 mod signal;
+mod track;
 mod vowel_take;
 mod vowels;
 mod watch;
@@ -33,7 +34,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
-pub use args::{confirm, parse_weights, CheckArgs, HeadAngles, Size, TakeArgs, WeightsError};
+pub use args::{
+    confirm, parse_weights, read_pose_lines, CheckArgs, HeadAngles, PoseLinesError, Size, TakeArgs,
+    WeightsError,
+};
 pub use avatar::{
     avatar_presets, background, check_mapping, default_head_mapping, load_avatar, load_look,
     load_model, look_path, mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_FILE,
@@ -54,6 +58,7 @@ pub use run::{
     RelayReport, StageRun, StopRequest, Watches,
 };
 pub use signal::{exit_on_stop, on_stop, INTERRUPTED};
+pub use track::{track_command, TrackArgs, TrackSummary};
 pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
 pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch};
 
@@ -106,6 +111,12 @@ pub enum StartError {
     /// The network listeners could not start.
     #[error(transparent)]
     Ingest(#[from] crate::ingest::IngestError),
+    /// A video for the webcam tracker could not be read.
+    #[error(transparent)]
+    Video(#[from] crate::webcam::video::VideoError),
+    /// The webcam tracker's networks failed.
+    #[error(transparent)]
+    Tracker(#[from] crate::webcam::model::ModelError),
     /// Forwarding could not start.
     #[error(transparent)]
     Forward(#[from] crate::session::forward::ForwardError),

@@ -1,0 +1,119 @@
+//! `facewire track`: the webcam tracker on a video (a folder of numbered PNG or JPEG frames, or a
+//! Y4M file), one line per frame.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::listen::frame_json;
+use super::StartError;
+use crate::webcam::model::Networks;
+use crate::webcam::track::{face_frame, Tracker};
+use crate::webcam::video::{frame_time, VideoSource};
+
+/// The flags of `facewire track`.
+#[derive(Debug, clap::Args)]
+pub struct TrackArgs {
+    /// The video: a folder of numbered PNG or JPEG frames (frame_0001.png, ...) or a .y4m file.
+    #[arg(long, value_name = "PATH")]
+    pub video: PathBuf,
+    /// Frames a second, for the times printed and the tracker's smoothing (default: the rate a
+    /// Y4M file states, else 30).
+    #[arg(long, value_name = "N", value_parser = parse_fps)]
+    pub fps: Option<f64>,
+    /// One JSON object a line, as `facewire listen` prints a frame (weights by their ARKit
+    /// names, the head as a quaternion x, y, z, w), plus `"frame"` (from 0) and `"face"`: true
+    /// or false.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A frame rate from 1 to 1000.
+fn parse_fps(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() && (1.0..=1000.0).contains(&f) => Ok(f),
+        _ => Err(format!(
+            "{text} is not a frame rate from 1 to 1000, e.g. 30 or 29.97"
+        )),
+    }
+}
+
+/// What a `track` run read, for its summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TrackSummary {
+    /// Frames read.
+    pub frames: u64,
+    /// Frames with a face.
+    pub faces: u64,
+    /// Frames the detector ran on.
+    pub detections: u64,
+    /// Mean tracking time per frame.
+    pub mean_ms: f64,
+    /// Slowest frame.
+    pub max_ms: f64,
+}
+
+/// Runs `facewire track`: reads the video, tracks each frame and writes a line per frame to
+/// `out` (JSON with `--json`, else a short text line), then a summary to standard error.
+pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSummary, StartError> {
+    let mut video = VideoSource::open(&args.video)?;
+    let fps = args.fps.or(video.stated_fps()).unwrap_or(30.0);
+    let networks = Arc::new(Networks::load()?);
+    let mut tracker = Tracker::new(networks);
+    let start = Instant::now();
+    let mut summary = TrackSummary::default();
+    let mut total = Duration::ZERO;
+    let mut index = 0u64;
+    while let Some(frame) = video.next_frame()? {
+        let began = Instant::now();
+        let face = tracker.track(&frame)?;
+        let took = began.elapsed();
+        total += took;
+        summary.max_ms = summary.max_ms.max(took.as_secs_f64() * 1e3);
+        let t = frame_time(index, fps);
+        let mut face_frame = face_frame(face.as_ref(), start + Duration::from_secs_f64(t));
+        face_frame.sender_time = Some(t);
+        let line = if args.json {
+            let mut v = frame_json(&face_frame, start);
+            v["frame"] = serde_json::json!(index);
+            v["face"] = serde_json::json!(face.is_some());
+            v.to_string()
+        } else {
+            match &face {
+                None => format!("{t:9.3} s  frame {index:5}  no face"),
+                Some(f) => {
+                    let [yaw, pitch, roll] = f
+                        .fit
+                        .as_ref()
+                        .map_or([0.0; 3], |fit| fit.pose.yaw_pitch_roll());
+                    let w = |c| face_frame.get(c).unwrap_or(0.0);
+                    use crate::arkit::Channel::*;
+                    format!(
+                        "{t:9.3} s  frame {index:5}  face {:.2}  yaw {yaw:6.1}  pitch \
+                         {pitch:6.1}  roll {roll:6.1}  blink {:.2} {:.2}  jaw {:.2}  smile \
+                         {:.2} {:.2}",
+                        f.mean_confidence,
+                        w(EyeBlinkLeft),
+                        w(EyeBlinkRight),
+                        w(JawOpen),
+                        w(MouthSmileLeft),
+                        w(MouthSmileRight),
+                    )
+                }
+            }
+        };
+        if writeln!(out, "{line}").is_err() {
+            // The reader went away (a closed pipe): stop quietly.
+            break;
+        }
+        summary.frames += 1;
+        summary.faces += u64::from(face.is_some());
+        index += 1;
+    }
+    summary.detections = tracker.counts().1;
+    if summary.frames > 0 {
+        summary.mean_ms = total.as_secs_f64() * 1e3 / summary.frames as f64;
+    }
+    Ok(summary)
+}
