@@ -776,7 +776,7 @@ fn openseeface_faces_arrive_over_udp_and_the_lowest_id_is_followed() {
 
     // One face: the left eye shut, the mouth wide open, the head turned to the performer's left.
     tracker
-        .send_to(&osf_record(0, 1, 0.0, 0.605, 30.0), to)
+        .send_to(&osf_record(0, 1, 0.0, 0.9, 30.0), to)
         .unwrap();
     let f = next_frame(&rx);
     assert_eq!(f.protocol, Protocol::OpenSeeFace);
@@ -795,7 +795,7 @@ fn openseeface_faces_arrive_over_udp_and_the_lowest_id_is_followed() {
 
     // Two faces, the one seen later (id 4, turned the other way) first: face 2 is followed.
     let mut two = osf_record(4, 1, 1.0, 0.0, -30.0);
-    two.extend(osf_record(2, 1, 1.0, 0.33, 0.0));
+    two.extend(osf_record(2, 1, 1.0, 0.5, 0.0));
     tracker.send_to(&two, to).unwrap();
     let f = next_frame(&rx);
     let jaw = f.get(Channel::JawOpen).unwrap();

@@ -477,7 +477,7 @@ fn own_openseeface(id: i32, success: u8, features: [f32; FEATURES]) -> Vec<u8> {
 #[test]
 fn openseeface_records_decode_through_the_phone_decoder() {
     let mut features = [0.0; FEATURES];
-    features[feature::MOUTH_OPEN] = 0.33;
+    features[feature::MOUTH_OPEN] = 0.5;
     features[feature::MOUTH_CORNER_UPDOWN_R] = -0.5;
     features[feature::EYEBROW_UPDOWN_L] = 0.35;
     features[feature::EYEBROW_UPDOWN_R] = 0.35;

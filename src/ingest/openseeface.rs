@@ -192,11 +192,13 @@ impl Ramp {
     }
 }
 
-/// `mouth_open` to `jawOpen`: OpenSeeVRMDriver's jaw, `open / 0.55 − 0.1`, so a mouth a little
-/// past its resting opening stays shut and 0.6 of the widest opening seen opens it fully.
+/// `mouth_open` to `jawOpen`: a mouth a tenth of the way from rest to the widest opening seen
+/// stays shut (the flicker of a mouth at rest), and nine tenths opens it fully. ARKit's jawOpen
+/// grows with the opening all the way; OpenSeeVRMDriver's jaw (`open / 0.55 − 0.1`) opens a VRM
+/// `A` mouth fully at 0.6 of the widest, which would read every wider mouth the same.
 pub const JAW: Ramp = Ramp {
-    zero: 0.055,
-    full: 0.605,
+    zero: 0.1,
+    full: 0.9,
 };
 
 /// −`mouth_corner_updown` to `mouthSmile`: OpenSeeExpression.cs calls a face smiling ("fun")
@@ -745,7 +747,7 @@ mod tests {
         use feature::*;
         let d = one(&Spec {
             features: features(&[
-                (MOUTH_OPEN, 0.33),
+                (MOUTH_OPEN, 0.5),
                 (MOUTH_CORNER_UPDOWN_L, -1.0),
                 (MOUTH_CORNER_UPDOWN_R, 1.0),
                 (MOUTH_WIDE, 0.65),
@@ -823,7 +825,7 @@ mod tests {
 
     #[test]
     fn non_finite_values_are_dropped_and_counted() {
-        let mut nan = features(&[(feature::MOUTH_OPEN, 0.6)]);
+        let mut nan = features(&[(feature::MOUTH_OPEN, 0.95)]);
         nan[feature::MOUTH_CORNER_UPDOWN_L] = f32::NAN;
         nan[feature::EYEBROW_UPDOWN_R] = f32::INFINITY;
         // Not read, so not counted.
@@ -894,7 +896,7 @@ mod tests {
         let jaw = |open: f32| features(&[(feature::MOUTH_OPEN, open)]);
         let near = Spec {
             id: 1,
-            features: jaw(0.605),
+            features: jaw(0.9),
             ..Spec::default()
         };
         let far = Spec {
@@ -918,7 +920,7 @@ mod tests {
         // Equal ids: the first record wins. Negative ids sort below.
         let twin = Spec {
             id: 1,
-            features: jaw(0.33),
+            features: jaw(0.5),
             ..Spec::default()
         };
         let mut datagram = record_bytes(&twin);

@@ -83,16 +83,18 @@ pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSumma
             match &face {
                 None => format!("{t:9.3} s  frame {index:5}  no face"),
                 Some(f) => {
-                    let [yaw, pitch, roll] = f
-                        .fit
-                        .as_ref()
-                        .map_or([0.0; 3], |fit| fit.pose.yaw_pitch_roll());
+                    let pose = match &f.fit {
+                        Some(fit) => {
+                            let [yaw, pitch, roll] = fit.pose.yaw_pitch_roll();
+                            format!("yaw {yaw:6.1}  pitch {pitch:6.1}  roll {roll:6.1}")
+                        }
+                        None => format!("{:38}", "no head pose"),
+                    };
                     let w = |c| face_frame.get(c).unwrap_or(0.0);
                     use crate::arkit::Channel::*;
                     format!(
-                        "{t:9.3} s  frame {index:5}  face {:.2}  yaw {yaw:6.1}  pitch \
-                         {pitch:6.1}  roll {roll:6.1}  blink {:.2} {:.2}  jaw {:.2}  smile \
-                         {:.2} {:.2}",
+                        "{t:9.3} s  frame {index:5}  face {:.2}  {pose}  blink {:.2} {:.2}  jaw \
+                         {:.2}  smile {:.2} {:.2}",
                         f.mean_confidence,
                         w(EyeBlinkLeft),
                         w(EyeBlinkRight),

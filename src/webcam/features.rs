@@ -136,47 +136,58 @@ impl Feature {
         self.last
     }
 
-    /// The measurement against the median and the extremes, −1..=1, learning as it goes.
+    /// The measurement against the median and the extremes, −1..=1, learning as it goes. The
+    /// two sides learn apart: a side reports 0 until a measurement has gone `threshold` past
+    /// the median on it, and a new extreme reports ±1.
     fn normalise(&mut self, x: f32) -> f32 {
         self.median.push(x);
         let median = self.median.get();
-        let far = |d: f32| median.abs() > f32::EPSILON && d / median.abs() > self.threshold;
+        let threshold = self.threshold;
+        let far = |d: f32| median.abs() > f32::EPSILON && d / median.abs() > threshold;
         let hard = |extreme: f32| extreme + HARD_FACTOR * (median - extreme);
-        match self.low {
-            None if x < median && far(median - x) => {
-                self.low = Some((x, hard(x)));
-                return -1.0;
+        if x < median {
+            match self.low {
+                Some((low, _)) if x >= low => {}
+                Some(_) => {
+                    self.low = Some((x, hard(x)));
+                    return -1.0;
+                }
+                None if far(median - x) => {
+                    self.low = Some((x, hard(x)));
+                    return -1.0;
+                }
+                None => return 0.0,
             }
-            None => return 0.0,
-            Some((low, _)) if x < low => {
-                self.low = Some((x, hard(x)));
-                return -1.0;
+        } else if x > median {
+            match self.high {
+                Some((high, _)) if x <= high => {}
+                Some(_) => {
+                    self.high = Some((x, hard(x)));
+                    return 1.0;
+                }
+                None if far(x - median) => {
+                    self.high = Some((x, hard(x)));
+                    return 1.0;
+                }
+                None => return 0.0,
             }
-            Some(_) => {}
+        } else {
+            return 0.0;
         }
-        match self.high {
-            None if x > median && far(x - median) => {
-                self.high = Some((x, hard(x)));
-                return 1.0;
-            }
-            None => return 0.0,
-            Some((high, _)) if x > high => {
-                self.high = Some((x, hard(x)));
-                return 1.0;
-            }
-            Some(_) => {}
-        }
+        // Both extremes relax towards the middle, so that one outlier does not flatten the
+        // range for good.
         for side in [&mut self.low, &mut self.high].into_iter().flatten() {
             let (extreme, target) = *side;
             side.0 = extreme + (target - extreme) * DECAY;
         }
-        let (low, high) = (self.low.map_or(median, |l| l.0), self.high.map_or(median, |h| h.0));
-        let out = if x < median && median - low > f32::EPSILON {
-            -(1.0 - (x - low) / (median - low))
-        } else if x > median && high - median > f32::EPSILON {
-            (x - median) / (high - median)
-        } else {
-            0.0
+        let out = match (x < median, self.low, self.high) {
+            (true, Some((low, _)), _) if median - low > f32::EPSILON => {
+                -(1.0 - (x - low) / (median - low))
+            }
+            (false, _, Some((high, _))) if high - median > f32::EPSILON => {
+                (x - median) / (high - median)
+            }
+            _ => 0.0,
         };
         out.clamp(-1.0, 1.0)
     }
@@ -391,8 +402,14 @@ mod tests {
         }
         // Brows 17..=21 over the right eye, 22..=26 over the left.
         for i in 0..5 {
-            p[17 + i] = [0.38 - 0.065 * i as f32, 0.42 + 0.02 * (2.0 - (i as f32 - 2.0).abs())];
-            p[22 + i] = [-0.12 - 0.065 * i as f32, 0.42 + 0.02 * (2.0 - (i as f32 - 2.0).abs())];
+            p[17 + i] = [
+                0.38 - 0.065 * i as f32,
+                0.42 + 0.02 * (2.0 - (i as f32 - 2.0).abs()),
+            ];
+            p[22 + i] = [
+                -0.12 - 0.065 * i as f32,
+                0.42 + 0.02 * (2.0 - (i as f32 - 2.0).abs()),
+            ];
         }
         // Nose bridge 27..=30, nostrils 31..=35.
         for i in 0..4 {

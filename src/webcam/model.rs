@@ -294,7 +294,10 @@ mod tests {
         let reference = reference::LANDMARKS;
         for &(i, want) in reference {
             let got = out[0].1[i];
-            assert!((got - want).abs() < 1e-3, "landmark output {i}: {got} vs {want}");
+            assert!(
+                (got - want).abs() < 1e-3,
+                "landmark output {i}: {got} vs {want}"
+            );
         }
         let out = nets
             .detector
@@ -304,7 +307,10 @@ mod tests {
         assert_eq!(out[0].0, [1, 2, 56, 56]);
         for &(i, want) in reference::DETECTOR {
             let got = out[0].1[i];
-            assert!((got - want).abs() < 1e-3, "detector output {i}: {got} vs {want}");
+            assert!(
+                (got - want).abs() < 1e-3,
+                "detector output {i}: {got} vs {want}"
+            );
         }
     }
 

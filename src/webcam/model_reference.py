@@ -10,5 +10,5 @@ for name,path in [("LANDMARKS","models/openseeface/lm_model0_opt.onnx"),("DETECT
     s=ort.InferenceSession(path,o,providers=["CPUExecutionProvider"])
     r=s.run(None,{"input":pat})[0].reshape(-1)
     idx=list(range(0,r.size,r.size//12))[:12]+list(np.argsort(-np.abs(r))[:6])
-    out.append(f"/// {name.lower()} output (flat index, value).\npub const {name}: &[(usize, f32)] = &[\n"+"".join(f"    ({int(i)}, {float(r[i])!r}),\n" for i in idx)+"];\n")
+    out.append(f"/// {name.lower()} output (flat index, value).\npub const {name}: &[(usize, f32)] = &[\n"+"".join(f"    ({int(i)}, {np.format_float_positional(np.float32(r[i]), unique=True, trim='0')}),\n" for i in idx)+"];\n")
 print("// onnxruntime %s's outputs of the original `_opt` files on the test pattern, printed by\n// `python3 src/webcam/model_reference.py > src/webcam/model_reference.rs`.\n" % ort.__version__ + "\n".join(out))

@@ -1,7 +1,8 @@
 //! The head's pose from 66 face landmarks: OpenSeeFace's mean 3D face fitted to the image.
 //!
-//! The method is OpenSeeFace's (`tracker.py`, by Emiliana, BSD 2-Clause): the 14 contour points
-//! of a mean face ([`CONTOUR`]: jaw corners and chin, nose bridge, nose tip and nostrils) are
+//! The method is OpenSeeFace's (`tracker.py`, by Emiliana, BSD 2-Clause): 18 contour points of
+//! a mean face ([`CONTOUR`]: jaw corners and chin, nose bridge, nose tip and nostrils, and the
+//! eyes' corners, which OpenSeeFace leaves out) are
 //! fitted to their landmarks with a pinhole camera whose focal length is the image's width and
 //! whose principal point is the image's centre, warm-started from the previous frame's pose.
 //! The 66 landmarks are then lifted to 3D at the fitted model's depth, brought back into the
@@ -109,10 +110,15 @@ const OSF_FACE_3D: [[f64; 3]; 66] = [
 /// with its X negated, which makes it right-handed like the camera's frame.
 pub const MEAN_FACE: [[f32; 3]; 66] = mean_face_f32();
 
-/// The landmarks the pose is fitted to, OpenSeeFace's contour points: the jaw's upper corners
-/// (0, 1, 15, 16), the chin (8), the nose bridge and tip (27 to 30) and the nostrils (31 to 35),
-/// the points an expression moves least.
-pub const CONTOUR: [usize; 14] = [0, 1, 8, 15, 16, 27, 28, 29, 30, 31, 32, 33, 34, 35];
+/// The landmarks the pose is fitted to, the points an expression moves least: OpenSeeFace's
+/// contour points, the jaw's upper corners (0, 1, 15, 16), the chin (8), the nose bridge and tip
+/// (27 to 30) and the nostrils (31 to 35), and the eyes' corners (36, 39, 42, 45). The jaw
+/// corners the landmark model finds on a turned head lie on its outline, which turns less than
+/// the head; the eye corners are fixed points of the skull and keep the yaw from reading short
+/// (on a rendered scan turned 20 degrees, 16.3 rather than 15.7).
+pub const CONTOUR: [usize; 18] = [
+    0, 1, 8, 15, 16, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 39, 42, 45,
+];
 
 /// The rotation, head frame to camera frame, of a head upright and facing the camera: a half
 /// turn about x, diag(1, -1, -1). The face's left (+X) shows on the image's right (+x), up (+Y)
@@ -126,8 +132,10 @@ const FACING_F64: DMat3 = DMat3::from_cols(DVec3::X, DVec3::NEG_Y, DVec3::NEG_Z)
 const MAX_ITERATIONS: usize = 30;
 
 /// A fit whose RMS contour error is above this fraction of the contour landmarks' RMS distance
-/// from their centroid (the face's size in the image) is refused.
-const MAX_RELATIVE_ERROR: f64 = 0.25;
+/// from their centroid (the face's size in the image) is refused. Real faces fit within a tenth;
+/// a stylised face (an anime avatar's big eyes and small nose, as a VTuber may hold up to the
+/// camera) fits at about a quarter, and should still turn the avatar's head.
+const MAX_RELATIVE_ERROR: f64 = 0.4;
 
 /// The nearest a contour point of the model may be to the camera's plane, in model units (the
 /// face is about one unit wide): nearer, or behind it, the pose is refused.
@@ -227,7 +235,7 @@ pub struct Fit {
     /// The head's pose.
     pub pose: Pose,
     /// Root-mean-square reprojection error of the contour points ([`CONTOUR`]), in pixels: the
-    /// square root of the mean, over the 14 points, of the squared distance between a landmark
+    /// square root of the mean, over the 18 points, of the squared distance between a landmark
     /// and the fitted face's projection of it.
     pub error: f32,
     /// The 66 landmarks lifted to 3D (each at the depth of its point of the fitted mean face),
@@ -356,8 +364,8 @@ struct Normal {
 /// One frame's fit: the contour's model points and landmarks.
 struct Problem {
     camera: Camera,
-    model: [DVec3; 14],
-    observed: [DVec2; 14],
+    model: [DVec3; 18],
+    observed: [DVec2; 18],
     /// The contour landmarks' RMS distance from their centroid, px.
     spread: f64,
     /// Their centroid, px.
@@ -426,9 +434,8 @@ impl Problem {
         normal.cost.is_finite().then_some(normal)
     }
 
-    /// Levenberg–Marquardt from `start`: the fitted state and its cost, or `None` when the start
-    /// is not in front of the camera, or the fit stalls or does not converge within
-    /// [`MAX_ITERATIONS`] tries. Steps that would take a contour point behind the camera are
+    /// Levenberg–Marquardt from `start`: the fitted state and its cost (the best reached within
+    /// [`MAX_ITERATIONS`] tries), or `None` when the start is not in front of the camera. Steps that would take a contour point behind the camera are
     /// refused like steps that raise the cost.
     fn refine(&self, start: State) -> Option<(State, f64)> {
         let mut state = start;
@@ -464,10 +471,13 @@ impl Problem {
                 None => lambda *= 10.0,
             }
             if lambda > MAX_LAMBDA {
-                return None;
+                // No step lowers the cost any more: this is the minimum from here.
+                break;
             }
         }
-        None
+        // Out of tries or at a minimum no step improves: the best state reached, which
+        // [`Problem::finish`] accepts only when its error is within bounds.
+        Some((state, normal.cost))
     }
 
     /// Cold starts: the face upright, turned as the landmarks suggest, and facing the camera

@@ -161,7 +161,12 @@ impl Tracker {
             self.detections += 1;
             self.times.detect_us = micros(started);
             if let Some(face_box) = detected {
-                found = self.landmarks(frame, face_box)?;
+                // The detector's box is a rough square; a second pass on the box the first
+                // landmarks span crops the face as every following frame will.
+                found = match self.landmarks(frame, face_box)? {
+                    Some((first, _)) => self.landmarks(frame, bounds(&first))?,
+                    None => None,
+                };
             }
         }
         let Some((landmarks, confidence)) = found else {
@@ -350,10 +355,7 @@ fn logit(p: f32, factor: f32) -> f32 {
 
 /// Decodes the landmark model's output (66 heat maps, then 66 x-offset and 66 y-offset maps, each
 /// 28x28) into landmarks in frame pixels and their confidences.
-pub fn decode_landmarks(
-    maps: &[f32],
-    crop: Crop,
-) -> ([[f32; 2]; LANDMARKS], [f32; LANDMARKS]) {
+pub fn decode_landmarks(maps: &[f32], crop: Crop) -> ([[f32; 2]; LANDMARKS], [f32; LANDMARKS]) {
     let cells = LANDMARK_SIDE * LANDMARK_SIDE;
     let mut points = [[0.0f32; 2]; LANDMARKS];
     let mut confidence = [0.0f32; LANDMARKS];
