@@ -340,6 +340,14 @@ struct ImportObjArgs {
     /// (eyeBlink_L).
     #[arg(long, value_name = "DIALECT", default_value = "camel")]
     name_dialect: facewire::objimport::NameDialect,
+    /// Leave out the faces of this material (a usemtl name), such as semi-transparent overlays;
+    /// repeat or separate with commas.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    skip_material: Vec<String>,
+    /// Give this material facewire's skin colour instead of its library colour (Kd); repeat
+    /// or separate with commas.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    skin: Vec<String>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -405,11 +413,7 @@ fn run() -> Result<()> {
             eprintln!(
                 "{} frames, a face in {}; tracking took {:.1} ms a frame on average ({:.1} ms at \
                  most), the detector ran on {} frames",
-                summary.frames,
-                summary.faces,
-                summary.mean_ms,
-                summary.max_ms,
-                summary.detections
+                summary.frames, summary.faces, summary.mean_ms, summary.max_ms, summary.detections
             );
             Ok(())
         }
@@ -454,6 +458,8 @@ fn import_obj_command(args: ImportObjArgs) -> Result<()> {
     let options = ImportOptions {
         combine_halves: args.combine_halves,
         dialect: args.name_dialect,
+        skip_materials: args.skip_material,
+        skin_materials: args.skin,
     };
     let report = objimport::import_to_file(&args.neutral, &args.targets, &args.out, &options)?;
     print!("{report}");

@@ -1,6 +1,6 @@
 //! `facewire import-obj`: small OBJ shape sets written here (every face form, halves, errors)
-//! checked against deltas computed from the OBJ numbers, and the ICT-FaceKit face imported,
-//! loaded and rendered.
+//! checked against deltas computed from the OBJ numbers, and the ICT-FaceKit face imported with
+//! its materials, loaded and rendered.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -423,9 +423,11 @@ fn the_command_writes_the_glb_and_prints_the_report() {
 // The ICT-FaceKit face
 // ---------------------------------------------------------------------------------------------
 
-/// The ICT files the tests extract: the neutral and a few targets (halves, an extra).
-const ICT_FILES: [&str; 6] = [
+/// The ICT files the tests extract: the neutral, its material library and a few targets
+/// (halves, an extra).
+const ICT_FILES: [&str; 7] = [
     "generic_neutral_mesh.obj",
+    "ICTFaceModelMaterial.mtl",
     "jawOpen.obj",
     "eyeBlink_L.obj",
     "browInnerUp_L.obj",
@@ -456,9 +458,14 @@ fn facewire(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The ICT material groups left out: the semi-transparent shadow and wetness layers over the
+/// eyes, which an opaque material cannot show.
+const ICT_OVERLAYS: &str = "M_EyeOcclusion,M_EyeBlend,M_LacrimalFluid";
+
 /// The extracted subset of the ICT face (in `target/objimport-tests/ict/FaceXModel`) and the
-/// GLB `facewire import-obj --combine-halves` made of it, once per test run; `None` with a
-/// note when the fixtures are absent.
+/// GLB `facewire import-obj --combine-halves --skip-material ICT_OVERLAYS --skin
+/// M_Face,M_BackHead` made of it, once per test run; `None` with a note when the fixtures are
+/// absent.
 fn ict() -> Option<&'static (PathBuf, PathBuf)> {
     static ICT: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
     ICT.get_or_init(|| {
@@ -499,6 +506,12 @@ fn ict() -> Option<&'static (PathBuf, PathBuf)> {
             "--out",
             glb.to_str().unwrap(),
             "--combine-halves",
+            "--skip-material",
+            ICT_OVERLAYS,
+            "--skin",
+            "M_Face",
+            "--skin",
+            "M_BackHead",
         ]);
         let stdout = String::from_utf8_lossy(&imported.stdout);
         assert!(
@@ -512,6 +525,27 @@ fn ict() -> Option<&'static (PathBuf, PathBuf)> {
             stdout.contains("browInnerUp (browInnerUp_L.obj + browInnerUp_R.obj)"),
             "{stdout}"
         );
+        assert!(
+            stdout.contains("materials (9, from ICTFaceModelMaterial.mtl):"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("  M_EyeLashes: #000000, 2160 triangles"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("  M_Face: #DDB39B skin (--skin)"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(
+                "materials left out (3): M_LacrimalFluid (--skip-material, 652 triangles), \
+                 M_EyeBlend (--skip-material, 60 triangles), M_EyeOcclusion (--skip-material, \
+                 512 triangles)"
+            ),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("warnings"), "{stdout}");
         Some((folder, glb))
     })
     .as_ref()
@@ -532,28 +566,52 @@ fn obj_vertex(file: &Path, index: usize) -> Vec3 {
     Vec3::new(xyz[0] as f32, xyz[1] as f32, xyz[2] as f32)
 }
 
+/// The primitive drawn with the material called `name`.
+fn primitive_of<'a>(avatar: &'a Avatar, name: &str) -> &'a Primitive {
+    avatar.meshes[0]
+        .primitives
+        .iter()
+        .find(|p| avatar.materials[p.material.unwrap()].name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no primitive with the material {name}"))
+}
+
+/// The index of the vertex of `prim` at `position` (the importer keeps OBJ positions exactly).
+fn vertex_at(prim: &Primitive, position: Vec3) -> usize {
+    prim.positions
+        .iter()
+        .position(|p| *p == position)
+        .unwrap_or_else(|| panic!("no vertex at {position}"))
+}
+
 #[test]
 fn ict_face_imports_with_its_shapes_and_positions() {
     let Some((folder, glb)) = ict() else {
         return;
     };
     let avatar = avatar::load(glb).unwrap();
-    let prim = primitive(&avatar);
-    assert_eq!(prim.positions.len(), 26_719);
     assert_eq!(
         avatar.meshes[0].target_names,
         vec!["eyeBlinkLeft", "jawOpen", "browInnerUp", "cheekRaiser_L"]
     );
     let neutral = folder.join(ICT_FILES[0]);
-    assert_eq!(prim.positions[ICT_CHIN], obj_vertex(&neutral, ICT_CHIN));
-    let jaw = &prim.targets[target_index(&avatar, "jawOpen")];
+    let face = primitive_of(&avatar, "M_Face");
+    let chin = vertex_at(face, obj_vertex(&neutral, ICT_CHIN));
+    let jaw = &face.targets[target_index(&avatar, "jawOpen")];
     let want = obj_vertex(&folder.join("jawOpen.obj"), ICT_CHIN) - obj_vertex(&neutral, ICT_CHIN);
     assert!(want.length() > 3.0, "the chin drops by centimetres: {want}");
-    assert_close(jaw.positions[ICT_CHIN], want, "jawOpen at the chin");
-    for target in &prim.targets {
-        assert_eq!(target.positions[ICT_CROWN], Vec3::ZERO);
+    assert_close(jaw.positions[chin], want, "jawOpen at the chin");
+    let crown = obj_vertex(&neutral, ICT_CROWN);
+    let mut crowns = 0;
+    for prim in &avatar.meshes[0].primitives {
+        if let Some(v) = prim.positions.iter().position(|p| *p == crown) {
+            crowns += 1;
+            for target in &prim.targets {
+                assert_eq!(target.positions[v], Vec3::ZERO);
+            }
+        }
     }
-    let brow = &prim.targets[target_index(&avatar, "browInnerUp")];
+    assert!(crowns >= 1, "the crown is drawn");
+    let brow = &face.targets[target_index(&avatar, "browInnerUp")];
     let moved = |t: &facewire::avatar::MorphTarget| {
         t.positions.iter().filter(|d| **d != Vec3::ZERO).count()
     };
@@ -561,6 +619,173 @@ fn ict_face_imports_with_its_shapes_and_positions() {
         moved(brow) > 1000,
         "browInnerUp moves {} vertices",
         moved(brow)
+    );
+}
+
+#[test]
+fn ict_face_keeps_its_materials() {
+    let Some((_, glb)) = ict() else {
+        return;
+    };
+    let avatar = avatar::load(glb).unwrap();
+    let prims = &avatar.meshes[0].primitives;
+    let names: Vec<&str> = prims
+        .iter()
+        .map(|p| {
+            avatar.materials[p.material.unwrap()]
+                .name
+                .as_deref()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "M_Face",
+            "M_BackHead",
+            "M_GumsTongue",
+            "M_Teeth",
+            "M_ScleraLeft",
+            "M_IrisLeft",
+            "M_ScleraRight",
+            "M_IrisRight",
+            "M_EyeLashes"
+        ],
+        "one primitive per material group kept, in the OBJ's order"
+    );
+    let colour = |name: &str| {
+        let prim = primitive_of(&avatar, name);
+        let material = &avatar.materials[prim.material.unwrap()];
+        assert!(material.double_sided, "{name}");
+        material.base_color
+    };
+    let luminance = |c: [f32; 4]| 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+    // Kd 0 0 0: the eyelashes are black; Kd 0.2: the irises dark (linear 0.033).
+    assert!(luminance(colour("M_EyeLashes")) < 0.01);
+    assert!(luminance(colour("M_IrisLeft")) < 0.05);
+    assert!(luminance(colour("M_Teeth")) > 0.5, "Kd 0.8: light teeth");
+    // --skin: the face and the back of the head get the skin colour, not the MTL's grey.
+    assert_eq!(colour("M_Face"), colour("M_BackHead"));
+    let face = colour("M_Face");
+    assert!(
+        face[0] > face[1] && face[1] > face[2],
+        "warm skin: {face:?}"
+    );
+    // Compacted: every primitive holds only its own vertices, so the whole is about the OBJ's
+    // 26,719 (less the overlays, plus the seams two groups share).
+    let total: usize = prims.iter().map(|p| p.positions.len()).sum();
+    assert!((25_000..27_000).contains(&total), "{total} vertices in all");
+    for prim in prims {
+        let used = prim
+            .indices
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<u32>>();
+        assert_eq!(used.len(), prim.positions.len(), "no unused vertex");
+        assert!(prim
+            .targets
+            .iter()
+            .all(|t| t.positions.len() == prim.positions.len()));
+    }
+}
+
+/// Pixels dark enough to be an eye (the background is green, the skin light).
+fn dark_pixels(image: &RgbaImage) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for y in 0..image.height {
+        for x in 0..image.width {
+            let [r, g, b, _] = image.pixel(x, y);
+            if r.max(g).max(b) < 70 {
+                out.push((x, y));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn ict_face_eyes_read_open_and_closed() {
+    let Some((folder, glb)) = ict() else {
+        return;
+    };
+    // As the README imports the face: without textures the sclera shell hides the iris inside
+    // it and the eyelash cards are black bands around the eye, so those go too; what shows in
+    // the eye is the dark eyeball, and the lid closes over it.
+    let dir = glb.parent().unwrap();
+    let eyes = dir.join("ict_eyes.glb");
+    let imported = facewire(&[
+        "import-obj",
+        "--neutral",
+        folder.join(ICT_FILES[0]).to_str().unwrap(),
+        "--targets",
+        folder.to_str().unwrap(),
+        "--out",
+        eyes.to_str().unwrap(),
+        "--combine-halves",
+        "--skip-material",
+        &format!("{ICT_OVERLAYS},M_ScleraLeft,M_ScleraRight,M_EyeLashes"),
+        "--skin",
+        "M_Face,M_BackHead",
+    ]);
+    let stdout = String::from_utf8_lossy(&imported.stdout);
+    assert!(
+        imported.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    assert!(stdout.contains("materials (6, from"), "{stdout}");
+    let shot = |weights: &str, name: &str| {
+        let out = dir.join(name);
+        let output = facewire(&[
+            "snapshot",
+            "--model",
+            eyes.to_str().unwrap(),
+            "--weights",
+            weights,
+            "--morph",
+            "cpu",
+            "--size",
+            "384x384",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            output.status.success(),
+            "snapshot failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        dark_pixels(&RgbaImage::load_png(&out).unwrap())
+    };
+    let open = shot("", "eyes_open.png");
+    let wink = shot("eyeBlinkLeft=1", "eyes_wink.png");
+    eprintln!(
+        "dark pixels: {} with both eyes open, {} with the left one closed",
+        open.len(),
+        wink.len()
+    );
+    assert!(open.len() > 100, "the open eyes are dark: {}", open.len());
+    let centre = 192.0;
+    let side = |pixels: &[(u32, u32)], right: bool| {
+        pixels
+            .iter()
+            .filter(|p| (p.0 as f32 > centre) == right)
+            .count()
+    };
+    // Both eyes about the same; the avatar's left eye is on the picture's right.
+    let (open_l, open_r) = (side(&open, false), side(&open, true));
+    assert!(
+        open_l.min(open_r) * 3 > open_l.max(open_r) * 2,
+        "{open_l} {open_r}"
+    );
+    assert!(
+        side(&wink, true) * 5 < open_r,
+        "the closed eye keeps {} of {open_r} dark pixels",
+        side(&wink, true)
+    );
+    assert!(
+        side(&wink, false) * 4 > open_l * 3,
+        "the open eye keeps {} of {open_l}",
+        side(&wink, false)
     );
 }
 

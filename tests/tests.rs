@@ -96,3 +96,7 @@ mod hand_edited;
 /// An installed facewire started outside the repository: the platform's config folder filled
 /// on first start and used, profiles saved beside the configuration.
 mod install;
+
+/// The webcam tracker through the binary: rendered frames read back (PNG folders, Y4M), and the
+/// closed loop on a scanned face.
+mod webcam;

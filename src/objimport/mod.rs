@@ -1,7 +1,11 @@
 //! `facewire import-obj`: a GLB avatar with morph targets from an OBJ shape set (a neutral mesh
 //! and one same-topology OBJ per shape, as sculpting tools export them).
 //!
-//! - [`obj`]: the OBJ reader (positions by OBJ index, triangulated faces) and smooth normals.
+//! - [`obj`]: the OBJ reader (positions by OBJ index, triangulated faces, material groups) and
+//!   smooth normals.
+//! - [`mtl`]: the material library reader (`newmtl`, `Kd`, `d`, `Tr`).
+//! - [`materials`]: the groups' colours, which groups are left out, one compact primitive per
+//!   group.
 //! - [`names`]: file names to target names: ARKit shapes in any dialect, halves, others.
 //!
 //! Vertex `i` of every file is the OBJ file's `i`-th `v` line, so a target's deltas are simply
@@ -10,7 +14,16 @@
 //! [`headgen::morph`](crate::headgen::morph) as the default head's targets are. Units stay the
 //! OBJ's: facewire frames whatever size the model has. Files are parsed in parallel, one thread
 //! per core.
+//!
+//! Each `usemtl` group of the neutral becomes one primitive with its own material: the `Kd` of
+//! the `mtllib` library beside the OBJ (sRGB there, linear in the GLB), or facewire's skin colour
+//! where there is none or [`ImportOptions::skin_materials`] asks for it. Groups named in
+//! [`ImportOptions::skip_materials`], and fully dissolved ones (`d 0`), are left out; normals
+//! and targets are computed over the triangles kept. A primitive holds only the vertices its
+//! triangles use (see [`materials::compact`]).
 
+pub mod materials;
+pub mod mtl;
 pub mod names;
 pub mod obj;
 
@@ -23,7 +36,7 @@ use std::time::Instant;
 use glam::Vec3;
 
 use crate::arkit::Channel;
-use crate::headgen::glb::{Document, MaterialDef, MeshDef, NodeDef, PrimitiveDef, TargetDef};
+use crate::headgen::glb::{Document, MeshDef, NodeDef, TargetDef};
 use crate::headgen::morph;
 pub use names::{NameDialect, Shape, Side};
 use obj::{ObjMesh, Read};
@@ -36,7 +49,7 @@ const GENERATOR: &str = "facewire import-obj";
 const POSITION_EPS: f32 = 1e-6;
 
 /// The skin material's linear base colour: a light, warm skin tone.
-const SKIN: [f32; 4] = [0.72, 0.45, 0.33, 1.0];
+pub const SKIN: [f32; 4] = [0.72, 0.45, 0.33, 1.0];
 
 /// Errors importing a shape set. Every message names the file it is about.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +94,26 @@ pub enum ImportError {
         /// The neutral's path.
         file: String,
     },
+    /// Every material group of the neutral mesh is left out.
+    #[error("every material group of {file} is left out ({groups}); nothing is left to draw")]
+    NothingLeft {
+        /// The neutral's path.
+        file: String,
+        /// The groups and why each is left out.
+        groups: String,
+    },
+    /// `--skip-material` or `--skin` names a material no group of the neutral mesh has.
+    #[error("{option} {name}: {}", unknown_material(suggestion.as_deref(), groups))]
+    UnknownMaterial {
+        /// The option (`--skip-material`, `--skin`).
+        option: &'static str,
+        /// The name given.
+        name: String,
+        /// The nearest group name, if one is close.
+        suggestion: Option<String>,
+        /// The neutral mesh's material groups (`usemtl` names), in order of first use.
+        groups: Vec<String>,
+    },
     /// The targets folder holds no usable target file.
     #[error("{dir} holds no target .obj files besides the neutral mesh")]
     NoTargets {
@@ -104,8 +137,22 @@ pub enum ImportError {
     },
 }
 
+/// The message of [`ImportError::UnknownMaterial`] after the name.
+fn unknown_material(suggestion: Option<&str>, groups: &[String]) -> String {
+    let mut text = String::from("the neutral mesh has no material group of that name");
+    if let Some(s) = suggestion {
+        text.push_str(&format!("; did you mean {s}?"));
+    }
+    if groups.is_empty() {
+        text.push_str(" (it has no usemtl groups)");
+    } else {
+        text.push_str(&format!(" (its groups: {})", groups.join(", ")));
+    }
+    text
+}
+
 /// How to import.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportOptions {
     /// Sum the left and right halves of a shape ARKit has no sides for (`browInnerUp_L` +
     /// `browInnerUp_R` → `browInnerUp`) into one target; without it the halves are imported
@@ -113,6 +160,61 @@ pub struct ImportOptions {
     pub combine_halves: bool,
     /// How ARKit targets are spelled.
     pub dialect: NameDialect,
+    /// Material groups (`usemtl` names) to leave out of the GLB, such as semi-transparent
+    /// overlays a renderer without blending cannot show. A name no group has is an error.
+    pub skip_materials: Vec<String>,
+    /// Material groups that get facewire's skin colour instead of their library's `Kd` (for
+    /// placeholder greys). A name no group has is an error.
+    pub skin_materials: Vec<String>,
+}
+
+/// Where an imported material's colour comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MaterialSource {
+    /// The `Kd` of this library.
+    Library(String),
+    /// Skin, as [`ImportOptions::skin_materials`] asks.
+    SkinOption,
+    /// Skin: the faces come before any `usemtl`.
+    NoUsemtl,
+    /// Skin: no material library could be read.
+    NoLibrary,
+    /// Skin: the libraries do not have the material, or give it no `Kd` (a warning says which).
+    NoColour,
+}
+
+/// One material of the imported avatar: one primitive of the GLB.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedMaterial {
+    /// The name (the `usemtl` name; [`materials::DEFAULT_MATERIAL`] for faces before any).
+    pub name: String,
+    /// Linear RGBA base colour.
+    pub colour: [f32; 4],
+    /// Where the colour comes from.
+    pub source: MaterialSource,
+    /// Its triangles.
+    pub triangles: usize,
+}
+
+impl ImportedMaterial {
+    /// The colour as sRGB hex (`#333333` for `Kd 0.2 0.2 0.2`), as a person compares it with
+    /// the library.
+    pub fn hex(&self) -> String {
+        let [r, g, b] =
+            [0, 1, 2].map(|k| (mtl::linear_to_srgb(self.colour[k]) * 255.0).round() as u8);
+        format!("#{r:02X}{g:02X}{b:02X}")
+    }
+}
+
+/// A material group left out of the avatar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedMaterial {
+    /// The `usemtl` name.
+    pub name: String,
+    /// Its triangles.
+    pub triangles: usize,
+    /// Why it was left out.
+    pub reason: String,
 }
 
 /// One target of the imported avatar.
@@ -138,7 +240,7 @@ pub struct Skipped {
 }
 
 /// What an import did, for the person running it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ImportReport {
     /// The neutral mesh's path.
     pub neutral: String,
@@ -156,12 +258,26 @@ pub struct ImportReport {
     pub uncombined: Vec<Channel>,
     /// Files that were not imported, with the reason.
     pub skipped: Vec<Skipped>,
+    /// The material libraries read.
+    pub libraries: Vec<String>,
+    /// The materials, one per primitive, in the OBJ's order of first use.
+    pub materials: Vec<ImportedMaterial>,
+    /// The material groups left out.
+    pub skipped_materials: Vec<SkippedMaterial>,
+    /// What did not stop the import but may surprise: unreadable material libraries and their
+    /// lines, materials without a colour, partly transparent ones.
+    pub warnings: Vec<String>,
 }
 
 impl ImportReport {
     /// The target named `name`, if any.
     pub fn target(&self, name: &str) -> Option<&ImportedTarget> {
         self.targets.iter().find(|t| t.name == name)
+    }
+
+    /// The material named `name`, if any.
+    pub fn material(&self, name: &str) -> Option<&ImportedMaterial> {
+        self.materials.iter().find(|m| m.name == name)
     }
 }
 
@@ -172,6 +288,45 @@ impl fmt::Display for ImportReport {
             "{}: {} vertices, {} triangles",
             self.neutral, self.vertices, self.triangles
         )?;
+        if self.libraries.is_empty() {
+            writeln!(f, "materials ({}):", self.materials.len())?;
+        } else {
+            writeln!(
+                f,
+                "materials ({}, from {}):",
+                self.materials.len(),
+                self.libraries.join(", ")
+            )?;
+        }
+        for m in &self.materials {
+            let note = match &m.source {
+                MaterialSource::Library(_) => String::new(),
+                MaterialSource::SkinOption => " skin (--skin)".to_owned(),
+                MaterialSource::NoUsemtl => " skin (faces before any usemtl)".to_owned(),
+                MaterialSource::NoLibrary => " skin (no material library)".to_owned(),
+                MaterialSource::NoColour => " skin (no colour in the library)".to_owned(),
+            };
+            writeln!(
+                f,
+                "  {}: {}{note}, {} triangles",
+                m.name,
+                m.hex(),
+                m.triangles
+            )?;
+        }
+        if !self.skipped_materials.is_empty() {
+            let left: Vec<String> = self
+                .skipped_materials
+                .iter()
+                .map(|m| format!("{} ({}, {} triangles)", m.name, m.reason, m.triangles))
+                .collect();
+            writeln!(
+                f,
+                "materials left out ({}): {}",
+                left.len(),
+                left.join(", ")
+            )?;
+        }
         let arkit = self.targets.iter().filter(|t| t.channel.is_some()).count();
         let others: Vec<&str> = self
             .targets
@@ -238,6 +393,12 @@ impl fmt::Display for ImportReport {
             writeln!(f, "skipped ({}):", self.skipped.len())?;
             for s in &self.skipped {
                 writeln!(f, "  {}: {}", s.file, s.reason)?;
+            }
+        }
+        if !self.warnings.is_empty() {
+            writeln!(f, "warnings ({}):", self.warnings.len())?;
+            for w in &self.warnings {
+                writeln!(f, "  {w}")?;
             }
         }
         Ok(())
@@ -322,7 +483,36 @@ pub fn import(
     }
     let parsed_at = started.elapsed();
 
-    let normals = obj::smooth_normals(&base.positions, &base.triangles);
+    let libraries = materials::read_libraries(neutral, &base.libraries, &mut report.warnings);
+    report.libraries = libraries.iter().map(|l| l.name.clone()).collect();
+    let groups = materials::plan_groups(&base, &libraries, options, &mut report)?;
+    let kept: Vec<bool> = groups.iter().map(|g| g.material.is_some()).collect();
+    // The triangles drawn: normals and targets are computed over these alone, so an overlay left
+    // out does not bend the normals of the surface under it.
+    let triangles: Vec<u32> = base
+        .triangles
+        .chunks_exact(3)
+        .zip(&base.triangle_materials)
+        .filter(|(_, &g)| kept[g as usize])
+        .flat_map(|(t, _)| t.iter().copied())
+        .collect();
+    if triangles.is_empty() {
+        let groups: Vec<String> = report
+            .skipped_materials
+            .iter()
+            .map(|m| format!("{}: {}", m.name, m.reason))
+            .collect();
+        return Err(ImportError::NothingLeft {
+            file: neutral_name,
+            groups: groups.join(", "),
+        });
+    }
+    let mut drawn = vec![false; base.positions.len()];
+    for &v in &triangles {
+        drawn[v as usize] = true;
+    }
+
+    let normals = obj::smooth_normals(&base.positions, &triangles);
     let (lo, hi) = base
         .positions
         .iter()
@@ -331,8 +521,9 @@ pub fn import(
         });
     let eps = (hi - lo).length() * POSITION_EPS;
     let built = parallel_map(&plans, |plan| {
-        build_target(&base, &normals, plan, &targets, eps)
+        build_target(&base.positions, &triangles, &normals, plan, &targets, eps)
     });
+    drop(targets);
 
     report.neutral = neutral_name;
     report.vertices = base.positions.len();
@@ -351,7 +542,8 @@ pub fn import(
             moved: target
                 .positions
                 .iter()
-                .filter(|d| **d != Vec3::ZERO)
+                .zip(&drawn)
+                .filter(|(d, drawn)| **drawn && **d != Vec3::ZERO)
                 .count(),
         })
         .collect();
@@ -359,6 +551,31 @@ pub fn import(
     let mesh_name = neutral
         .file_stem()
         .map_or_else(|| "Face".to_owned(), |s| s.to_string_lossy().into_owned());
+    // One primitive per group kept, each with its own material.
+    let mut by_group: Vec<Vec<u32>> = vec![Vec::new(); base.materials.len()];
+    for (t, &g) in base.triangles.chunks_exact(3).zip(&base.triangle_materials) {
+        if kept[g as usize] {
+            by_group[g as usize].extend_from_slice(t);
+        }
+    }
+    let mut scratch = vec![u32::MAX; base.positions.len()];
+    let mut primitives = Vec::new();
+    let mut material_defs = Vec::new();
+    for group in groups {
+        let Some(material) = group.material else {
+            continue;
+        };
+        primitives.push(materials::compact(
+            &by_group[group.group],
+            &base.positions,
+            &normals,
+            &built,
+            material_defs.len(),
+            &mut scratch,
+        ));
+        material_defs.push(material);
+    }
+    drop(built);
     let doc = Document {
         nodes: vec![NodeDef {
             name: "Head".into(),
@@ -370,23 +587,9 @@ pub fn import(
         meshes: vec![MeshDef {
             name: mesh_name,
             target_names: plans.iter().map(|p| p.name.clone()).collect(),
-            primitives: vec![PrimitiveDef {
-                positions: base.positions,
-                normals,
-                uvs: Vec::new(),
-                indices: base.triangles,
-                material: 0,
-                targets: built,
-            }],
+            primitives,
         }],
-        materials: vec![MaterialDef {
-            name: "Skin".into(),
-            base_color: SKIN,
-            textured: false,
-            // Shape sets are often open meshes (a face mask, eyelash strips): show both sides.
-            double_sided: true,
-            roughness: 0.7,
-        }],
+        materials: material_defs,
         image_png: Vec::new(),
         extra_images: Vec::new(),
     };
@@ -396,6 +599,7 @@ pub fn import(
         neutral = %report.neutral,
         vertices = report.vertices,
         targets = report.targets.len(),
+        materials = report.materials.len(),
         missing = report.missing.len(),
         skipped = report.skipped.len(),
         parse_ms = parsed_at.as_millis() as u64,
@@ -566,27 +770,28 @@ fn plan(
 }
 
 /// Builds one target: summed position deltas (noise below `eps` dropped) and the normal deltas
-/// of the moved surface.
+/// of the moved surface, whose faces are `triangles`.
 fn build_target(
-    base: &ObjMesh,
+    base: &[Vec3],
+    triangles: &[u32],
     base_normals: &[Vec3],
     plan: &Plan,
     targets: &[Vec<Vec3>],
     eps: f32,
 ) -> TargetDef {
-    let mut deltas = vec![Vec3::ZERO; base.positions.len()];
+    let mut deltas = vec![Vec3::ZERO; base.len()];
     for &s in &plan.sources {
-        for ((d, p), p0) in deltas.iter_mut().zip(&targets[s]).zip(&base.positions) {
+        for ((d, p), p0) in deltas.iter_mut().zip(&targets[s]).zip(base) {
             *d += *p - *p0;
         }
     }
     morph::target(
-        &base.positions,
+        base,
         base_normals,
         deltas,
         eps,
         Some(morph::NORMAL_EPS),
-        |moved| obj::smooth_normals(moved, &base.triangles),
+        |moved| obj::smooth_normals(moved, triangles),
     )
 }
 
@@ -633,4 +838,257 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
         }
     });
     results.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A strip of four quads along x (vertices `2k` at (k, 0, 0) and `2k + 1` at (k, 1, 0)),
+    /// each quad in its own material group, the first before any `usemtl`; plus a target that
+    /// lifts every top vertex by its x.
+    const NEUTRAL: &str = "mtllib strip.mtl\n\
+        v 0 0 0\nv 0 1 0\nv 1 0 0\nv 1 1 0\nv 2 0 0\nv 2 1 0\nv 3 0 0\nv 3 1 0\nv 4 0 0\nv 4 1 0\n\
+        f 1 3 4 2\nusemtl Skin\nf 3 5 6 4\nusemtl Lash\nf 5 7 8 6\nusemtl Veil\nf 7 9 10 8\n";
+
+    const LIBRARY: &str = "newmtl Skin\nKd 0.6 0.6 0.6\nnewmtl Lash\nKd 0.2 0.1 0\nTr 0.5\n\
+        newmtl Veil\nKd 1 1 1\nd 0\n";
+
+    /// A folder with the strip, its library (when `library` is some) and a `targets/` folder
+    /// with `jawOpen.obj`.
+    fn strip(library: Option<&str>) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let neutral = dir.path().join("strip.obj");
+        std::fs::write(&neutral, NEUTRAL).unwrap();
+        if let Some(text) = library {
+            std::fs::write(dir.path().join("strip.mtl"), text).unwrap();
+        }
+        let targets = dir.path().join("targets");
+        std::fs::create_dir(&targets).unwrap();
+        let mut target = String::new();
+        for k in 0..5 {
+            target.push_str(&format!("v {k} 0 0\nv {k} 1 {}\n", k as f32 * 0.25));
+        }
+        std::fs::write(targets.join("jawOpen.obj"), target).unwrap();
+        (dir, neutral, targets)
+    }
+
+    fn options(skip: &[&str], skin: &[&str]) -> ImportOptions {
+        ImportOptions {
+            skip_materials: skip.iter().map(|s| (*s).to_owned()).collect(),
+            skin_materials: skin.iter().map(|s| (*s).to_owned()).collect(),
+            ..ImportOptions::default()
+        }
+    }
+
+    fn close(a: [f32; 4], b: [f32; 4]) -> bool {
+        a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-4)
+    }
+
+    #[test]
+    fn one_primitive_per_group_with_its_vertices_and_target_slices() {
+        let (_dir, neutral, targets) = strip(Some(LIBRARY));
+        let imported = import(&neutral, &targets, &ImportOptions::default()).unwrap();
+        let report = &imported.report;
+        let avatar = crate::avatar::load_slice(&imported.glb, "strip").unwrap();
+        // Veil is fully dissolved (d 0) and left out; the rest keep the OBJ's order.
+        let names: Vec<&str> = report.materials.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["Skin", "Skin", "Lash"]);
+        assert_eq!(report.materials[0].source, MaterialSource::NoUsemtl);
+        assert_eq!(
+            report.materials[1].source,
+            MaterialSource::Library("strip.mtl".into())
+        );
+        assert_eq!(report.skipped_materials.len(), 1);
+        assert_eq!(report.skipped_materials[0].name, "Veil");
+        assert!(report.skipped_materials[0].reason.contains("d 0"));
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("Lash is partly transparent (d 0.5")),
+            "{:?}",
+            report.warnings
+        );
+        assert_eq!(report.libraries, ["strip.mtl"]);
+
+        let prims = &avatar.meshes[0].primitives;
+        assert_eq!(prims.len(), 3);
+        let colours: Vec<[f32; 4]> = prims
+            .iter()
+            .map(|p| avatar.materials[p.material.unwrap()].base_color)
+            .collect();
+        assert!(close(colours[0], SKIN), "{colours:?}");
+        let grey = mtl::srgb_to_linear(0.6);
+        assert!(close(colours[1], [grey, grey, grey, 1.0]), "{colours:?}");
+        let lash = [mtl::srgb_to_linear(0.2), mtl::srgb_to_linear(0.1), 0.0, 1.0];
+        assert!(close(colours[2], lash), "{colours:?}");
+        assert_eq!(report.materials[1].hex(), "#999999");
+        for (k, prim) in prims.iter().enumerate() {
+            assert!(avatar.materials[prim.material.unwrap()].double_sided);
+            // Quad k uses OBJ vertices 2k..2k + 4: four vertices, not ten.
+            assert_eq!(prim.positions.len(), 4, "primitive {k}");
+            assert_eq!(prim.indices.len(), 6);
+            let target = &prim.targets[0];
+            for (v, p) in prim.positions.iter().enumerate() {
+                assert_eq!(p.x, (k + v / 2) as f32, "primitive {k} vertex {v}");
+                let lift = if p.y == 1.0 { p.x * 0.25 } else { 0.0 };
+                assert_eq!(target.positions[v], Vec3::new(0.0, 0.0, lift), "{k} {v}");
+            }
+        }
+        // The left-out Veil's vertices 8 and 9 move but are not counted.
+        assert_eq!(report.target("jawOpen").unwrap().moved, 3);
+        let text = report.to_string();
+        assert!(text.contains("materials (3, from strip.mtl):"), "{text}");
+        assert!(text.contains("  Skin: #999999, 2 triangles"), "{text}");
+        assert!(text.contains("skin (faces before any usemtl)"), "{text}");
+        assert!(
+            text.contains(
+                "materials left out (1): Veil (fully transparent (d 0 in strip.mtl), 2 triangles)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn skip_and_skin_options() {
+        let (_dir, neutral, targets) = strip(Some(LIBRARY));
+        let imported = import(&neutral, &targets, &options(&["Lash"], &["Skin"])).unwrap();
+        let report = &imported.report;
+        let names: Vec<&str> = report.materials.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["Skin", "Skin"]);
+        assert_eq!(report.materials[1].source, MaterialSource::SkinOption);
+        assert!(close(report.materials[1].colour, SKIN));
+        let left: Vec<(&str, &str)> = report
+            .skipped_materials
+            .iter()
+            .map(|m| (m.name.as_str(), m.reason.as_str()))
+            .collect();
+        assert_eq!(left[0], ("Lash", "--skip-material"));
+        assert_eq!(left[1].0, "Veil");
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+        let avatar = crate::avatar::load_slice(&imported.glb, "strip").unwrap();
+        assert_eq!(avatar.meshes[0].primitives.len(), 2);
+        assert!(report.to_string().contains("skin (--skin)"), "{report}");
+
+        // Leaving out everything that has a usemtl still draws the faces before the first.
+        let imported = import(&neutral, &targets, &options(&["Skin", "Lash"], &[])).unwrap();
+        assert_eq!(imported.report.materials.len(), 1);
+    }
+
+    #[test]
+    fn an_unknown_material_name_lists_the_groups() {
+        let (_dir, neutral, targets) = strip(Some(LIBRARY));
+        let error = import(&neutral, &targets, &options(&["Lahs"], &[])).unwrap_err();
+        let message = error.to_string();
+        assert_eq!(
+            message,
+            "--skip-material Lahs: the neutral mesh has no material group of that name; did you \
+             mean Lash? (its groups: Skin, Lash, Veil)"
+        );
+        let error = import(&neutral, &targets, &options(&[], &["Eyes"])).unwrap_err();
+        let message = error.to_string();
+        assert!(message.starts_with("--skin Eyes: "), "{message}");
+        assert!(!message.contains("did you mean"), "{message}");
+        assert!(
+            message.contains("(its groups: Skin, Lash, Veil)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_broken_library_is_a_warning_and_the_groups_get_skin() {
+        let (dir, neutral, targets) = strip(None);
+        let imported = import(&neutral, &targets, &ImportOptions::default()).unwrap();
+        let report = &imported.report;
+        assert_eq!(report.materials.len(), 4, "nothing says Veil is dissolved");
+        assert!(report.materials.iter().all(|m| close(m.colour, SKIN)));
+        assert_eq!(report.materials[1].source, MaterialSource::NoLibrary);
+        assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+        assert!(
+            report.warnings[0].contains("cannot read the material library")
+                && report.warnings[0].contains("strip.mtl"),
+            "{:?}",
+            report.warnings
+        );
+        assert!(report.to_string().contains("warnings (1):"), "{report}");
+
+        // A library with bad lines and without Veil: the lines and the material are warnings.
+        std::fs::write(
+            dir.path().join("strip.mtl"),
+            "newmtl Skin\nKd 0.6 oops 0.6\nnewmtl Lash\nKd 0 0 0\n",
+        )
+        .unwrap();
+        let report = import(&neutral, &targets, &ImportOptions::default())
+            .unwrap()
+            .report;
+        let warnings = report.warnings.join("\n");
+        assert!(
+            warnings.contains("strip.mtl: line 2: Kd: `oops` is not a finite number"),
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("Skin has no Kd in strip.mtl"),
+            "{warnings}"
+        );
+        assert!(warnings.contains("Veil is not in strip.mtl"), "{warnings}");
+        assert_eq!(report.materials[2].hex(), "#000000");
+
+        // A library that is not a file, or too large, is refused without reading it all.
+        std::fs::remove_file(dir.path().join("strip.mtl")).unwrap();
+        std::fs::create_dir(dir.path().join("strip.mtl")).unwrap();
+        let report = import(&neutral, &targets, &ImportOptions::default())
+            .unwrap()
+            .report;
+        assert!(
+            report.warnings[0].contains("not a file"),
+            "{:?}",
+            report.warnings
+        );
+        std::fs::remove_dir(dir.path().join("strip.mtl")).unwrap();
+        let big = vec![b'#'; crate::fsutil::MAX_TEXT_BYTES as usize + 1];
+        std::fs::write(dir.path().join("strip.mtl"), big).unwrap();
+        let report = import(&neutral, &targets, &ImportOptions::default())
+            .unwrap()
+            .report;
+        assert!(
+            report.warnings[0].contains("larger than 8 MiB"),
+            "{:?}",
+            report.warnings
+        );
+    }
+
+    #[test]
+    fn absolute_library_paths_are_not_read_and_nothing_left_is_an_error() {
+        let (dir, neutral, targets) = strip(Some(LIBRARY));
+        let absolute = dir.path().join("strip.mtl");
+        let text = NEUTRAL.replace(
+            "mtllib strip.mtl",
+            &format!("mtllib {}", absolute.display()),
+        );
+        std::fs::write(&neutral, text).unwrap();
+        let report = import(&neutral, &targets, &ImportOptions::default())
+            .unwrap()
+            .report;
+        assert!(
+            report.warnings[0].contains("not a path relative to the OBJ file"),
+            "{:?}",
+            report.warnings
+        );
+
+        // Only Veil, which is dissolved, and a group left out: nothing to draw.
+        std::fs::write(
+            &neutral,
+            "mtllib strip.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nusemtl Veil\nf 1 2 3\nusemtl Lash\nf 1 2 3\n",
+        )
+        .unwrap();
+        std::fs::write(targets.join("jawOpen.obj"), "v 0 0 0\nv 1 0 0\nv 0 1 1\n").unwrap();
+        let error = import(&neutral, &targets, &options(&["Lash"], &[])).unwrap_err();
+        assert!(matches!(error, ImportError::NothingLeft { .. }), "{error}");
+        assert!(
+            error.to_string().contains("Veil: fully transparent")
+                && error.to_string().contains("Lash: --skip-material"),
+            "{error}"
+        );
+    }
 }

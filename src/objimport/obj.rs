@@ -5,14 +5,28 @@
 //! means the same vertex in every file of a shape set and deltas line up without any matching.
 //! Texture coordinates and normals are read past: the importer computes its own normals, and a
 //! position can carry several texture coordinates across a seam, which one index per vertex
-//! cannot express. Grouping, material, smoothing and free-form statements are ignored, as are
-//! points and lines, which are not surfaces.
+//! cannot express. Materials are read as groups: each triangle belongs to the material the last
+//! `usemtl` before its face names (faces before any `usemtl` to a default group), and the
+//! `mtllib` statements are kept for the importer to read. Grouping, smoothing and free-form
+//! statements are ignored, as are points and lines, which are not surfaces.
 //!
 //! This is a small reader of its own because the OBJ crates lose that index: `tobj` numbers
 //! vertices per material group in order of first use (and drops unused ones), and `obj-rs`
 //! panics (`unimplemented!`) on free-form statements, which hostile files may contain.
 
+use std::collections::HashMap;
+
 use glam::Vec3;
+
+/// The most material groups a file may have: far above any face (ICT-FaceKit has 12), and few
+/// enough that a hostile file cannot make one primitive (and one material) per face.
+pub const MAX_MATERIALS: usize = 1024;
+
+/// The most `mtllib` statements kept (one `mtllib` may still list several files).
+pub const MAX_LIBRARIES: usize = 16;
+
+/// The longest material or library name kept, in bytes.
+pub const MAX_NAME_BYTES: usize = 1024;
 
 /// A syntax error in an OBJ file, with its 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +48,24 @@ pub struct ObjMesh {
     pub triangles: Vec<u32>,
     /// Number of `f` statements (faces before triangulation).
     pub faces: usize,
+    /// The material groups, in order of first use: the name a `usemtl` gives, `None` for the
+    /// faces before any `usemtl` (or after one without a name). Only groups that have a
+    /// triangle are listed.
+    pub materials: Vec<Option<String>>,
+    /// For each triangle (each three of [`ObjMesh::triangles`]), its index in
+    /// [`ObjMesh::materials`].
+    pub triangle_materials: Vec<u32>,
+    /// What the `mtllib` statements say, each as written (trimmed), without repeats, in file
+    /// order.
+    pub libraries: Vec<String>,
+}
+
+impl ObjMesh {
+    /// The name of the material group of `triangle`, `None` for the default group.
+    pub fn material_of(&self, triangle: usize) -> Option<&str> {
+        let group = *self.triangle_materials.get(triangle)?;
+        self.materials.get(group as usize)?.as_deref()
+    }
 }
 
 /// What to read from a file.
@@ -50,6 +82,11 @@ pub enum Read {
 pub fn parse(bytes: &[u8], read: Read) -> Result<ObjMesh, ObjError> {
     let mut mesh = ObjMesh::default();
     let mut polygon: Vec<u32> = Vec::with_capacity(8);
+    // The material the next faces get (`None` before any `usemtl`) and, once a face used it,
+    // its index in `mesh.materials`.
+    let mut material: Option<String> = None;
+    let mut material_index: Option<u32> = None;
+    let mut material_indices: HashMap<Option<String>, u32> = HashMap::new();
     // Faces may name positions defined further down; those indices are checked at the end.
     let mut forward_reference: Option<(usize, u32)> = None;
     for (number, line) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -97,7 +134,48 @@ pub fn parse(bytes: &[u8], read: Read) -> Result<ObjMesh, ObjError> {
                     )));
                 }
                 mesh.faces += 1;
+                let group = match material_index {
+                    Some(group) => group,
+                    None => {
+                        let next = mesh.materials.len();
+                        let group =
+                            *material_indices.entry(material.clone()).or_insert_with(|| {
+                                mesh.materials.push(material.clone());
+                                next as u32
+                            });
+                        if mesh.materials.len() > MAX_MATERIALS {
+                            return Err(error(format!(
+                                "more than {MAX_MATERIALS} materials (usemtl names)"
+                            )));
+                        }
+                        material_index = Some(group);
+                        group
+                    }
+                };
+                let before = mesh.triangles.len();
                 triangulate(&polygon, &mesh.positions, &mut mesh.triangles);
+                let added = (mesh.triangles.len() - before) / 3;
+                mesh.triangle_materials
+                    .extend(std::iter::repeat_n(group, added));
+            }
+            Some(b"usemtl") if read == Read::Everything => {
+                let name = rest_of_line(line, b"usemtl").map_err(error)?;
+                if name != material {
+                    material = name;
+                    material_index = None;
+                }
+            }
+            Some(b"mtllib") if read == Read::Everything => {
+                if let Some(name) = rest_of_line(line, b"mtllib").map_err(error)? {
+                    if !mesh.libraries.contains(&name) {
+                        if mesh.libraries.len() >= MAX_LIBRARIES {
+                            return Err(error(format!(
+                                "more than {MAX_LIBRARIES} material libraries (mtllib)"
+                            )));
+                        }
+                        mesh.libraries.push(name);
+                    }
+                }
             }
             Some(b"f" | b"fo") => mesh.faces += 1,
             _ => {}
@@ -116,6 +194,27 @@ pub fn parse(bytes: &[u8], read: Read) -> Result<ObjMesh, ObjError> {
         }
     }
     Ok(mesh)
+}
+
+/// What follows the keyword `keyword` on `line` (a line without its comment), trimmed, as text:
+/// a material or file name, which may hold spaces. `None` when nothing follows.
+pub(crate) fn rest_of_line(line: &[u8], keyword: &[u8]) -> Result<Option<String>, String> {
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    let rest = line[start..].get(keyword.len()..).unwrap_or_default();
+    let rest = rest.trim_ascii();
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    if rest.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "a name of {} bytes (at most {MAX_NAME_BYTES})",
+            rest.len()
+        ));
+    }
+    Ok(Some(String::from_utf8_lossy(rest).into_owned()))
 }
 
 /// Parses one finite coordinate.
@@ -227,6 +326,66 @@ mod tests {
         assert_eq!(only.positions, mesh.positions);
         assert!(only.triangles.is_empty());
         assert_eq!(only.faces, 2);
+    }
+
+    #[test]
+    fn usemtl_groups_the_triangles_that_follow_it() {
+        let text = b"mtllib a.mtl\nmtllib  my lib.mtl  \nmtllib a.mtl\nv 0 0 0\nv 1 0 0\n\
+            v 1 1 0\nv 0 1 0\nf 1 2 3\nusemtl Skin Tone # a comment\nf 1 2 3 4\n\
+            usemtl Eye\nusemtl Skin Tone\nf 1 3 4\nusemtl Eye\nf 2 3 4\nusemtl Unused\n\
+            usemtl\nf 4 3 2\n";
+        let mesh = parse(text, Read::Everything).unwrap();
+        assert_eq!(mesh.libraries, ["a.mtl", "my lib.mtl"]);
+        assert_eq!(
+            mesh.materials,
+            [None, Some("Skin Tone".to_owned()), Some("Eye".to_owned())],
+            "groups in order of first use, only those with faces"
+        );
+        assert_eq!(mesh.triangle_materials, [0, 1, 1, 1, 2, 0]);
+        assert_eq!(mesh.triangles.len(), 3 * mesh.triangle_materials.len());
+        assert_eq!(mesh.material_of(1), Some("Skin Tone"));
+        assert_eq!(mesh.material_of(4), Some("Eye"));
+        assert_eq!(mesh.material_of(5), None);
+        assert_eq!(mesh.material_of(6), None);
+        // Targets read positions only: no groups, no libraries.
+        let only = parse(text, Read::PositionsOnly).unwrap();
+        assert!(only.materials.is_empty() && only.libraries.is_empty());
+        assert!(only.triangle_materials.is_empty());
+    }
+
+    #[test]
+    fn material_counts_and_names_are_bounded() {
+        let mut text = b"v 0 0 0\nv 1 0 0\nv 0 1 0\n".to_vec();
+        for k in 0..=MAX_MATERIALS {
+            text.extend_from_slice(format!("usemtl m{k}\nf 1 2 3\n").as_bytes());
+        }
+        let error = parse(&text, Read::Everything).unwrap_err();
+        assert_eq!(error.line, 3 + 2 * (MAX_MATERIALS + 1), "{error}");
+        assert!(error.detail.contains("more than 1024 materials"), "{error}");
+        // Switching back and forth between a few names is no new group.
+        let mut text = b"v 0 0 0\nv 1 0 0\nv 0 1 0\n".to_vec();
+        for k in 0..5000 {
+            text.extend_from_slice(format!("usemtl m{}\nf 1 2 3\n", k % 3).as_bytes());
+        }
+        assert_eq!(parse(&text, Read::Everything).unwrap().materials.len(), 3);
+        let mut long = b"usemtl ".to_vec();
+        long.extend(std::iter::repeat_n(b'n', MAX_NAME_BYTES + 1));
+        let error = parse(&long, Read::Everything).unwrap_err();
+        assert!(error.detail.contains("a name of 1025 bytes"), "{error}");
+        let mut text = Vec::new();
+        for k in 0..=MAX_LIBRARIES {
+            text.extend_from_slice(format!("mtllib {k}.mtl\n").as_bytes());
+        }
+        let error = parse(&text, Read::Everything).unwrap_err();
+        assert_eq!(error.line, MAX_LIBRARIES + 1);
+        // Hostile bytes in names never panic.
+        let mesh = parse(
+            b"v 0 0 0\nv 1 0 0\nv 0 1 0\nusemtl \xff\xfe\0\nf 1 2 3\nmtllib \xc3\n",
+            Read::Everything,
+        )
+        .unwrap();
+        assert_eq!(mesh.materials.len(), 1);
+        assert_eq!(mesh.libraries.len(), 1);
     }
 
     #[test]

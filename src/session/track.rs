@@ -27,6 +27,10 @@ pub struct TrackArgs {
     /// or false.
     #[arg(long)]
     pub json: bool,
+    /// With --json: also the 66 landmarks in pixels (`"landmarks": [[x, y], ...]`, x right, y
+    /// down) and the fourteen raw features (`"features"`), to see what the tracker saw.
+    #[arg(long, requires = "json")]
+    pub landmarks: bool,
 }
 
 /// A frame rate from 1 to 1000.
@@ -78,6 +82,21 @@ pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSumma
             let mut v = frame_json(&face_frame, start);
             v["frame"] = serde_json::json!(index);
             v["face"] = serde_json::json!(face.is_some());
+            if let (true, Some(f)) = (args.landmarks, &face) {
+                let round = |x: f32| (f64::from(x) * 10.0).round() / 10.0;
+                let points: Vec<[f64; 2]> = f
+                    .landmarks
+                    .iter()
+                    .map(|p| [round(p[0]), round(p[1])])
+                    .collect();
+                v["landmarks"] = serde_json::json!(points);
+                let features: Vec<f64> = f
+                    .features
+                    .iter()
+                    .map(|x| (f64::from(*x) * 1e4).round() / 1e4)
+                    .collect();
+                v["features"] = serde_json::json!(features);
+            }
             v.to_string()
         } else {
             match &face {

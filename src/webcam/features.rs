@@ -316,7 +316,12 @@ pub fn measure(pts: &[P; 66]) -> [f32; FEATURES] {
 impl Features {
     /// Measures one face and returns its features, each −1..=1 against the face at rest.
     pub fn update(&mut self, pts: &[P; 66]) -> [f32; FEATURES] {
-        let raw = measure(pts);
+        self.update_measured(&measure(pts))
+    }
+
+    /// Normalises raw measurements (as [`measure`] gives them, perhaps refined from the
+    /// picture) into features, each −1..=1 against the face at rest.
+    pub fn update_measured(&mut self, raw: &[f32; FEATURES]) -> [f32; FEATURES] {
         std::array::from_fn(|i| self.each[i].update(raw[i]))
     }
 }

@@ -7,6 +7,7 @@
 //!
 //! The networks are OpenSeeFace's (BSD 2-Clause, models/openseeface/), run by tract.
 
+pub mod eyes;
 pub mod features;
 pub mod frame;
 pub mod model;

@@ -15,21 +15,29 @@ use std::time::Instant;
 
 use glam::Quat;
 
-use super::features::{eye_openness, Features};
+use super::eyes::contrast;
+use super::features::{eye_openness, measure, Features};
 use super::frame::Frame;
 use super::model::{
     input_tensor, ModelError, Networks, DETECTOR_SIDE, INPUT_SIDE, LANDMARKS, LANDMARK_SIDE, MEAN,
     STD,
 };
 use super::pose::{Fit, PoseSolver};
-use crate::arkit::{FaceFrame, Protocol, TrackingFlag};
-use crate::ingest::openseeface::{feature, set_feature_channels, FEATURES};
+use crate::arkit::{Channel, FaceFrame, Protocol, TrackingFlag};
+use crate::ingest::openseeface::{feature, set_feature_channels, Ramp, FEATURES};
 
 /// The detector's score from which a peak counts as a face (OpenSeeFace's 0.6).
 pub const DETECTION_CONFIDENCE: f32 = 0.6;
 
 /// The landmarks' mean confidence from which a face counts as found (OpenSeeFace's 0.6).
 pub const LANDMARK_CONFIDENCE: f32 = 0.6;
+
+/// −eye feature to `eyeBlink`: a tenth of the way from the eye at rest to the most closed seen
+/// is rest flicker, nine tenths is closed.
+pub const BLINK: Ramp = Ramp {
+    zero: 0.1,
+    full: 0.9,
+};
 
 /// Frames a lost face's last box is still tried before only the detector looks.
 const KEEP_LOST_BOX: u32 = 5;
@@ -161,12 +169,7 @@ impl Tracker {
             self.detections += 1;
             self.times.detect_us = micros(started);
             if let Some(face_box) = detected {
-                // The detector's box is a rough square; a second pass on the box the first
-                // landmarks span crops the face as every following frame will.
-                found = match self.landmarks(frame, face_box)? {
-                    Some((first, _)) => self.landmarks(frame, bounds(&first))?,
-                    None => None,
-                };
+                found = self.landmarks(frame, face_box)?;
             }
         }
         let Some((landmarks, confidence)) = found else {
@@ -190,8 +193,15 @@ impl Tracker {
         let mut features = [0.0; FEATURES];
         let mut eye_open = [1.0; 2];
         if let Some(fit) = &fit {
-            let points = face_plane(fit);
-            features = self.features.update(&points);
+            let mut raw = measure(&face_plane(fit));
+            // The lids' landmarks alone miss blinks (see `super::eyes`): the eye's contrast
+            // between its corners falls with them.
+            for (eye, outer, inner) in [(feature::EYE_L, 45, 42), (feature::EYE_R, 36, 39)] {
+                if let Some(c) = contrast(frame, landmarks[outer], landmarks[inner]) {
+                    raw[eye] *= c;
+                }
+            }
+            features = self.features.update_measured(&raw);
             eye_open = [
                 eye_openness(features[feature::EYE_L]),
                 eye_openness(features[feature::EYE_R]),
@@ -439,6 +449,14 @@ pub fn face_frame(face: Option<&Face>, received: Instant) -> FaceFrame {
         Some(face) => {
             frame.tracking = TrackingFlag::Tracked;
             set_feature_channels(&mut frame, face.eye_open, &face.features);
+            // The eyes straight from their features: the shared mapping's thresholds are set for
+            // OpenSeeFace's own eye measure, which opens and shuts rather than closing by degrees.
+            for (channel, i) in [
+                (Channel::EyeBlinkLeft, feature::EYE_L),
+                (Channel::EyeBlinkRight, feature::EYE_R),
+            ] {
+                frame.set(channel, BLINK.at(-face.features[i]));
+            }
             frame.head = face.head();
         }
     }
