@@ -411,9 +411,15 @@ fn run() -> Result<()> {
             let mut out = std::io::stdout().lock();
             let summary = session::track_command(&args, &mut out)?;
             eprintln!(
-                "{} frames, a face in {}; tracking took {:.1} ms a frame on average ({:.1} ms at \
-                 most), the detector ran on {} frames",
-                summary.frames, summary.faces, summary.mean_ms, summary.max_ms, summary.detections
+                "{} frames, a face in {}; tracking took {:.1} ms a frame on average (median \
+                 {:.1}, 99th percentile {:.1}, at most {:.1}), the detector ran on {} frames",
+                summary.frames,
+                summary.faces,
+                summary.mean_ms,
+                summary.p50_ms,
+                summary.p99_ms,
+                summary.max_ms,
+                summary.detections
             );
             Ok(())
         }
