@@ -444,10 +444,33 @@ fn the_scanned_face_closes_the_loop_weights_and_angles_come_back() {
             rho >= 0.8,
             "{name}: rank correlation {rho:.3}\nshown {want:?}\nread  {got:?}"
         );
-        // At rest it stays at rest.
-        for i in (test..shown.len()).filter(|&i| is_rest(&shown[i])) {
+        // At rest it stays at rest, and while another expression is shown it stays out.
+        for i in (test..shown.len())
+            .filter(|&i| is_rest(&shown[i]) || shown[i].ramp.is_some_and(|r| r != ramp))
+        {
             let v = read_of(&read[i]);
-            assert!(v < 0.25, "{name} reads {v} at rest, frame {i}");
+            assert!(
+                v < 0.25,
+                "{name} reads {v} in frame {i}, which shows {:?}",
+                shown[i]
+            );
+        }
+    }
+    // No frown with the jaw open, no brows with a blink (facing the camera: a turned head
+    // still lifts the far brow).
+    for i in (test..shown.len()).filter(|&i| shown[i].yaw == 0.0 && shown[i].roll == 0.0) {
+        for other in [
+            "mouthFrownLeft",
+            "mouthFrownRight",
+            "browOuterUpLeft",
+            "browOuterUpRight",
+        ] {
+            let v = weight(&read[i], other);
+            assert!(
+                v < 0.25,
+                "{other} reads {v} in frame {i}, which shows {:?}",
+                shown[i]
+            );
         }
     }
     let tested = &shown[test..];

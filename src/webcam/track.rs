@@ -24,7 +24,7 @@ use super::model::{
 };
 use super::pose::{Fit, PoseSolver};
 use crate::arkit::{Channel, FaceFrame, Protocol, TrackingFlag};
-use crate::ingest::openseeface::{feature, set_feature_channels, Ramp, FEATURES};
+use crate::ingest::openseeface::{feature, set_feature_channels, Ramp, BROW, FEATURES};
 
 /// The detector's score from which a peak counts as a face (OpenSeeFace's 0.6).
 pub const DETECTION_CONFIDENCE: f32 = 0.6;
@@ -456,6 +456,23 @@ pub fn face_frame(face: Option<&Face>, received: Instant) -> FaceFrame {
                 (Channel::EyeBlinkRight, feature::EYE_R),
             ] {
                 frame.set(channel, BLINK.at(-face.features[i]));
+            }
+            // The brows' outer ends from their height alone: the brows' steepness is an angle
+            // around 0, whose normaliser starts a side at the least flicker, and the landmark
+            // model tilts the brows with every blink.
+            for (channel, i) in [
+                (Channel::BrowOuterUpLeft, feature::EYEBROW_UPDOWN_L),
+                (Channel::BrowOuterUpRight, feature::EYEBROW_UPDOWN_R),
+            ] {
+                frame.set(channel, BROW.at(face.features[i]));
+            }
+            // An open jaw pulls the mouth's corners down under the upper lip, which the corners'
+            // measure reads as a frown: the frown gives way as the jaw opens.
+            let jaw = frame.get(Channel::JawOpen).unwrap_or(0.0);
+            for channel in [Channel::MouthFrownLeft, Channel::MouthFrownRight] {
+                if let Some(frown) = frame.get(channel) {
+                    frame.set(channel, frown * (1.0 - jaw));
+                }
             }
             frame.head = face.head();
         }
