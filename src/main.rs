@@ -161,8 +161,9 @@ struct RelayArgs {
 /// What a live run (the stage, a headless run, the relay) takes besides its input's addresses.
 #[derive(Debug, Args, Default)]
 struct LiveArgs {
-    /// Take input from a recording (.fwrec or Live Link Face CSV) instead of the network; a
-    /// headless run and the relay end when the recording does.
+    /// Take input from a recording (.fwrec or Live Link Face CSV), or a video (a folder of
+    /// numbered PNG or JPEG frames, or a Y4M file) through the webcam tracker, instead of the
+    /// network; a headless run and the relay end when it does.
     #[arg(long, value_name = "FILE")]
     replay: Option<PathBuf>,
     /// Playback speed of --replay.

@@ -3,7 +3,8 @@
 //!
 //! - The default head, rendered here, as a folder of PNG frames and as a Y4M file of the same
 //!   frames: both inputs give the same faces, a turned head reads turned, and frames without a
-//!   face read `"face": false` with the tracking lost.
+//!   face read `"face": false` with the tracking lost; a headless run on the video ends with the
+//!   face lost.
 //! - The closed loop on a scanned human face (ICT-FaceKit, from the fixtures): rendered at known
 //!   weights and head angles, the tracker's blinks, jaw and smile follow the rendered weights
 //!   (rank correlation at least 0.8) and its yaw and roll come back within 5 degrees.
@@ -182,6 +183,32 @@ fn the_default_head_tracks_from_png_frames_and_y4m_alike_and_no_face_is_lost() {
         assert!(yaw(4) < -10.0 && yaw(4) > -45.0, "yaw -20 read {}", yaw(4));
         assert!(yaw(1).abs() < 5.0, "yaw 0 read {}", yaw(1));
     }
+    // A headless run takes the video as its input, like a recording: the frames without a face
+    // at its end take the tracking from the face to lost.
+    let out = facewire(
+        &config,
+        &[
+            "run",
+            "--headless",
+            "--replay",
+            frames.to_str().unwrap(),
+            "--size",
+            "160x120",
+        ],
+    );
+    let stdout = ok(&out, "run --headless --replay FRAMES");
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(report["frames_received"], 8, "{report}");
+    let state = report["tracking"]["state"].as_str().unwrap();
+    assert!(
+        ["stale", "hold", "fade", "neutral"].contains(&state),
+        "the run ends with the face lost, not {state}: {report}"
+    );
+    assert!(
+        report["tracking"]["changes"].as_u64().unwrap() >= 2,
+        "{report}"
+    );
+
     // The Y4M frames went through 4:4:4 YCbCr and back; the faces read the same within a
     // degree.
     for i in 0..6 {

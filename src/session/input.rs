@@ -9,11 +9,17 @@ use crate::config::Config;
 use crate::control::telemetry::InputCounters;
 use crate::ingest::{self, IngestConfig};
 use crate::record::{self, Recording, ReplayOptions};
+use crate::webcam::play::VideoPlayer;
+use crate::webcam::video::{is_video, VideoSource};
 
-/// A recording to play instead of listening, and how fast.
+/// The frame rate of a video that states none (a folder of frames).
+const DEFAULT_VIDEO_FPS: f64 = 30.0;
+
+/// A recording (or a video) to play instead of listening, and how fast.
 #[derive(Debug, Clone, Copy)]
 pub struct Replay<'a> {
-    /// The `.fwrec` file or Live Link Face CSV.
+    /// The `.fwrec` file or Live Link Face CSV; or a video (a folder of numbered PNG or JPEG
+    /// frames, or a Y4M file), whose face the webcam tracker follows.
     pub file: &'a Path,
     /// Playback speed (1 is real time).
     pub speed: f64,
@@ -25,6 +31,8 @@ pub enum Input {
     Network(ingest::IngestHandle),
     /// A recording played in real time.
     Replay(record::ReplayHandle),
+    /// A video played in real time through the webcam tracker.
+    Video(VideoPlayer),
 }
 
 impl Input {
@@ -36,6 +44,17 @@ impl Input {
         sink: Box<dyn FrameSink>,
     ) -> Result<Input, StartError> {
         Ok(match replay {
+            Some(Replay { file, speed }) if is_video(file) => {
+                let video = VideoSource::open(file)?;
+                let fps = video.stated_fps().unwrap_or(DEFAULT_VIDEO_FPS);
+                tracing::info!(
+                    file = %file.display(),
+                    fps,
+                    frames = video.len_hint(),
+                    "tracking a video instead of listening"
+                );
+                Input::Video(VideoPlayer::spawn(video, fps, speed, sink)?)
+            }
             Some(Replay { file, speed }) => {
                 let recording = Recording::load(file).map_err(|source| StartError::Recording {
                     path: file.to_path_buf(),
@@ -68,7 +87,7 @@ impl Input {
         })
     }
 
-    /// Whether the input is live (the network, not a replay).
+    /// Whether the input is live (the network, not a replay or a video).
     pub fn is_live(&self) -> bool {
         matches!(self, Input::Network(_))
     }
@@ -83,6 +102,10 @@ impl Input {
             Input::Replay(h) => {
                 let s = h.stats();
                 (s.frames, s.malformed)
+            }
+            Input::Video(v) => {
+                let s = v.stats();
+                (s.frames, s.unreadable)
             }
         }
     }
@@ -121,6 +144,14 @@ impl Input {
                     ..Default::default()
                 }
             }
+            Input::Video(v) => {
+                let s = v.stats();
+                InputCounters {
+                    frames: s.frames,
+                    malformed: s.unreadable,
+                    ..Default::default()
+                }
+            }
         }
     }
 
@@ -136,12 +167,23 @@ impl Input {
                 format!("listening: {}", listening.join(", "))
             }
             Input::Replay(_) => "replaying a recording".to_string(),
+            Input::Video(v) => {
+                let s = v.stats();
+                format!(
+                    "tracking a video: {} frames, a face in {}",
+                    s.frames, s.faces
+                )
+            }
         }
     }
 
-    /// Whether a replay has played everything (never true for the network).
+    /// Whether a replay or a video has played everything (never true for the network).
     pub fn finished(&self) -> bool {
-        matches!(self, Input::Replay(h) if h.stats().finished)
+        match self {
+            Input::Network(_) => false,
+            Input::Replay(h) => h.stats().finished,
+            Input::Video(v) => v.stats().finished,
+        }
     }
 
     /// Stops the input thread and waits for it.
@@ -151,6 +193,7 @@ impl Input {
             Input::Replay(h) => {
                 h.shutdown();
             }
+            Input::Video(v) => v.shutdown(),
         }
     }
 }

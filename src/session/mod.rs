@@ -259,7 +259,7 @@ pub fn start(
                 show,
             )
         }
-        Input::Replay(_) => None,
+        Input::Replay(_) | Input::Video(_) => None,
     };
     // After the connect watch: opening the microphone can take a moment, and the card should
     // not miss a phone that is already sending.

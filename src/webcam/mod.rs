@@ -11,6 +11,7 @@ pub mod eyes;
 pub mod features;
 pub mod frame;
 pub mod model;
+pub mod play;
 pub mod pose;
 pub mod track;
 pub mod video;

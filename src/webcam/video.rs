@@ -186,6 +186,18 @@ enum Source {
     Y4m(Y4mSource),
 }
 
+/// Whether `path` is a video [`VideoSource::open`] reads (a folder, or a file that starts as a
+/// Y4M stream) rather than some other file (a recording).
+pub fn is_video(path: &Path) -> bool {
+    if path.is_dir() {
+        return true;
+    }
+    let mut magic = [0u8; Y4M_MAGIC.len()];
+    File::open(path)
+        .and_then(|mut f| read_full(&mut f, &mut magic))
+        .is_ok_and(|n| &magic[..n] == Y4M_MAGIC)
+}
+
 impl VideoSource {
     /// Opens a folder of numbered frames or a .y4m file (decided by: is a directory → folder;
     /// else the file starts with "YUV4MPEG2 " → Y4M; else an error that says which inputs are
