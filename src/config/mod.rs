@@ -8,7 +8,6 @@ use serde::Deserialize;
 
 use crate::diagnostic::{locate_key, Located};
 
-
 mod api;
 mod ingest;
 mod lipsync;
@@ -21,9 +20,9 @@ pub use crate::expressions::{ExpressionSpec, ExpressionsError, ExpressionsSectio
 pub use crate::idle::IdleConfig;
 pub use crate::mixer::{LayerSpec, LayersSection, DEFAULT_FADE};
 pub use api::{valid_name, ApiConfig, DEFAULT_PORT};
+pub use ingest::{ForwardNames, ForwardSection, IngestSection, PhonePorts, MAX_VTS_REQUEST_PORTS};
 pub use lipsync::LipsyncConfig;
 pub use locate::{platform_folder, write_shipped, Found, Origin, FILE_NAME, SHIPPED};
-pub use ingest::{ForwardNames, ForwardSection, IngestSection, PhonePorts, MAX_VTS_REQUEST_PORTS};
 pub use net::{Subnet, SubnetError};
 pub use pose::{ArmsMode, PoseConfig};
 pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
