@@ -324,7 +324,7 @@ fn ict_face(dir: &Path, config: &Path) -> Option<PathBuf> {
                 glb.to_str().unwrap(),
                 "--combine-halves",
                 "--skip-material",
-                "M_EyeOcclusion,M_EyeBlend,M_LacrimalFluid,M_ScleraLeft,M_ScleraRight,M_EyeLashes",
+                crate::objimport::ICT_SKIP_FOR_EYES,
                 "--skin",
                 "M_Face,M_BackHead",
             ],
