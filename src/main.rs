@@ -66,8 +66,18 @@ enum Command {
     /// Track the face in a video (numbered PNG or JPEG frames, or a Y4M file) with the webcam
     /// tracker, a line per frame.
     Track(session::TrackArgs),
+    /// List the cameras facewire can track (`run --webcam NUMBER` chooses one).
+    Webcam(WebcamArgs),
     /// Say which configuration file is in use and where profiles, looks and avatars are kept.
     Config(ConfigArgs),
+}
+
+#[derive(Debug, Args)]
+struct WebcamArgs {
+    /// List the cameras: number, name, device and the frame formats facewire reads (the
+    /// default).
+    #[arg(long)]
+    list: bool,
 }
 
 #[derive(Debug, Args)]
@@ -169,6 +179,16 @@ struct LiveArgs {
     /// Playback speed of --replay.
     #[arg(long, default_value_t = 1.0)]
     speed: f64,
+    /// Track a webcam instead of listening for a phone: the first, or the one this number (as
+    /// `facewire webcam --list` prints it) or (part of a) name chooses; instead of [webcam].
+    #[arg(
+        long,
+        value_name = "NAME|NUMBER",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with = "replay"
+    )]
+    webcam: Option<String>,
     /// Play this WAV file as lip sync's audio instead of the microphone (see [lipsync]).
     #[arg(long, value_name = "FILE")]
     lipsync_wav: Option<PathBuf>,
@@ -181,6 +201,16 @@ struct LiveArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     exit_after: Option<f64>,
+}
+
+/// `--webcam [NAME|NUMBER]`: the webcam on for this run, the camera chosen when named.
+fn apply_webcam(config: &mut Config, webcam: Option<&str>) {
+    if let Some(device) = webcam {
+        config.webcam.enabled = true;
+        if !device.trim().is_empty() {
+            config.webcam.device = device.trim().to_string();
+        }
+    }
 }
 
 impl LiveArgs {
@@ -242,6 +272,16 @@ struct ListenArgs {
     /// The phone's IP address, for the apps that need facewire to ask for data.
     #[arg(long, value_name = "IP")]
     phone: Option<std::net::IpAddr>,
+    /// Print what a webcam's tracker reads instead (the first webcam, or the one this number
+    /// or name chooses), with a line a second on the camera's and the tracker's frame rates.
+    #[arg(
+        long,
+        value_name = "NAME|NUMBER",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with = "port"
+    )]
+    webcam: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -267,6 +307,15 @@ struct CalibrateArgs {
     /// The phone's IP address, for the apps that need facewire to ask for data.
     #[arg(long, value_name = "IP")]
     phone: Option<std::net::IpAddr>,
+    /// Calibrate from a webcam instead of a phone: the first, or the one this number or name
+    /// chooses (as `facewire webcam --list` prints them).
+    #[arg(
+        long,
+        value_name = "NAME|NUMBER",
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
+    webcam: Option<String>,
     #[command(flatten)]
     vowels: session::VowelArgs,
 }
@@ -422,6 +471,10 @@ fn run() -> Result<()> {
                 summary.max_ms,
                 summary.detections
             );
+            Ok(())
+        }
+        Some(Command::Webcam(_)) => {
+            session::list_cameras(&mut std::io::stdout().lock())?;
             Ok(())
         }
         Some(Command::Config(args)) => {
@@ -597,6 +650,7 @@ fn apply_run_args(config: &mut Config, args: &RunArgs) {
 
 fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Result<()> {
     apply_run_args(config, &args);
+    apply_webcam(config, args.live.webcam.as_deref());
     let (avatar, mapping) = session::load_avatar(config)?;
     // A look that does not fit the mapping's sliders stops here, before any window opens.
     session::load_look(config, &mapping)?;
@@ -620,6 +674,7 @@ fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Res
 
 fn relay_command(config: &mut Config, source: Option<&Path>, args: RelayArgs) -> Result<()> {
     config.ingest.apply_flags(&args.listen, args.phone);
+    apply_webcam(config, args.live.webcam.as_deref());
     for to in &args.forward {
         if !config.forward.to.contains(to) {
             config.forward.to.push(*to);
@@ -664,6 +719,7 @@ fn calibrate_command(config: &mut Config, args: CalibrateArgs) -> Result<()> {
         }
         None => {
             config.ingest.apply_flags(&args.listen, args.phone);
+            apply_webcam(config, args.webcam.as_deref());
             let stage = if args.no_window {
                 None
             } else {
@@ -750,6 +806,7 @@ fn replay_command(args: ReplayArgs) -> Result<()> {
 
 fn listen(config: &mut Config, args: ListenArgs) -> Result<()> {
     config.ingest.apply_flags(&[], args.phone);
+    apply_webcam(config, args.webcam.as_deref());
     session::listen(config, args.port, args.count, &mut std::io::stdout())?;
     Ok(())
 }

@@ -515,3 +515,266 @@ fn the_scanned_face_closes_the_loop_weights_and_angles_come_back() {
     assert!(worst[0] <= 5.0, "yaw off by {:.1}°", worst[0]);
     assert!(worst[1] <= 5.0, "roll off by {:.1}°", worst[1]);
 }
+
+/// A camera of our own: it gives its frames in turn, one every `period`, until the test
+/// unplugs it.
+struct FakeCamera {
+    mode: facewire::webcam::camera::CameraMode,
+    frames: Vec<facewire::webcam::camera::RawFrame>,
+    next: usize,
+    period: std::time::Duration,
+    plugged: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl facewire::webcam::camera::Camera for FakeCamera {
+    fn mode(&self) -> &facewire::webcam::camera::CameraMode {
+        &self.mode
+    }
+
+    fn read(
+        &mut self,
+        _wait: std::time::Duration,
+    ) -> Result<Option<facewire::webcam::camera::RawFrame>, String> {
+        std::thread::sleep(self.period);
+        if !self.plugged.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("unplugged".into());
+        }
+        let frame = self.frames[self.next % self.frames.len()].clone();
+        self.next += 1;
+        Ok(Some(frame))
+    }
+}
+
+/// `frame` as a USB camera's Motion JPEG: a JPEG without its Huffman tables.
+fn camera_mjpeg(frame: &image::RgbImage) -> Vec<u8> {
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 85)
+        .encode(
+            frame.as_raw(),
+            frame.width(),
+            frame.height(),
+            image::ExtendedColorType::Rgb8,
+        )
+        .unwrap();
+    let mut out = jpeg[..2].to_vec();
+    let mut i = 2;
+    while jpeg[i + 1] != 0xDA {
+        let length = usize::from(u16::from_be_bytes([jpeg[i + 2], jpeg[i + 3]]));
+        if jpeg[i + 1] != 0xC4 {
+            out.extend_from_slice(&jpeg[i..i + 2 + length]);
+        }
+        i += 2 + length;
+    }
+    out.extend_from_slice(&jpeg[i..]);
+    out
+}
+
+/// `frame` as packed YUYV (BT.601, limited range), each pair's chroma from its first pixel.
+fn camera_yuyv(frame: &image::RgbImage) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frame.width() as usize * frame.height() as usize * 2);
+    for (x, _, p) in frame.enumerate_pixels() {
+        let [r, g, b] = p.0.map(f32::from);
+        out.push((16.0 + 0.257 * r + 0.504 * g + 0.098 * b).round() as u8);
+        let chroma = if x % 2 == 0 {
+            128.0 - 0.148 * r - 0.291 * g + 0.439 * b
+        } else {
+            128.0 + 0.439 * r - 0.368 * g - 0.071 * b
+        };
+        out.push(chroma.round().clamp(0.0, 255.0) as u8);
+    }
+    out
+}
+
+/// What the webcam input hands on: each frame's face (whether it had one, and its head) and
+/// the ticks between.
+#[derive(Default)]
+struct Received {
+    faces: Vec<(bool, Option<glam::Quat>)>,
+    ticks: u64,
+}
+
+struct Collect(std::sync::Arc<std::sync::Mutex<Received>>);
+
+impl facewire::arkit::FrameSink for Collect {
+    fn frame(&mut self, frame: facewire::arkit::FaceFrame) {
+        let face = frame.tracking == facewire::arkit::TrackingFlag::Tracked;
+        self.0.lock().unwrap().faces.push((face, frame.head));
+    }
+
+    fn tick(&mut self, _now: std::time::Instant) {
+        self.0.lock().unwrap().ticks += 1;
+    }
+}
+
+/// Waits (up to a minute: the machine may be busy) until `done` holds.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_live_camera_is_waited_for_tracked_newest_first_and_retried_when_unplugged() {
+    use facewire::webcam::camera::{
+        CameraError, CameraMode, PixelLayout, RawFrame, WebcamInput, WebcamStats,
+    };
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    let dir = out_dir("live-camera");
+    let config = default_config(&dir);
+    let poses = [
+        serde_json::json!({ "head": [0, 0, 0] }),
+        serde_json::json!({ "head": [20, 0, 0] }),
+    ];
+    let rendered = render(&config, None, &poses, &dir);
+    let images: Vec<image::RgbImage> = (1..=2)
+        .map(|i| {
+            image::open(rendered.join(format!("frame_{i:05}.png")))
+                .unwrap()
+                .to_rgb8()
+        })
+        .collect();
+    // The frontal face as Motion JPEG, the turned one as YUYV: both layouts a camera gives.
+    let frames = vec![
+        RawFrame {
+            layout: PixelLayout::Mjpeg,
+            width: 640,
+            height: 480,
+            stride: 0,
+            data: camera_mjpeg(&images[0]),
+        },
+        RawFrame {
+            layout: PixelLayout::Yuyv,
+            width: 640,
+            height: 480,
+            stride: 1280,
+            data: camera_yuyv(&images[1]),
+        },
+    ];
+    let mode = CameraMode {
+        name: "Test Camera".into(),
+        id: "/dev/video9".into(),
+        width: 640,
+        height: 480,
+        fps: 30.0,
+        layout: PixelLayout::Mjpeg,
+    };
+
+    // The camera is missing at first, then busy, then there; the test unplugs it and plugs
+    // it in again.
+    let present = Arc::new(AtomicBool::new(false));
+    let plugged = Arc::new(AtomicBool::new(true));
+    let attempts = Arc::new(AtomicU32::new(0));
+    let open = {
+        let (present, plugged, attempts) = (present.clone(), plugged.clone(), attempts.clone());
+        Box::new(
+            move || -> Result<Box<dyn facewire::webcam::camera::Camera>, CameraError> {
+                let attempt = attempts.fetch_add(1, Ordering::SeqCst);
+                if !present.load(Ordering::SeqCst) {
+                    return Err(if attempt == 1 {
+                        CameraError::Busy {
+                            device: "/dev/video9".into(),
+                            reason: "Device or resource busy".into(),
+                        }
+                    } else {
+                        CameraError::NoCamera
+                    });
+                }
+                plugged.store(true, Ordering::SeqCst);
+                // A camera far faster than the tracker: the tracker takes the newest frame
+                // and skips the rest instead of falling behind.
+                Ok(Box::new(FakeCamera {
+                    mode: mode.clone(),
+                    frames: frames.clone(),
+                    next: 0,
+                    period: Duration::from_millis(2),
+                    plugged: plugged.clone(),
+                }))
+            },
+        )
+    };
+    let received = Arc::new(Mutex::new(Received::default()));
+    let input = WebcamInput::start_with(
+        open,
+        Box::new(Collect(received.clone())),
+        Duration::from_millis(50),
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let stats = || -> WebcamStats { input.stats() };
+
+    // Missing: said in the stats, tried again and again; the sink is ticked meanwhile.
+    // The third try (missing again) has ended once the fourth has begun.
+    wait_until("the camera is tried four times", || {
+        attempts.load(Ordering::SeqCst) >= 4
+    });
+    let waiting = stats();
+    assert!(waiting.camera.is_none());
+    let problem = waiting.problem.clone().expect("a problem is shown");
+    assert!(problem.contains("no camera found"), "{problem}");
+    assert!(waiting.summary().contains("trying again every 2 s"));
+    assert!(received.lock().unwrap().ticks > 0);
+    assert!(received.lock().unwrap().faces.is_empty());
+
+    // Plugged in: opened at the next try, its faces tracked.
+    present.store(true, Ordering::SeqCst);
+    wait_until("ten faces are tracked", || stats().faces >= 10);
+    let running = stats();
+    assert_eq!(
+        running.camera.as_ref().map(|c| c.name.as_str()),
+        Some("Test Camera")
+    );
+    assert!(running.problem.is_none());
+    assert!(running
+        .summary()
+        .starts_with("webcam Test Camera (/dev/video9)"));
+    assert!(running.tracker_ms > 0.0 && running.latency_ms >= running.tracker_ms * 0.5);
+    assert_eq!(running.undecodable, 0, "both layouts decode");
+    assert!(
+        running.camera_frames > 2 * running.tracked,
+        "the tracker skips to the newest frame: {} from the camera, {} tracked",
+        running.camera_frames,
+        running.tracked
+    );
+    {
+        let received = received.lock().unwrap();
+        assert!(received
+            .faces
+            .iter()
+            .all(|(face, head)| *face && head.is_some()));
+        // Both the frontal and the turned face were tracked (yaw 0 and 20).
+        let yaws: Vec<f32> = received
+            .faces
+            .iter()
+            .map(|(_, head)| head.unwrap().to_euler(glam::EulerRot::YXZ).0.to_degrees())
+            .collect();
+        assert!(yaws.iter().any(|y| y.abs() < 5.0), "{yaws:?}");
+        assert!(yaws.iter().any(|y| *y > 10.0), "{yaws:?}");
+    }
+
+    // Unplugged: said, the camera gone from the stats, and tried again until it is back.
+    present.store(false, Ordering::SeqCst);
+    plugged.store(false, Ordering::SeqCst);
+    wait_until("the loss is shown", || {
+        stats()
+            .problem
+            .is_some_and(|p| p.contains("stopped (unplugged)"))
+    });
+    assert!(stats().camera.is_none());
+    let tracked = stats().tracked;
+    let before = attempts.load(Ordering::SeqCst);
+    wait_until("the camera is tried again", || {
+        attempts.load(Ordering::SeqCst) >= before + 2
+    });
+    present.store(true, Ordering::SeqCst);
+    wait_until("tracking goes on", || stats().tracked >= tracked + 5);
+    assert!(stats().camera.is_some() && stats().problem.is_none());
+    input.shutdown();
+}

@@ -15,6 +15,7 @@ mod locate;
 mod net;
 mod pose;
 pub mod smoothing;
+mod webcam;
 
 pub use crate::expressions::{ExpressionSpec, ExpressionsError, ExpressionsSection};
 pub use crate::idle::IdleConfig;
@@ -26,6 +27,7 @@ pub use locate::{platform_folder, write_shipped, Found, Origin, FILE_NAME, SHIPP
 pub use net::{Subnet, SubnetError};
 pub use pose::{ArmsMode, PoseConfig};
 pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
+pub use webcam::WebcamConfig;
 
 /// The configuration file used when `--config` is not given and it exists in the working
 /// directory (a checkout of the repository).
@@ -497,6 +499,8 @@ pub struct Config {
     pub pose: PoseConfig,
     /// `[lipsync]`: lip sync from the microphone.
     pub lipsync: LipsyncConfig,
+    /// `[webcam]`: face tracking from a webcam instead of a phone.
+    pub webcam: WebcamConfig,
     /// `[idle]`: idle life while tracking is lost.
     pub idle: IdleConfig,
     /// `[expressions]`: faces switched on and off by keys, the panel and the API.
@@ -534,6 +538,7 @@ impl Config {
             layers: LayersSection::default(),
             pose: PoseConfig::default(),
             lipsync: LipsyncConfig::default(),
+            webcam: WebcamConfig::default(),
             idle: IdleConfig::default(),
             expressions: ExpressionsSection::default(),
             api: ApiConfig::default(),
@@ -683,6 +688,9 @@ impl Config {
         }
         self.pose.validate(text, path).map_err(ConfigError::Parse)?;
         self.lipsync
+            .validate(text, path)
+            .map_err(ConfigError::Parse)?;
+        self.webcam
             .validate(text, path)
             .map_err(ConfigError::Parse)?;
         self.idle.validate(text, path).map_err(ConfigError::Parse)?;

@@ -1,4 +1,5 @@
-//! Where a run's frames come from: the network listeners or a recording played in real time.
+//! Where a run's frames come from: the network listeners, a webcam, or a recording or a video
+//! played in real time.
 
 use std::path::Path;
 
@@ -9,6 +10,7 @@ use crate::config::Config;
 use crate::control::telemetry::InputCounters;
 use crate::ingest::{self, IngestConfig};
 use crate::record::{self, Recording, ReplayOptions};
+use crate::webcam::camera::{self, CameraRequest, WebcamInput};
 use crate::webcam::play::VideoPlayer;
 use crate::webcam::video::{is_video, VideoSource};
 
@@ -25,10 +27,13 @@ pub struct Replay<'a> {
     pub speed: f64,
 }
 
-/// Where frames come from: the network or a recording. Both stop when dropped.
+/// Where frames come from: the network, a webcam, a recording or a video. Each stops when
+/// dropped.
 pub enum Input {
     /// UDP listeners.
     Network(ingest::IngestHandle),
+    /// A webcam, tracked live.
+    Webcam(WebcamInput),
     /// A recording played in real time.
     Replay(record::ReplayHandle),
     /// A video played in real time through the webcam tracker.
@@ -36,8 +41,9 @@ pub enum Input {
 }
 
 impl Input {
-    /// Starts the input thread: a replay when `replay` names a file, else the network
-    /// listeners of `config.ingest`. Every frame goes to `sink`.
+    /// Starts the input thread: a replay when `replay` names a file, else the webcam when
+    /// `[webcam] enabled`, else the network listeners of `config.ingest`. Every frame goes to
+    /// `sink`.
     pub fn start(
         config: &Config,
         replay: Option<Replay<'_>>,
@@ -80,6 +86,7 @@ impl Input {
                     })?,
                 )
             }
+            None if config.webcam.enabled => Input::Webcam(start_webcam(config, sink)?),
             None => Input::Network(ingest::spawn(
                 IngestConfig::from_section(&config.ingest),
                 sink,
@@ -87,9 +94,9 @@ impl Input {
         })
     }
 
-    /// Whether the input is live (the network, not a replay or a video).
+    /// Whether the input is live (the network or a webcam, not a replay or a video).
     pub fn is_live(&self) -> bool {
-        matches!(self, Input::Network(_))
+        matches!(self, Input::Network(_) | Input::Webcam(_))
     }
 
     /// Frames committed and malformed datagrams so far.
@@ -106,6 +113,10 @@ impl Input {
             Input::Video(v) => {
                 let s = v.stats();
                 (s.frames, s.unreadable)
+            }
+            Input::Webcam(w) => {
+                let s = w.stats();
+                (s.tracked, s.undecodable)
             }
         }
     }
@@ -152,6 +163,16 @@ impl Input {
                     ..Default::default()
                 }
             }
+            Input::Webcam(w) => {
+                let s = w.stats();
+                InputCounters {
+                    // The camera's frames are what arrives; the tracked ones are committed.
+                    datagrams: s.camera_frames,
+                    frames: s.tracked,
+                    malformed: s.undecodable,
+                    ..Default::default()
+                }
+            }
         }
     }
 
@@ -167,6 +188,7 @@ impl Input {
                 format!("listening: {}", listening.join(", "))
             }
             Input::Replay(_) => "replaying a recording".to_string(),
+            Input::Webcam(w) => w.stats().summary(),
             Input::Video(v) => {
                 let s = v.stats();
                 format!(
@@ -180,7 +202,7 @@ impl Input {
     /// Whether a replay or a video has played everything (never true for the network).
     pub fn finished(&self) -> bool {
         match self {
-            Input::Network(_) => false,
+            Input::Network(_) | Input::Webcam(_) => false,
             Input::Replay(h) => h.stats().finished,
             Input::Video(v) => v.stats().finished,
         }
@@ -194,6 +216,26 @@ impl Input {
                 h.shutdown();
             }
             Input::Video(v) => v.shutdown(),
+            Input::Webcam(w) => w.shutdown(),
         }
     }
+}
+
+/// Starts following the camera `[webcam]` names; a camera that is not there yet is waited for.
+pub fn start_webcam(config: &Config, sink: Box<dyn FrameSink>) -> Result<WebcamInput, StartError> {
+    let section = &config.webcam;
+    let request = CameraRequest {
+        width: section.width,
+        height: section.height,
+        fps: section.fps,
+    };
+    tracing::info!(
+        camera = section.device().unwrap_or("the first"),
+        width = request.width,
+        height = request.height,
+        fps = request.fps,
+        "tracking the webcam instead of listening for a phone"
+    );
+    let open = camera::opener(section.device().map(str::to_owned), request);
+    Ok(WebcamInput::start(open, sink)?)
 }

@@ -1,16 +1,21 @@
-//! `facewire listen`: each frame as the phone sent it, one JSON line, with the tracking state
-//! facewire derives from them.
+//! `facewire listen`: each frame as the phone sent it (or the webcam tracker read it), one JSON
+//! line, with the tracking state facewire derives from them; with the webcam, a line a second
+//! on the camera and the tracker too.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::StartError;
 use crate::arkit::{FaceFrame, FrameSink, TrackingFlag};
 use crate::calibrate::{Conditioner, LossReason, Output, TrackingState};
 use crate::config::Config;
 use crate::ingest::{self, IngestConfig};
+use crate::webcam::camera::WebcamStats;
+
+/// How often `listen` says how the webcam and its tracker are doing.
+const WEBCAM_REPORT: Duration = Duration::from_secs(1);
 
 /// What `listen` prints: the frames as the phone sent them, and the tracking state facewire
 /// derives from them. Frames stay inline: they travel through a bounded channel, not a heap.
@@ -49,8 +54,9 @@ impl FrameSink for ListenSink {
     }
 }
 
-/// Listens as `config.ingest` says (or on `port` alone) and writes a JSON line to `out` for
-/// every frame and tracking state change, until `count` frames are printed or `out` closes.
+/// Listens as `config.ingest` says (or on `port` alone), or follows the webcam when `[webcam]
+/// enabled`, and writes a JSON line to `out` for every frame and tracking state change (and
+/// each second, the webcam's state), until `count` frames are printed or `out` closes.
 pub fn listen(
     config: &Config,
     port: Option<u16>,
@@ -59,46 +65,96 @@ pub fn listen(
 ) -> Result<(), StartError> {
     let (tx, rx) = mpsc::sync_channel::<Heard>(256);
     let start = Instant::now();
-    let mut ingest_config = IngestConfig::from_section(&config.ingest);
-    if let Some(p) = port {
-        ingest_config.listen = vec![SocketAddr::from(([0, 0, 0, 0], p))];
-        ingest_config.listen_required = true;
-    }
-    let handle = ingest::spawn(
-        ingest_config,
-        Box::new(ListenSink {
-            tx,
-            core: Conditioner::new(config.smoothing, config.tracking, start),
-        }),
-    )?;
-    let _connect = super::watch_connection(
-        handle.probe(),
-        handle.listeners(),
-        config.ingest.phone,
-        None,
-    );
+    let sink = Box::new(ListenSink {
+        tx,
+        core: Conditioner::new(config.smoothing, config.tracking, start),
+    });
+    let (input, _connect) = if config.webcam.enabled {
+        (
+            super::Input::Webcam(super::input::start_webcam(config, sink)?),
+            None,
+        )
+    } else {
+        let mut ingest_config = IngestConfig::from_section(&config.ingest);
+        if let Some(p) = port {
+            ingest_config.listen = vec![SocketAddr::from(([0, 0, 0, 0], p))];
+            ingest_config.listen_required = true;
+        }
+        let handle = ingest::spawn(ingest_config, sink)?;
+        let connect = super::watch_connection(
+            handle.probe(),
+            handle.listeners(),
+            config.ingest.phone,
+            None,
+        );
+        (super::Input::Network(handle), connect)
+    };
     let mut printed = 0u64;
+    let mut reported = Instant::now();
     while count.is_none_or(|n| printed < n) {
-        let line = match rx.recv() {
+        let line = match rx.recv_timeout(WEBCAM_REPORT) {
             Ok(Heard::Frame(frame)) => {
                 printed += 1;
-                frame_json(&frame, start)
+                Some(frame_json(&frame, start))
             }
             Ok(Heard::State(state, at, reason)) => {
                 let mut v = serde_json::json!({ "t": seconds(at, start), "state": state });
                 if let Some(reason) = reason {
                     v["reason"] = serde_json::json!(reason);
                 }
-                v
+                Some(v)
             }
-            Err(_) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+        let mut lines: Vec<serde_json::Value> = line.into_iter().collect();
+        if let super::Input::Webcam(webcam) = &input {
+            if reported.elapsed() >= WEBCAM_REPORT {
+                reported = Instant::now();
+                lines.push(webcam_json(&webcam.stats(), reported, start));
+            }
+        }
+        let written = lines
+            .iter()
+            .try_for_each(|line| writeln!(out, "{line}"))
+            .and_then(|_| out.flush());
+        if written.is_err() {
             break;
         }
     }
-    handle.shutdown();
+    input.shutdown();
     Ok(())
+}
+
+/// How the webcam and its tracker are doing, as a JSON line.
+pub fn webcam_json(stats: &WebcamStats, now: Instant, start: Instant) -> serde_json::Value {
+    let one = |v: f32| (f64::from(v) * 10.0).round() / 10.0;
+    let mut v = serde_json::json!({
+        "t": seconds(now, start),
+        "webcam": {
+            "camera_frames": stats.camera_frames,
+            "tracked": stats.tracked,
+            "faces": stats.faces,
+            "camera_fps": one(stats.camera_fps),
+            "tracker_fps": one(stats.tracker_fps),
+            "tracker_ms": one(stats.tracker_ms),
+            "latency_ms": one(stats.latency_ms),
+        },
+    });
+    if let Some(camera) = &stats.camera {
+        v["webcam"]["camera"] = serde_json::json!({
+            "name": camera.name,
+            "device": camera.id,
+            "width": camera.width,
+            "height": camera.height,
+            "fps": one(camera.fps),
+            "format": camera.layout.name(),
+        });
+    }
+    if let Some(problem) = &stats.problem {
+        v["webcam"]["problem"] = serde_json::json!(problem);
+    }
+    v
 }
 
 /// Seconds from `start` to `t`, rounded to the microsecond.

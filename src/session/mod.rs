@@ -58,7 +58,7 @@ pub use run::{
     RelayReport, StageRun, StopRequest, Watches,
 };
 pub use signal::{exit_on_stop, on_stop, INTERRUPTED};
-pub use track::{track_command, TrackArgs, TrackSummary};
+pub use track::{list_cameras, track_command, TrackArgs, TrackSummary};
 pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
 pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch};
 
@@ -117,6 +117,9 @@ pub enum StartError {
     /// The webcam tracker's networks failed.
     #[error(transparent)]
     Tracker(#[from] crate::webcam::model::ModelError),
+    /// No camera to list.
+    #[error(transparent)]
+    Camera(#[from] crate::webcam::camera::CameraError),
     /// Forwarding could not start.
     #[error(transparent)]
     Forward(#[from] crate::session::forward::ForwardError),
@@ -259,7 +262,7 @@ pub fn start(
                 show,
             )
         }
-        Input::Replay(_) | Input::Video(_) => None,
+        Input::Replay(_) | Input::Video(_) | Input::Webcam(_) => None,
     };
     // After the connect watch: opening the microphone can take a moment, and the card should
     // not miss a phone that is already sending.

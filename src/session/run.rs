@@ -395,7 +395,7 @@ pub fn calibration(
     let performer = performer.to_string();
     let input = match &live.input {
         Input::Network(handle) => Some(handle.probe()),
-        Input::Replay(_) | Input::Video(_) => None,
+        Input::Replay(_) | Input::Video(_) | Input::Webcam(_) => None,
     };
     println!(
         "Calibration: {} steps, {} once face data arrives (Ctrl-C stops it without saving).",

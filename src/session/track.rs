@@ -152,3 +152,31 @@ pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSumma
     summary.p99_ms = at(0.99);
     Ok(summary)
 }
+
+/// `facewire webcam --list`: the cameras there are, one a line (number, name, device, the
+/// frame formats facewire reads), then how to choose one.
+pub fn list_cameras(out: &mut dyn Write) -> Result<(), StartError> {
+    let cameras = crate::webcam::camera::list()?;
+    if cameras.is_empty() {
+        return Err(crate::webcam::camera::CameraError::NoCamera.into());
+    }
+    let width = cameras.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in &cameras {
+        let layouts: Vec<&str> = c.layouts.iter().map(|l| l.name()).collect();
+        let layouts = if layouts.is_empty() {
+            "no format facewire reads".to_string()
+        } else {
+            layouts.join(", ")
+        };
+        writeln!(out, "{}  {:width$}  {}  {layouts}", c.index, c.name, c.id)
+            .map_err(StartError::Output)?;
+    }
+    writeln!(
+        out,
+        "use one with: facewire run --webcam {} (or in the config file: [webcam] enabled = \
+         true, device = \"{}\")",
+        cameras[0].index, cameras[0].index
+    )
+    .map_err(StartError::Output)?;
+    Ok(())
+}

@@ -7,6 +7,7 @@
 //!
 //! The networks are OpenSeeFace's (BSD 2-Clause, models/openseeface/), run by tract.
 
+pub mod camera;
 pub mod eyes;
 pub mod features;
 pub mod frame;
@@ -14,6 +15,8 @@ pub mod model;
 pub mod play;
 pub mod pose;
 pub mod track;
+#[cfg(target_os = "linux")]
+mod v4l;
 pub mod video;
 
 pub use frame::Frame;
