@@ -8,8 +8,9 @@
 //! [`WebcamInput::stats`]), then opened again every [`RETRY`] until it is back; meanwhile the
 //! sink is ticked, so the face goes lost as when a phone goes quiet.
 //!
-//! The platform's own camera interface lives in a backend (`v4l` on Linux); everything here
-//! works on the [`Camera`] trait, which tests implement with generated frames.
+//! The platform's own camera interface lives in a backend (`v4l` on Linux, `native` on Windows
+//! and macOS); everything here works on the [`Camera`] trait, which tests implement with
+//! generated frames.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +50,13 @@ pub enum PixelLayout {
     Yuyv,
     /// 8-bit RGB.
     Rgb,
+    /// 8-bit BGR.
+    Bgr,
+    /// 4:2:0 YUV: the Y plane, then U and V interleaved at half the size (BT.601, limited
+    /// range).
+    Nv12,
+    /// 8-bit grey.
+    Gray,
 }
 
 impl PixelLayout {
@@ -58,6 +66,9 @@ impl PixelLayout {
             PixelLayout::Mjpeg => "MJPEG",
             PixelLayout::Yuyv => "YUYV",
             PixelLayout::Rgb => "RGB",
+            PixelLayout::Bgr => "BGR",
+            PixelLayout::Nv12 => "NV12",
+            PixelLayout::Gray => "GREY",
         }
     }
 }
@@ -186,15 +197,38 @@ impl RawFrame {
                 self.check_len(stride)?;
                 Ok(yuyv_to_rgb(&self.data, width, height, stride))
             }
-            PixelLayout::Rgb => {
-                let stride = self.row_bytes(3);
+            PixelLayout::Rgb | PixelLayout::Bgr | PixelLayout::Gray => {
+                let per_pixel = if self.layout == PixelLayout::Gray {
+                    1
+                } else {
+                    3
+                };
+                let stride = self.row_bytes(per_pixel);
                 self.check_len(stride)?;
-                let row = width as usize * 3;
-                let mut rgb = Vec::with_capacity(row * height as usize);
-                for y in 0..height as usize {
-                    rgb.extend_from_slice(&self.data[y * stride..y * stride + row]);
+                let (w, h) = (width as usize, height as usize);
+                let mut rgb = Vec::with_capacity(w * h * 3);
+                for y in 0..h {
+                    let row = &self.data[y * stride..y * stride + w * per_pixel];
+                    match self.layout {
+                        PixelLayout::Rgb => rgb.extend_from_slice(row),
+                        PixelLayout::Bgr => {
+                            for p in row.chunks_exact(3) {
+                                rgb.extend_from_slice(&[p[2], p[1], p[0]]);
+                            }
+                        }
+                        _ => {
+                            for &v in row {
+                                rgb.extend_from_slice(&[v, v, v]);
+                            }
+                        }
+                    }
                 }
                 Ok(Frame { width, height, rgb })
+            }
+            PixelLayout::Nv12 => {
+                let stride = self.row_bytes(1);
+                self.check_len(stride)?;
+                Ok(nv12_to_rgb(&self.data, width, height, stride))
             }
         }
     }
@@ -210,13 +244,14 @@ impl RawFrame {
     }
 
     fn check_len(&self, stride: usize) -> Result<(), DecodeError> {
-        let per_pixel = if self.layout == PixelLayout::Yuyv {
-            2
-        } else {
-            3
-        };
+        let (w, h) = (self.width as usize, self.height as usize);
         // The last row needs only its pixels, not the padding after them.
-        let needed = stride * (self.height as usize - 1) + self.width as usize * per_pixel;
+        let needed = match self.layout {
+            PixelLayout::Yuyv => stride * (h - 1) + w * 2,
+            PixelLayout::Nv12 => stride * (h + h.div_ceil(2) - 1) + w.div_ceil(2) * 2,
+            PixelLayout::Gray => stride * (h - 1) + w,
+            PixelLayout::Rgb | PixelLayout::Bgr | PixelLayout::Mjpeg => stride * (h - 1) + w * 3,
+        };
         if self.data.len() < needed {
             return Err(DecodeError::Short {
                 layout: self.layout.name(),
@@ -296,7 +331,7 @@ fn yuyv_to_rgb(data: &[u8], width: u32, height: u32, stride: usize) -> Frame {
     for y in 0..h {
         let row = &data[y * stride..y * stride + w * 2];
         for x in 0..w {
-            let luma = i32::from(row[x * 2]);
+            let luma = row[x * 2];
             let pair = x & !1;
             let u = i32::from(row[pair * 2 + 1]) - 128;
             let v = if pair * 2 + 3 < row.len() {
@@ -304,11 +339,33 @@ fn yuyv_to_rgb(data: &[u8], width: u32, height: u32, stride: usize) -> Frame {
             } else {
                 0
             };
-            let c = 298 * (luma - 16);
-            let clamp = |value: i32| ((value + 128) >> 8).clamp(0, 255) as u8;
-            rgb.push(clamp(c + 409 * v));
-            rgb.push(clamp(c - 100 * u - 208 * v));
-            rgb.push(clamp(c + 516 * u));
+            yuv_pixel(luma, u, v, &mut rgb);
+        }
+    }
+    Frame { width, height, rgb }
+}
+
+/// One pixel of BT.601 limited-range YUV (chroma centred on 0) as RGB.
+fn yuv_pixel(luma: u8, u: i32, v: i32, out: &mut Vec<u8>) {
+    let c = 298 * (i32::from(luma) - 16);
+    let clamp = |value: i32| ((value + 128) >> 8).clamp(0, 255) as u8;
+    out.push(clamp(c + 409 * v));
+    out.push(clamp(c - 100 * u - 208 * v));
+    out.push(clamp(c + 516 * u));
+}
+
+/// NV12 (BT.601, limited range) to RGB.
+fn nv12_to_rgb(data: &[u8], width: u32, height: u32, stride: usize) -> Frame {
+    let (w, h) = (width as usize, height as usize);
+    let chroma = &data[stride * h..];
+    let mut rgb = Vec::with_capacity(w * h * 3);
+    for y in 0..h {
+        let row = &data[y * stride..y * stride + w];
+        let uv = &chroma[(y / 2) * stride..];
+        for (x, &luma) in row.iter().enumerate() {
+            let pair = (x / 2) * 2;
+            let (u, v) = (i32::from(uv[pair]) - 128, i32::from(uv[pair + 1]) - 128);
+            yuv_pixel(luma, u, v, &mut rgb);
         }
     }
     Frame { width, height, rgb }
@@ -353,7 +410,8 @@ pub enum CameraError {
     },
     /// The camera offers no frame layout facewire reads.
     #[error(
-        "the camera {device} offers none of MJPEG, YUYV or RGB frames (it offers {offered}); \
+        "the camera {device} offers none of the frame formats facewire reads (MJPEG, YUYV, \
+         NV12, RGB, BGR, grey; it offers {offered}); \
          choose another with [webcam] device (facewire webcam --list shows them)"
     )]
     NoLayout {
@@ -468,8 +526,8 @@ pub fn choose<'a>(
         .ok_or_else(no_match)
 }
 
-/// An open camera, as the camera thread uses it.
-pub trait Camera: Send {
+/// An open camera, as the camera thread uses it (it is opened and used on that thread alone).
+pub trait Camera {
     /// How it delivers frames.
     fn mode(&self) -> &CameraMode;
 
@@ -844,8 +902,11 @@ pub fn opener(device: Option<String>, request: CameraRequest) -> Opener {
 #[cfg(target_os = "linux")]
 use super::v4l as backend;
 
+#[cfg(any(target_os = "windows", target_os = "macos"))]
+use super::native as backend;
+
 /// No camera interface on this system in this build.
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "macos")))]
 mod backend {
     use super::{Camera, CameraError, CameraInfo, CameraRequest};
 
@@ -1043,6 +1104,105 @@ mod tests {
             ..short
         };
         assert!(matches!(huge.decode(), Err(DecodeError::Size { .. })));
+    }
+
+    #[test]
+    fn nv12_grey_and_bgr_frames_come_back_as_their_colours() {
+        // Flat 2x2 blocks, so that the shared chroma is exact.
+        let colours = [
+            [200u8, 40, 90],
+            [30, 160, 220],
+            [90, 90, 90],
+            [250, 250, 20],
+        ];
+        let mut frame = Frame::filled(4, 4, [0, 0, 0]);
+        for y in 0..4usize {
+            for x in 0..4usize {
+                let i = (y * 4 + x) * 3;
+                frame.rgb[i..i + 3].copy_from_slice(&colours[(y / 2) * 2 + x / 2]);
+            }
+        }
+        let stride = 6;
+        let mut data = vec![0u8; stride * 6];
+        for y in 0..4u32 {
+            for x in 0..4u32 {
+                let [r, g, b] = frame.pixel(x, y).map(f32::from);
+                data[y as usize * stride + x as usize] =
+                    (16.0 + 0.257 * r + 0.504 * g + 0.098 * b).round() as u8;
+                if x % 2 == 0 && y % 2 == 0 {
+                    let at = stride * 4 + (y as usize / 2) * stride + x as usize;
+                    data[at] = (128.0 - 0.148 * r - 0.291 * g + 0.439 * b).round() as u8;
+                    data[at + 1] = (128.0 + 0.439 * r - 0.368 * g - 0.071 * b).round() as u8;
+                }
+            }
+        }
+        let nv12 = RawFrame {
+            layout: PixelLayout::Nv12,
+            width: 4,
+            height: 4,
+            stride,
+            data,
+        };
+        assert!(mean_difference(&nv12.decode().unwrap(), &frame) < 2.0);
+        let short = RawFrame {
+            data: vec![0; 30],
+            ..nv12
+        };
+        assert!(matches!(
+            short.decode(),
+            Err(DecodeError::Short { needed: 34, .. })
+        ));
+
+        let bgr: Vec<u8> = frame
+            .rgb
+            .chunks(3)
+            .flat_map(|p| [p[2], p[1], p[0]])
+            .collect();
+        let from_bgr = RawFrame {
+            layout: PixelLayout::Bgr,
+            width: 4,
+            height: 4,
+            stride: 0,
+            data: bgr,
+        };
+        assert_eq!(from_bgr.decode().unwrap(), frame);
+        let grey = RawFrame {
+            layout: PixelLayout::Gray,
+            width: 2,
+            height: 1,
+            stride: 0,
+            data: vec![10, 200],
+        };
+        assert_eq!(grey.decode().unwrap().rgb, [10, 10, 10, 200, 200, 200]);
+    }
+
+    proptest::proptest! {
+        /// Whatever a camera (or a driver) hands over, decoding answers without panicking, and
+        /// a frame that decodes has its size's worth of pixels.
+        #[test]
+        fn any_frame_decodes_or_is_refused(
+            layout in 0usize..6,
+            width in 0u32..24,
+            height in 0u32..24,
+            stride in 0usize..80,
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2400),
+        ) {
+            let layout = [
+                PixelLayout::Mjpeg,
+                PixelLayout::Yuyv,
+                PixelLayout::Rgb,
+                PixelLayout::Bgr,
+                PixelLayout::Nv12,
+                PixelLayout::Gray,
+            ][layout];
+            let raw = RawFrame { layout, width, height, stride, data };
+            if let Ok(frame) = raw.decode() {
+                proptest::prop_assert_eq!(
+                    frame.rgb.len(),
+                    frame.width as usize * frame.height as usize * 3
+                );
+            }
+        }
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub mod eyes;
 pub mod features;
 pub mod frame;
 pub mod model;
+#[cfg(any(target_os = "windows", target_os = "macos"))]
+mod native;
 pub mod play;
 pub mod pose;
 pub mod track;

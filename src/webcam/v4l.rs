@@ -3,7 +3,7 @@
 //!
 //! Every `/dev/video*` node that captures video is a camera; a USB camera's second node (its
 //! metadata) is not. Frames are Motion JPEG where the camera offers it (what USB cameras give at
-//! full frame rate), else YUYV, else RGB.
+//! full frame rate), else YUYV, else RGB, BGR, NV12 or grey.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -24,16 +24,26 @@ fn pixel_format(layout: PixelLayout) -> PixelFormat {
         PixelLayout::Mjpeg => PixelFormat::MJPG,
         PixelLayout::Yuyv => PixelFormat::YUYV,
         PixelLayout::Rgb => PixelFormat::RGB3,
+        PixelLayout::Bgr => PixelFormat::BGR3,
+        PixelLayout::Nv12 => PixelFormat::from_fourcc(*b"NV12"),
+        PixelLayout::Gray => PixelFormat::from_fourcc(*b"GREY"),
     }
 }
 
 /// The layout of a system format, for those facewire reads.
 fn layout(format: PixelFormat) -> Option<PixelLayout> {
-    [PixelLayout::Mjpeg, PixelLayout::Yuyv, PixelLayout::Rgb]
-        .into_iter()
-        .find(|&l| {
-            pixel_format(l) == format || (l == PixelLayout::Mjpeg && format == PixelFormat::JPEG)
-        })
+    [
+        PixelLayout::Mjpeg,
+        PixelLayout::Yuyv,
+        PixelLayout::Rgb,
+        PixelLayout::Bgr,
+        PixelLayout::Nv12,
+        PixelLayout::Gray,
+    ]
+    .into_iter()
+    .find(|&l| {
+        pixel_format(l) == format || (l == PixelLayout::Mjpeg && format == PixelFormat::JPEG)
+    })
 }
 
 /// The `/dev/video*` nodes, in number order.
