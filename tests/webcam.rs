@@ -701,9 +701,17 @@ fn a_live_camera_is_waited_for_tracked_newest_first_and_retried_when_unplugged()
         )
     };
     let received = Arc::new(Mutex::new(Received::default()));
+    let said = Arc::new(Mutex::new(Vec::<String>::new()));
+    let on_status = {
+        let said = said.clone();
+        Box::new(move |status: &facewire::webcam::camera::CameraStatus| {
+            said.lock().unwrap().push(status.to_string())
+        })
+    };
     let input = WebcamInput::start_with(
         open,
         Box::new(Collect(received.clone())),
+        on_status,
         Duration::from_millis(50),
         Duration::from_secs(1),
     )
@@ -777,4 +785,38 @@ fn a_live_camera_is_waited_for_tracked_newest_first_and_retried_when_unplugged()
     wait_until("tracking goes on", || stats().tracked >= tracked + 5);
     assert!(stats().camera.is_some() && stats().problem.is_none());
     input.shutdown();
+    // Each change said once, however often the camera was tried: missing, busy, missing
+    // again, open, unplugged, missing, back.
+    let said = said.lock().unwrap().clone();
+    let kinds: Vec<&str> = said
+        .iter()
+        .map(|s| {
+            if s.contains("no camera found") {
+                "missing"
+            } else if s.contains("is busy") {
+                "busy"
+            } else if s.contains("stopped (unplugged)") {
+                "unplugged"
+            } else if s.starts_with("webcam is back") {
+                "back"
+            } else if s.starts_with("webcam open") {
+                "open"
+            } else {
+                panic!("unexpected status {s}")
+            }
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "missing",
+            "busy",
+            "missing",
+            "open",
+            "unplugged",
+            "missing",
+            "back"
+        ],
+        "{said:?}"
+    );
 }

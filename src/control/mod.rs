@@ -34,6 +34,8 @@ pub enum Topic {
     Api,
     /// The look preset.
     Look,
+    /// The webcam: opened, missing, busy, unplugged, back.
+    Webcam,
     /// Anything else (opening a folder, ...).
     General,
 }
@@ -50,6 +52,7 @@ impl Topic {
             Topic::Calibration => "calibration",
             Topic::Expressions => "expressions",
             Topic::Api => "api",
+            Topic::Webcam => "webcam",
             Topic::General => "facewire",
         }
     }

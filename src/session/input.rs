@@ -8,6 +8,7 @@ use crate::arkit::FrameSink;
 use crate::arkit::Protocol;
 use crate::config::Config;
 use crate::control::telemetry::InputCounters;
+use crate::control::{AppEvent, Notify, Topic};
 use crate::ingest::{self, IngestConfig};
 use crate::record::{self, Recording, ReplayOptions};
 use crate::webcam::camera::{self, CameraRequest, WebcamInput};
@@ -44,10 +45,12 @@ impl Input {
     /// Starts the input thread: a replay when `replay` names a file, else the webcam when
     /// `[webcam] enabled`, else the network listeners of `config.ingest`. Every frame goes to
     /// `sink`.
+    /// A webcam's changes go to `notify` (the panel's messages).
     pub fn start(
         config: &Config,
         replay: Option<Replay<'_>>,
         sink: Box<dyn FrameSink>,
+        notify: Option<Notify>,
     ) -> Result<Input, StartError> {
         Ok(match replay {
             Some(Replay { file, speed }) if is_video(file) => {
@@ -86,7 +89,7 @@ impl Input {
                     })?,
                 )
             }
-            None if config.webcam.enabled => Input::Webcam(start_webcam(config, sink)?),
+            None if config.webcam.enabled => Input::Webcam(start_webcam(config, sink, notify)?),
             None => Input::Network(ingest::spawn(
                 IngestConfig::from_section(&config.ingest),
                 sink,
@@ -222,7 +225,12 @@ impl Input {
 }
 
 /// Starts following the camera `[webcam]` names; a camera that is not there yet is waited for.
-pub fn start_webcam(config: &Config, sink: Box<dyn FrameSink>) -> Result<WebcamInput, StartError> {
+/// Each change of the camera goes to `notify`'s panel as a message, when there is one.
+pub fn start_webcam(
+    config: &Config,
+    sink: Box<dyn FrameSink>,
+    notify: Option<Notify>,
+) -> Result<WebcamInput, StartError> {
     let section = &config.webcam;
     let request = CameraRequest {
         width: section.width,
@@ -237,5 +245,14 @@ pub fn start_webcam(config: &Config, sink: Box<dyn FrameSink>) -> Result<WebcamI
         "tracking the webcam instead of listening for a phone"
     );
     let open = camera::opener(section.device().map(str::to_owned), request);
-    Ok(WebcamInput::start(open, sink)?)
+    let on_status: camera::OnStatus = Box::new(move |status| {
+        if let Some(notify) = &notify {
+            notify(AppEvent::Message {
+                topic: Topic::Webcam,
+                error: matches!(status, camera::CameraStatus::Problem(_)),
+                text: status.to_string(),
+            });
+        }
+    });
+    Ok(WebcamInput::start(open, sink, on_status)?)
 }

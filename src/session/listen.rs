@@ -71,7 +71,7 @@ pub fn listen(
     });
     let (input, _connect) = if config.webcam.enabled {
         (
-            super::Input::Webcam(super::input::start_webcam(config, sink)?),
+            super::Input::Webcam(super::input::start_webcam(config, sink, None)?),
             None,
         )
     } else {

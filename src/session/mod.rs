@@ -244,7 +244,7 @@ pub fn start(
     if let Some(tap) = options.tap {
         sink = sink.with_tap(tap);
     }
-    let input = Input::start(config, options.replay, Box::new(sink))?;
+    let input = Input::start(config, options.replay, Box::new(sink), notify.clone())?;
     let connect = match &input {
         Input::Network(handle) => {
             let show = notify.map(|notify| -> ShowCard {

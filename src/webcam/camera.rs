@@ -539,6 +539,37 @@ pub trait Camera {
 /// Opens the camera the settings name (a closure so that tests can give their own).
 pub type Opener = Box<dyn FnMut() -> Result<Box<dyn Camera>, CameraError> + Send>;
 
+/// What happens to a followed camera, as it is said once on the terminal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CameraStatus {
+    /// The camera opened (`back`: again, after a loss).
+    Open {
+        /// How it delivers frames.
+        mode: CameraMode,
+        /// Whether it was lost before.
+        back: bool,
+    },
+    /// There is no camera now: missing, busy, refused or unplugged (what and what to do).
+    Problem(String),
+}
+
+impl fmt::Display for CameraStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CameraStatus::Open { mode, back: false } => write!(f, "webcam open: {mode}"),
+            CameraStatus::Open { mode, back: true } => write!(f, "webcam is back: {mode}"),
+            CameraStatus::Problem(problem) => write!(
+                f,
+                "webcam: {problem}; trying again every {} s",
+                RETRY.as_secs()
+            ),
+        }
+    }
+}
+
+/// Hears each [`CameraStatus`] as it is said.
+pub type OnStatus = Box<dyn FnMut(&CameraStatus) + Send>;
+
 /// What a followed camera is doing, for the panel, the connect card and `listen`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WebcamStats {
@@ -636,14 +667,20 @@ impl WebcamInput {
     /// camera (every [`RETRY`]), each tracked frame's face frame (or a lost one) goes to `sink`.
     /// Fails only when the networks or the threads cannot be started; a camera that is not
     /// there is waited for.
-    pub fn start(open: Opener, sink: Box<dyn FrameSink>) -> Result<WebcamInput, ModelError> {
-        WebcamInput::start_with(open, sink, RETRY, STALL)
+    /// `on_status` hears each change as it is said on the terminal.
+    pub fn start(
+        open: Opener,
+        sink: Box<dyn FrameSink>,
+        on_status: OnStatus,
+    ) -> Result<WebcamInput, ModelError> {
+        WebcamInput::start_with(open, sink, on_status, RETRY, STALL)
     }
 
     /// [`WebcamInput::start`] with the retry interval and the stall time given.
     pub fn start_with(
         open: Opener,
         sink: Box<dyn FrameSink>,
+        on_status: OnStatus,
         retry: Duration,
         stall: Duration,
     ) -> Result<WebcamInput, ModelError> {
@@ -665,7 +702,7 @@ impl WebcamInput {
         input.threads.push(
             std::thread::Builder::new()
                 .name("facewire-camera".into())
-                .spawn(move || capture(open, &camera_link, retry, stall))
+                .spawn(move || capture(open, on_status, &camera_link, retry, stall))
                 .map_err(spawn_error)?,
         );
         input.threads.push(
@@ -718,23 +755,43 @@ fn wait(link: &Link, time: Duration) -> bool {
 }
 
 /// The camera thread: opens the camera (again and again while it is not there), then keeps its
-/// newest frame for the tracker until the camera is lost or the input stops.
-fn capture(mut open: Opener, link: &Link, retry: Duration, stall: Duration) {
+/// newest frame for the tracker until the camera is lost or the input stops. Each change is said
+/// once.
+fn capture(
+    mut open: Opener,
+    mut on_status: OnStatus,
+    link: &Link,
+    retry: Duration,
+    stall: Duration,
+) {
     let mut said: Option<String> = None;
     let mut was_open = false;
+    let mut say = |status: CameraStatus, link: &Link| {
+        match &status {
+            CameraStatus::Open { mode, .. } => {
+                tracing::info!(camera = %mode, "{status}");
+                let mut shared = link.lock();
+                shared.stats.camera = Some(mode.clone());
+                shared.stats.problem = None;
+            }
+            CameraStatus::Problem(problem) => {
+                tracing::warn!("{status}");
+                let mut shared = link.lock();
+                shared.stats.camera = None;
+                shared.stats.problem = Some(problem.clone());
+            }
+        }
+        on_status(&status);
+    };
     while !link.stopped() {
         let mut camera = match open() {
             Ok(camera) => camera,
             Err(e) => {
                 let problem = e.to_string();
                 if said.as_ref() != Some(&problem) {
-                    tracing::warn!(
-                        "webcam: {problem}; trying again every {} s",
-                        retry.as_secs()
-                    );
                     said = Some(problem.clone());
+                    say(CameraStatus::Problem(problem), link);
                 }
-                link.lock().stats.problem = Some(problem);
                 if !wait(link, retry) {
                     break;
                 }
@@ -742,37 +799,26 @@ fn capture(mut open: Opener, link: &Link, retry: Duration, stall: Duration) {
             }
         };
         let mode = camera.mode().clone();
-        if was_open {
-            tracing::info!(camera = %mode, "webcam is back");
-        } else {
-            tracing::info!(camera = %mode, "webcam open");
-        }
+        say(
+            CameraStatus::Open {
+                mode: mode.clone(),
+                back: was_open,
+            },
+            link,
+        );
         was_open = true;
-        said = None;
-        {
-            let mut shared = link.lock();
-            shared.stats.camera = Some(mode.clone());
-            shared.stats.problem = None;
-        }
         let reason = read_until_lost(camera.as_mut(), link, stall);
         drop(camera);
-        let mut shared = link.lock();
-        shared.stats.camera = None;
-        shared.newest = None;
-        if let Some(reason) = reason {
-            let problem = format!("the camera {} stopped ({reason})", mode.id);
-            tracing::warn!(
-                "webcam: {problem}; trying again every {} s",
-                retry.as_secs()
-            );
-            shared.stats.problem = Some(problem.clone());
-            said = Some(problem);
-            drop(shared);
-            if !wait(link, retry) {
-                break;
-            }
+        link.lock().newest = None;
+        let Some(reason) = reason else { break };
+        let problem = format!("the camera {} stopped ({reason})", mode.id);
+        said = Some(problem.clone());
+        say(CameraStatus::Problem(problem), link);
+        if !wait(link, retry) {
+            break;
         }
     }
+    link.lock().stats.camera = None;
 }
 
 /// Reads frames into the shared slot until the camera fails or stalls (the reason) or the input
