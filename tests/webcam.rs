@@ -820,3 +820,33 @@ fn a_live_camera_is_waited_for_tracked_newest_first_and_retried_when_unplugged()
         "{said:?}"
     );
 }
+
+#[test]
+fn without_a_camera_a_webcam_run_says_so_once_and_goes_on() {
+    let has_camera = std::fs::read_dir("/dev").is_ok_and(|dir| {
+        dir.filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().starts_with("video"))
+    });
+    if has_camera {
+        eprintln!("note: this machine has a camera; the test of a missing one is skipped");
+        return;
+    }
+    let dir = out_dir("no-camera");
+    let config = default_config(&dir);
+    let out = facewire(&config, &["webcam", "--list"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no camera found: plug in a webcam"), "{err}");
+    // The relay waits for the camera, trying every 2 s, and says it is missing once.
+    let out = facewire(&config, &["relay", "--webcam", "c920", "--exit-after", "5"]);
+    let stdout = ok(&out, "relay --webcam");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("no camera found").count(), 1, "{err}");
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(report["frames_received"], 0, "{report}");
+    // --webcam and --replay are one input or the other.
+    let out = facewire(&config, &["run", "--webcam", "--replay", "take.fwrec"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot be used with"), "{err}");
+}

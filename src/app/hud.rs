@@ -1,7 +1,7 @@
 //! On-stage text cards (the calibration routine's prompts and the connect card), laid out and
 //! drawn on the CPU into an RGBA image that `render::overlay` puts over the avatar.
 
-use crate::connect::ConnectCard;
+use crate::connect::{ConnectCard, WebcamCard};
 use crate::control::PromptCard;
 use crate::image::RgbaImage;
 use crate::text::{draw_text, fill, text_width, wrap_chars, Rect, GLYPH};
@@ -304,6 +304,9 @@ fn half(image: &RgbaImage) -> RgbaImage {
 /// stage ([`connect_placement`] keeps its top in view).
 pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
     let width = width.max(320);
+    if let Some(webcam) = card.webcam_state() {
+        return webcam_layout(card, webcam, width).draw(width);
+    }
     let mut layout = Layout::new(width);
     let inner = layout.inner;
     let title_scale = if text_width(card.title(), TITLE_SCALE) <= inner {
@@ -448,6 +451,10 @@ pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
 /// port. The hints, which may name addresses, stay in the panel and the terminal too.
 pub fn render_connect_private(card: &ConnectCard, width: u32) -> RgbaImage {
     let width = width.max(320);
+    // A webcam's card names no address.
+    if let Some(webcam) = card.webcam_state() {
+        return webcam_layout(card, webcam, width).draw(width);
+    }
     private_layout(card, width).draw(width)
 }
 
@@ -495,6 +502,27 @@ fn private_layout(card: &ConnectCard, width: u32) -> Layout {
             WARN,
             4,
         );
+    }
+    layout
+}
+
+/// A webcam run's card, `width` pixels wide: the title, what happens, the camera in the accent
+/// colour with its and the tracker's frame rates, and what keeps the camera (or the face) away
+/// in amber.
+fn webcam_layout(card: &ConnectCard, webcam: &WebcamCard, width: u32) -> Layout {
+    let mut layout = Layout::new(width);
+    layout.text(card.title(), 0, TITLE_SCALE, TEXT, 8);
+    layout.text(card.subtitle(), 0, SMALL, MUTED, 10);
+    layout.rule();
+    match &webcam.camera {
+        Some(camera) => layout.text(camera, 0, SMALL, ACCENT, 4),
+        None => layout.text("No camera yet", 0, TEXT_SCALE, WARN, 8),
+    }
+    if let Some(rates) = &webcam.rates {
+        layout.text(rates, INDENT, SMALL, TEXT, 6);
+    }
+    if let Some(problem) = &webcam.problem {
+        layout.bulleted("- ", problem, WARN);
     }
     layout
 }
@@ -726,6 +754,35 @@ mod tests {
                 .count();
             assert!(text > 500, "the text survives the shrinking: {text}");
         }
+    }
+
+    #[test]
+    fn a_webcam_card_shows_the_camera_or_what_keeps_it_away() {
+        let missing = ConnectCard::webcam(WebcamCard {
+            camera: None,
+            rates: None,
+            problem: Some("no camera found: plug in a webcam".into()),
+        });
+        let open = ConnectCard::webcam(WebcamCard {
+            camera: Some("HD Pro Webcam C920 (/dev/video2), 640x480 at 30 fps MJPEG".into()),
+            rates: Some("camera 30 fps, tracker 29 fps (19 ms a frame)".into()),
+            problem: None,
+        });
+        assert_eq!(open.title(), crate::connect::WEBCAM_TITLE);
+        let width = connect_width(1280);
+        let (missing_image, open_image) = (
+            render_connect(&missing, width),
+            render_connect(&open, width),
+        );
+        // A missing camera is amber ("No camera yet" and the fix); an open one is named in
+        // the accent colour, with no amber at all.
+        assert!(count(&missing_image, WARN) > 1000);
+        assert_eq!(count(&missing_image, ACCENT), 0);
+        assert!(count(&open_image, ACCENT) > 500);
+        assert_eq!(count(&open_image, WARN), 0);
+        // No address is drawn, so the private card is the same card.
+        assert_eq!(render_connect_private(&open, width), open_image);
+        assert!(open_image.height < 300, "{} pixels high", open_image.height);
     }
 
     #[test]

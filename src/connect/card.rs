@@ -35,8 +35,24 @@ pub struct AppRow {
     pub pc_ip: Option<IpAddr>,
 }
 
+/// The webcam card's title.
+pub const WEBCAM_TITLE: &str = "Webcam";
+
+/// What a run that follows a webcam shows until the first face: the camera and its frame rate
+/// and the tracker's, or what keeps the camera away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebcamCard {
+    /// The camera open now, on one line (name, device, size, frame rate, format).
+    pub camera: Option<String>,
+    /// The camera's frames a second and the tracker's, on one line.
+    pub rates: Option<String>,
+    /// Why there is no camera, or what to do while no face is in view.
+    pub problem: Option<String>,
+}
+
 /// What the phone app needs from this PC: the addresses to type, one row per listening app,
-/// notes about listeners the phone cannot reach, and the hints once data is overdue.
+/// notes about listeners the phone cannot reach, and the hints once data is overdue. A run on
+/// a webcam has a card of its own ([`ConnectCard::webcam`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectCard {
     addresses: Vec<LanAddress>,
@@ -45,6 +61,7 @@ pub struct ConnectCard {
     ports: Vec<u16>,
     phone: Option<IpAddr>,
     hints: Vec<Hint>,
+    webcam: Option<WebcamCard>,
 }
 
 /// The address a listener bound to `addr` hears on, in the form the card shows.
@@ -196,17 +213,44 @@ impl ConnectCard {
             ports,
             phone,
             hints: Vec::new(),
+            webcam: None,
         }
     }
 
-    /// The card's title, [`TITLE`].
-    pub fn title(&self) -> &'static str {
-        TITLE
+    /// The card of a run that follows a webcam: no addresses or apps, the camera's state.
+    pub fn webcam(card: WebcamCard) -> Self {
+        ConnectCard {
+            addresses: Vec::new(),
+            notes: Vec::new(),
+            apps: Vec::new(),
+            ports: Vec::new(),
+            phone: None,
+            hints: Vec::new(),
+            webcam: Some(card),
+        }
     }
 
-    /// One line under the title: where the phone must be.
+    /// The webcam's state, on a webcam run's card.
+    pub fn webcam_state(&self) -> Option<&WebcamCard> {
+        self.webcam.as_ref()
+    }
+
+    /// The card's title, [`TITLE`] ([`WEBCAM_TITLE`] on a webcam run).
+    pub fn title(&self) -> &'static str {
+        if self.webcam.is_some() {
+            WEBCAM_TITLE
+        } else {
+            TITLE
+        }
+    }
+
+    /// One line under the title: where the phone must be (or, on a webcam run, what happens).
     pub fn subtitle(&self) -> &'static str {
-        "Phone and PC on the same Wi-Fi. This PC's address:"
+        if self.webcam.is_some() {
+            "facewire follows your face through the camera. Frames stay on this PC."
+        } else {
+            "Phone and PC on the same Wi-Fi. This PC's address:"
+        }
     }
 
     /// The addresses the phone can reach facewire at, best first (see [`super::order`]).

@@ -29,6 +29,25 @@ pub(super) fn section(
     actions: &mut Vec<PanelAction>,
 ) {
     let card = &view.card;
+    if let Some(webcam) = card.webcam_state() {
+        egui::CollapsingHeader::new(RichText::new(card.title()).strong())
+            .id_salt(("connect", view.waiting))
+            .default_open(view.waiting)
+            .show(ui, |ui| {
+                ui.add(egui::Label::new(card.subtitle()).wrap());
+                match &webcam.camera {
+                    Some(camera) => ui.add(egui::Label::new(RichText::new(camera).strong()).wrap()),
+                    None => ui.label(RichText::new("No camera yet").color(HINT)),
+                };
+                if let Some(rates) = &webcam.rates {
+                    ui.label(rates);
+                }
+                if let Some(problem) = &webcam.problem {
+                    ui.add(egui::Label::new(RichText::new(problem).color(HINT)).wrap());
+                }
+            });
+        return;
+    }
     let title = if view.waiting {
         card.title()
     } else {

@@ -237,15 +237,16 @@ fn state_color(state: TrackingState) -> Color32 {
     }
 }
 
-/// What a tracking state means to a streamer.
-fn state_hint(state: TrackingState) -> &'static str {
+/// What a tracking state means to a streamer; `source` is what tracks ("the phone", "the
+/// webcam").
+fn state_hint(state: TrackingState, source: &str) -> String {
     match state {
-        TrackingState::Tracking => "the phone sees your face",
-        TrackingState::Reacquire => "face found again, easing in",
-        TrackingState::Stale => "no fresh data from the phone",
-        TrackingState::Hold => "holding the last pose",
-        TrackingState::Fade => "fading to neutral",
-        TrackingState::Neutral => "waiting for the phone",
+        TrackingState::Tracking => format!("{source} sees your face"),
+        TrackingState::Reacquire => "face found again, easing in".into(),
+        TrackingState::Stale => format!("no fresh data from {source}"),
+        TrackingState::Hold => "holding the last pose".into(),
+        TrackingState::Fade => "fading to neutral".into(),
+        TrackingState::Neutral => format!("waiting for {source}"),
     }
 }
 
@@ -339,6 +340,11 @@ pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Ve
 
 fn status(ui: &mut egui::Ui, model: &PanelModel) {
     let t = &model.telemetry;
+    let webcam = model
+        .connect
+        .as_ref()
+        .is_some_and(|c| c.card.webcam_state().is_some());
+    let source = if webcam { "the webcam" } else { "the phone" };
     ui.horizontal_wrapped(|ui| {
         let state = t.tracking;
         ui.label(
@@ -350,7 +356,7 @@ fn status(ui: &mut egui::Ui, model: &PanelModel) {
         let since = model.now.saturating_duration_since(t.tracking_since);
         ui.label(format!(
             "{} (for {:.0} s)",
-            state_hint(state),
+            state_hint(state, source),
             since.as_secs_f64()
         ));
         ui.separator();
@@ -361,10 +367,17 @@ fn status(ui: &mut egui::Ui, model: &PanelModel) {
     });
     ui.horizontal_wrapped(|ui| {
         let c = &model.counters;
-        ui.label(format!(
-            "{:.0} packets/s, {:.0} frames/s",
-            model.rates.datagrams, model.rates.frames
-        ));
+        ui.label(if webcam {
+            format!(
+                "{:.0} camera frames/s, {:.0} tracked/s",
+                model.rates.datagrams, model.rates.frames
+            )
+        } else {
+            format!(
+                "{:.0} packets/s, {:.0} frames/s",
+                model.rates.datagrams, model.rates.frames
+            )
+        });
         ui.separator();
         let normal = ui.visuals().text_color();
         let warn = |n: u64| {

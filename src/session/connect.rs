@@ -6,8 +6,9 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::connect::{lan_addresses, ConnectCard, ConnectUpdate, ConnectWatch, Os};
+use crate::connect::{lan_addresses, ConnectCard, ConnectUpdate, ConnectWatch, Os, WebcamCard};
 use crate::ingest::{BoundListener, IngestProbe};
+use crate::webcam::camera::{WebcamStats, WebcamWatch};
 
 /// How often the listeners' reports are read.
 const POLL: Duration = Duration::from_millis(250);
@@ -72,5 +73,110 @@ pub fn watch_connection(
             tracing::warn!(%error, "the connect card cannot be watched");
             None
         }
+    }
+}
+
+/// What to do while the camera is open but sees no face.
+const NO_FACE: &str = "No face in view yet: sit in front of the camera, your whole head in the \
+                       picture, lit from the front.";
+
+/// The webcam card for `stats`.
+pub fn webcam_card(stats: &WebcamStats) -> ConnectCard {
+    let problem = match (&stats.camera, &stats.problem) {
+        (_, Some(problem)) => Some(format!(
+            "{problem} (facewire tries again every {} s)",
+            crate::webcam::camera::RETRY.as_secs()
+        )),
+        (Some(_), None) => Some(NO_FACE.to_string()),
+        (None, None) => None,
+    };
+    ConnectCard::webcam(WebcamCard {
+        camera: stats.camera.as_ref().map(ToString::to_string),
+        rates: stats.rates(),
+        problem,
+    })
+}
+
+/// Shows the webcam card through `show` until the tracker sees the first face: the camera
+/// and the rates, or what keeps the camera away, each time they change (the rates rounded to
+/// whole frames a second). `None` when the thread cannot start.
+pub fn watch_webcam(webcam: WebcamWatch, show: ShowCard) -> Option<ConnectHandle> {
+    let (stop, stopped) = mpsc::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("facewire-connect".into())
+        .spawn(move || {
+            let mut shown: Option<ConnectCard> = None;
+            loop {
+                let stats = webcam.stats();
+                let card = webcam_card(&stats);
+                let found = stats.faces > 0;
+                if found || shown.as_ref() != Some(&card) {
+                    show(card.clone(), !found);
+                    shown = Some(card);
+                }
+                if found {
+                    return;
+                }
+                match stopped.recv_timeout(POLL) {
+                    Err(RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+            }
+        });
+    match thread {
+        Ok(thread) => Some(ConnectHandle {
+            stop: Some(stop),
+            thread: Some(thread),
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "the webcam card cannot be watched");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webcam::camera::{CameraMode, PixelLayout};
+
+    #[test]
+    fn the_webcam_card_says_what_keeps_the_camera_or_the_face_away() {
+        let missing = webcam_card(&WebcamStats {
+            problem: Some("no camera found: plug in a webcam".into()),
+            ..WebcamStats::default()
+        });
+        let state = missing.webcam_state().unwrap();
+        assert_eq!(state.camera, None);
+        assert_eq!(state.rates, None);
+        assert_eq!(
+            state.problem.as_deref(),
+            Some("no camera found: plug in a webcam (facewire tries again every 2 s)")
+        );
+        let open = webcam_card(&WebcamStats {
+            camera: Some(CameraMode {
+                name: "C920".into(),
+                id: "/dev/video2".into(),
+                width: 640,
+                height: 480,
+                fps: 30.0,
+                layout: PixelLayout::Yuyv,
+            }),
+            camera_fps: 30.2,
+            tracker_fps: 29.6,
+            tracker_ms: 18.7,
+            ..WebcamStats::default()
+        });
+        let state = open.webcam_state().unwrap();
+        assert_eq!(
+            state.camera.as_deref(),
+            Some("C920 (/dev/video2), 640x480 at 30 fps YUYV")
+        );
+        assert_eq!(
+            state.rates.as_deref(),
+            Some("camera 30 fps, tracker 30 fps (19 ms a frame)")
+        );
+        assert_eq!(state.problem.as_deref(), Some(NO_FACE));
+        assert!(open.addresses().is_empty() && open.apps().is_empty());
     }
 }

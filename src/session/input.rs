@@ -191,7 +191,18 @@ impl Input {
                 format!("listening: {}", listening.join(", "))
             }
             Input::Replay(_) => "replaying a recording".to_string(),
-            Input::Webcam(w) => w.stats().summary(),
+            Input::Webcam(w) => {
+                let s = w.stats();
+                if s.camera.is_none() && s.problem.is_some() {
+                    // The webcam card and the messages say what and what to do.
+                    format!(
+                        "webcam: no camera yet (trying again every {} s)",
+                        camera::RETRY.as_secs()
+                    )
+                } else {
+                    s.summary()
+                }
+            }
             Input::Video(v) => {
                 let s = v.stats();
                 format!(

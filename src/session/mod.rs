@@ -262,7 +262,18 @@ pub fn start(
                 show,
             )
         }
-        Input::Replay(_) | Input::Video(_) | Input::Webcam(_) => None,
+        Input::Webcam(webcam) => notify.and_then(|notify| {
+            connect::watch_webcam(
+                webcam.watch(),
+                Box::new(move |card, waiting| {
+                    notify(crate::control::AppEvent::Connect {
+                        card: Box::new(card),
+                        waiting,
+                    });
+                }),
+            )
+        }),
+        Input::Replay(_) | Input::Video(_) => None,
     };
     // After the connect watch: opening the microphone can take a moment, and the card should
     // not miss a phone that is already sending.

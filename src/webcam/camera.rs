@@ -596,6 +596,16 @@ pub struct WebcamStats {
 }
 
 impl WebcamStats {
+    /// The camera's and the tracker's frame rates on one line, while the camera is open.
+    pub fn rates(&self) -> Option<String> {
+        self.camera.as_ref().map(|_| {
+            format!(
+                "camera {:.0} fps, tracker {:.0} fps ({:.0} ms a frame)",
+                self.camera_fps, self.tracker_fps, self.tracker_ms
+            )
+        })
+    }
+
     /// One line for the panel and the console.
     pub fn summary(&self) -> String {
         match (&self.camera, &self.problem) {
@@ -645,6 +655,17 @@ impl Link {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
+    }
+}
+
+/// Reads a [`WebcamInput`]'s stats from another thread (the connect card's).
+#[derive(Clone)]
+pub struct WebcamWatch(Arc<Link>);
+
+impl WebcamWatch {
+    /// What the camera and the tracker are doing.
+    pub fn stats(&self) -> WebcamStats {
+        self.0.lock().stats.clone()
     }
 }
 
@@ -717,6 +738,11 @@ impl WebcamInput {
     /// What the camera and the tracker are doing.
     pub fn stats(&self) -> WebcamStats {
         self.link.lock().stats.clone()
+    }
+
+    /// A handle that reads [`WebcamInput::stats`] from another thread.
+    pub fn watch(&self) -> WebcamWatch {
+        WebcamWatch(self.link.clone())
     }
 
     /// Stops the threads and waits for them.
