@@ -43,21 +43,29 @@ pub fn watch_connection(
 ) -> Option<ConnectHandle> {
     let card = ConnectCard::new(listeners, &lan_addresses(), phone);
     let mut watch = ConnectWatch::new(card, Instant::now(), Os::current());
+    poll_until_done(move || {
+        let update = watch.update(Instant::now(), probe.frames(), &probe.reports())?;
+        let mut text = update.terminal_lines().join("\n");
+        text.push('\n');
+        eprint!("{text}");
+        let connected = matches!(update, ConnectUpdate::Connected { .. });
+        if let Some(show) = &show {
+            show(watch.card().clone(), !connected);
+        }
+        connected.then_some(())
+    })
+}
+
+/// Calls `step` every [`POLL`] on a thread of its own ("facewire-connect") until it returns
+/// `Some` or the handle is dropped. `None` when the thread cannot start (the run goes on
+/// without the card).
+fn poll_until_done(mut step: impl FnMut() -> Option<()> + Send + 'static) -> Option<ConnectHandle> {
     let (stop, stopped) = mpsc::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("facewire-connect".into())
         .spawn(move || loop {
-            if let Some(update) = watch.update(Instant::now(), probe.frames(), &probe.reports()) {
-                let mut text = update.terminal_lines().join("\n");
-                text.push('\n');
-                eprint!("{text}");
-                let connected = matches!(update, ConnectUpdate::Connected { .. });
-                if let Some(show) = &show {
-                    show(watch.card().clone(), !connected);
-                }
-                if connected {
-                    return;
-                }
+            if step().is_some() {
+                return;
             }
             match stopped.recv_timeout(POLL) {
                 Err(RecvTimeoutError::Timeout) => {}
@@ -101,38 +109,17 @@ pub fn webcam_card(stats: &WebcamStats) -> ConnectCard {
 /// and the rates, or what keeps the camera away, each time they change (the rates rounded to
 /// whole frames a second). `None` when the thread cannot start.
 pub fn watch_webcam(webcam: WebcamWatch, show: ShowCard) -> Option<ConnectHandle> {
-    let (stop, stopped) = mpsc::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("facewire-connect".into())
-        .spawn(move || {
-            let mut shown: Option<ConnectCard> = None;
-            loop {
-                let stats = webcam.stats();
-                let card = webcam_card(&stats);
-                let found = stats.faces > 0;
-                if found || shown.as_ref() != Some(&card) {
-                    show(card.clone(), !found);
-                    shown = Some(card);
-                }
-                if found {
-                    return;
-                }
-                match stopped.recv_timeout(POLL) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    _ => return,
-                }
-            }
-        });
-    match thread {
-        Ok(thread) => Some(ConnectHandle {
-            stop: Some(stop),
-            thread: Some(thread),
-        }),
-        Err(error) => {
-            tracing::warn!(%error, "the webcam card cannot be watched");
-            None
+    let mut shown: Option<ConnectCard> = None;
+    poll_until_done(move || {
+        let stats = webcam.stats();
+        let card = webcam_card(&stats);
+        let found = stats.faces > 0;
+        if found || shown.as_ref() != Some(&card) {
+            show(card.clone(), !found);
+            shown = Some(card);
         }
-    }
+        found.then_some(())
+    })
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod model;
 mod native;
 pub mod play;
 pub mod pose;
+pub mod raw;
 pub mod track;
 #[cfg(target_os = "linux")]
 mod v4l;
