@@ -50,7 +50,7 @@
 //! | `mouthSmileLeft`, `…Right` | −`mouth_corner_updown` (negative is a raised corner) | [`SMILE`] |
 //! | `mouthFrownLeft`, `…Right` | `mouth_corner_updown` | [`FROWN`] |
 //! | `mouthStretchLeft`, `…Right` | `mouth_wide` | [`STRETCH`] |
-//! | `mouthPucker` | −`mouth_wide` | [`PUCKER`] |
+//! | `mouthPucker`, `mouthFunnel` | −`mouth_wide`, shared by how far the jaw is open: closed lips pucker ("oo"), open ones funnel ("oh") | [`PUCKER`], [`JAW`] |
 //! | `browInnerUp` | the mean of both `eyebrow_updown` | [`BROW`] |
 //! | `browOuterUpLeft`, `…Right` | `eyebrow_updown`, or −`eyebrow_steepness` (outer end raised), whichever is more | [`BROW`], [`BROW_TILT`] |
 //! | `browDownLeft`, `…Right` | −`eyebrow_updown` | [`BROW`] |
@@ -506,7 +506,11 @@ fn set_channels(frame: &mut FaceFrame, inputs: &Inputs) {
     let wide = inputs.feature(MOUTH_WIDE);
     set(Channel::MouthStretchLeft, wide.map(|x| STRETCH.at(x)));
     set(Channel::MouthStretchRight, wide.map(|x| STRETCH.at(x)));
-    set(Channel::MouthPucker, wide.map(|x| PUCKER.at(-x)));
+    // A narrow mouth is a pucker while the lips are closed and a funnel as the jaw opens.
+    let narrow = wide.map(|x| PUCKER.at(-x));
+    let open = inputs.feature(MOUTH_OPEN).map_or(0.0, |x| JAW.at(x));
+    set(Channel::MouthPucker, narrow.map(|n| n * (1.0 - open)));
+    set(Channel::MouthFunnel, narrow.map(|n| n * open));
     let brows = [
         (
             EYEBROW_UPDOWN_L,
@@ -694,7 +698,7 @@ mod tests {
         assert_eq!(f.protocol, Protocol::OpenSeeFace);
         assert_eq!(f.tracking, TrackingFlag::Tracked);
         assert_eq!(f.sender_time, Some(1_700_000_000.25));
-        assert_eq!(f.present.len(), 15);
+        assert_eq!(f.present.len(), 16);
         for channel in f.present.iter() {
             assert_eq!(f.get(channel), Some(0.0), "{channel} at rest");
         }
@@ -783,7 +787,7 @@ mod tests {
         // One brow up and one down: the inner brows at their mean, at rest.
         assert_eq!(get(Channel::BrowInnerUp), 0.0);
         assert_eq!(get(Channel::EyeBlinkLeft), 0.0);
-        assert_eq!(f.present.len(), 15);
+        assert_eq!(f.present.len(), 16);
 
         let narrow = one(&Spec {
             features: features(&[
@@ -795,7 +799,25 @@ mod tests {
         })
         .frame;
         assert_eq!(narrow.get(Channel::MouthPucker), Some(1.0));
+        assert_eq!(narrow.get(Channel::MouthFunnel), Some(0.0));
         assert_eq!(narrow.get(Channel::MouthStretchLeft), Some(0.0));
+        // The same narrow mouth with the jaw open is a funnel ("oh"), half open half each.
+        let round = |open: f32| {
+            one(&Spec {
+                features: features(&[(MOUTH_WIDE, -1.0), (MOUTH_OPEN, open)]),
+                ..Spec::default()
+            })
+            .frame
+        };
+        let oh = round(1.0);
+        assert_eq!(oh.get(Channel::MouthFunnel), Some(1.0));
+        assert_eq!(oh.get(Channel::MouthPucker), Some(0.0));
+        let half = round(0.5);
+        let (funnel, pucker) = (
+            half.get(Channel::MouthFunnel).unwrap(),
+            half.get(Channel::MouthPucker).unwrap(),
+        );
+        assert!((funnel - 0.5).abs() < 1e-6 && (pucker - 0.5).abs() < 1e-6);
         let inner = narrow.get(Channel::BrowInnerUp).unwrap();
         assert!((inner - 0.5).abs() < 1e-6, "{inner}");
     }
@@ -857,7 +879,7 @@ mod tests {
         assert_eq!(f.get(Channel::BrowOuterUpRight), Some(0.0));
         assert_eq!(f.get(Channel::BrowInnerUp), Some(0.0));
         assert!(f.get(Channel::JawOpen).unwrap() > 0.9);
-        assert_eq!(f.present.len(), 11);
+        assert_eq!(f.present.len(), 12);
         for channel in f.present.iter() {
             assert!(f.weights[channel.index()].is_finite());
         }
