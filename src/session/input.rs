@@ -44,8 +44,7 @@ pub enum Input {
 impl Input {
     /// Starts the input thread: a replay when `replay` names a file, else the webcam when
     /// `[webcam] enabled`, else the network listeners of `config.ingest`. Every frame goes to
-    /// `sink`.
-    /// A webcam's changes go to `notify` (the panel's messages).
+    /// `sink`; a webcam's changes (open, missing, unplugged) also go to `notify`.
     pub fn start(
         config: &Config,
         replay: Option<Replay<'_>>,
