@@ -314,6 +314,7 @@ pub fn render_connect(card: &ConnectCard, width: u32) -> RgbaImage {
     } else {
         TEXT_SCALE
     };
+    no_phone_beside_title(&mut layout, card, title_scale);
     layout.text(card.title(), 0, title_scale, TEXT, 8);
     layout.text(card.subtitle(), 0, SMALL, MUTED, 10);
 
@@ -467,6 +468,7 @@ fn private_layout(card: &ConnectCard, width: u32) -> Layout {
     } else {
         TEXT_SCALE
     };
+    no_phone_beside_title(&mut layout, card, title_scale);
     layout.text(card.title(), 0, title_scale, TEXT, 8);
     layout.text(
         "This PC's addresses are kept off the stage. The control panel and the terminal show \
@@ -504,6 +506,26 @@ fn private_layout(card: &ConnectCard, width: u32) -> Layout {
         );
     }
     layout
+}
+
+/// For people without a phone: [`NO_PHONE_SHORT`](crate::connect::NO_PHONE_SHORT) at the right
+/// of the title line, on its baseline, when the card lists apps and the line has room.
+fn no_phone_beside_title(layout: &mut Layout, card: &ConnectCard, title_scale: u32) {
+    let text = crate::connect::NO_PHONE_SHORT;
+    let (title_w, text_w) = (
+        text_width(card.title(), title_scale),
+        text_width(text, SMALL),
+    );
+    if card.apps().is_empty() || title_w + 2 * INDENT + text_w > layout.inner {
+        return;
+    }
+    layout.steps.push(Draw::Text {
+        x: PAD + layout.inner - text_w,
+        y: layout.y + GLYPH * title_scale.saturating_sub(SMALL),
+        text: text.to_string(),
+        scale: SMALL,
+        rgba: MUTED,
+    });
 }
 
 /// A webcam run's card, `width` pixels wide: the title, what happens, the camera in the accent

@@ -35,6 +35,13 @@ pub struct AppRow {
     pub pc_ip: Option<IpAddr>,
 }
 
+/// The line under the phone apps for people without a phone.
+pub const NO_PHONE: &str =
+    "No phone? Start facewire with --webcam to track a webcam (facewire webcam --list).";
+
+/// [`NO_PHONE`] as short as the stage's card has room for, beside its title.
+pub const NO_PHONE_SHORT: &str = "No phone? Try --webcam";
+
 /// The webcam card's title.
 pub const WEBCAM_TITLE: &str = "Webcam";
 
@@ -344,6 +351,9 @@ impl ConnectCard {
                     out.push(format!("{}{line}", " ".repeat(lead)));
                 }
             }
+        }
+        if !self.apps.is_empty() {
+            out.push(format!("  {NO_PHONE}"));
         }
         out.extend(self.hint_lines());
         out.join("\n")

@@ -14,7 +14,10 @@ pub mod hints;
 pub mod lan;
 pub mod watch;
 
-pub use card::{AppRow, ConnectCard, WebcamCard, PC_IP_PLACEHOLDER, TITLE, WEBCAM_TITLE};
+pub use card::{
+    AppRow, ConnectCard, WebcamCard, NO_PHONE, NO_PHONE_SHORT, PC_IP_PLACEHOLDER, TITLE,
+    WEBCAM_TITLE,
+};
 pub use hints::{hints, Hint, HintInput, HintKind, Os, NO_DATA_HINT};
 pub use lan::{is_virtual_interface, lan_addresses, order, AddressKind, Interface, LanAddress};
 pub use watch::{ConnectUpdate, ConnectWatch};

@@ -85,6 +85,9 @@ pub(super) fn section(
             for note in card.notes() {
                 ui.label(RichText::new(note).weak());
             }
+            if !card.apps().is_empty() {
+                ui.label(RichText::new(crate::connect::NO_PHONE).weak());
+            }
             phone_field(ui, view, phone, actions);
             if view.waiting {
                 for hint in card.hints() {
