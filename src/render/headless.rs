@@ -14,8 +14,13 @@
 //!
 //! When a device fails (no driver access inside a container, no suitable config), the next one
 //! is tried, with a warning naming the failure.
+//!
+//! macOS has no EGL: there a headless context cannot be made, and asking for one says so (the
+//! stage window works; snapshots, sheets and `run --headless` need Linux or Windows).
 
 #![allow(unsafe_code)]
+// The EGL path and what only it uses are compiled out on macOS.
+#![cfg_attr(target_os = "macos", allow(dead_code, unused_imports))]
 
 use std::cell::Cell;
 use std::fmt;
@@ -23,12 +28,41 @@ use std::mem::ManuallyDrop;
 use std::rc::Rc;
 
 use glow::HasContext;
+#[cfg(not(target_os = "macos"))]
 use glutin::api::egl::context::PossiblyCurrentContext;
+#[cfg(not(target_os = "macos"))]
 use glutin::api::egl::device::Device;
+#[cfg(not(target_os = "macos"))]
 use glutin::api::egl::display::Display;
+#[cfg(not(target_os = "macos"))]
 use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
+#[cfg(not(target_os = "macos"))]
 use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
+#[cfg(not(target_os = "macos"))]
 use glutin::prelude::*;
+#[cfg(target_os = "macos")]
+use no_egl::{Display, PossiblyCurrentContext};
+
+/// Stand-ins for EGL's types on macOS, which has no EGL: no value of them exists, so a
+/// [`HeadlessContext`] is never made there.
+#[cfg(target_os = "macos")]
+mod no_egl {
+    /// No display.
+    pub enum Display {}
+
+    /// No context.
+    pub enum PossiblyCurrentContext {}
+
+    impl PossiblyCurrentContext {
+        pub fn make_current_surfaceless(&self) -> Result<(), glutin::error::Error> {
+            match *self {}
+        }
+
+        pub fn make_not_current_in_place(&self) -> Result<(), glutin::error::Error> {
+            match *self {}
+        }
+    }
+}
 
 use super::check_gl;
 use super::debug::{gl_string, load_context};
@@ -117,6 +151,26 @@ impl HeadlessContext {
 
     /// Creates the context on the first usable device; `samples: None` picks by renderer.
     fn create(
+        width: u32,
+        height: u32,
+        samples: Option<u32>,
+    ) -> Result<HeadlessContext, RenderError> {
+        #[cfg(target_os = "macos")]
+        {
+            let _ = (width, height, samples);
+            Err(RenderError::NoDevice(
+                "macOS has no EGL, which headless rendering (snapshots, sheets, run --headless) \
+                 needs; the stage window works (facewire run)"
+                    .into(),
+            ))
+        }
+        #[cfg(not(target_os = "macos"))]
+        Self::create_on_egl(width, height, samples)
+    }
+
+    /// [`HeadlessContext::create`] on EGL's devices.
+    #[cfg(not(target_os = "macos"))]
+    fn create_on_egl(
         width: u32,
         height: u32,
         samples: Option<u32>,
@@ -351,6 +405,7 @@ fn device_order(is_software: &[bool], want_software: bool) -> Vec<usize> {
 }
 
 /// A short description of a device for logs.
+#[cfg(not(target_os = "macos"))]
 fn describe(device: &Device, index: usize) -> String {
     let kind = if device.extensions().contains(SOFTWARE_EXTENSION) {
         "software"
@@ -369,6 +424,7 @@ fn describe(device: &Device, index: usize) -> String {
 
 /// Creates a display, a core context (4.5, else 3.3) made current without a surface, and the
 /// loaded GL functions on one device.
+#[cfg(not(target_os = "macos"))]
 fn create_on_device(
     device: &Device,
 ) -> Result<(Display, PossiblyCurrentContext, glow::Context), RenderError> {
