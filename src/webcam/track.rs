@@ -474,8 +474,78 @@ pub fn face_frame(face: Option<&Face>, received: Instant) -> FaceFrame {
                     frame.set(channel, frown * (1.0 - jaw));
                 }
             }
+            // A smile and an open jaw widen the mouth too, which the width's measure reads as
+            // a stretch: the stretch is what the mouth's width says beyond them.
+            let smile = [Channel::MouthSmileLeft, Channel::MouthSmileRight]
+                .map(|c| frame.get(c).unwrap_or(0.0));
+            let explained = jaw.max(smile[0]).max(smile[1]);
+            for channel in [Channel::MouthStretchLeft, Channel::MouthStretchRight] {
+                if let Some(stretch) = frame.get(channel) {
+                    frame.set(channel, stretch * (1.0 - explained));
+                }
+            }
             frame.head = face.head();
         }
     }
     frame
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A face whose features are `set` and otherwise at rest.
+    fn face(set: &[(usize, f32)]) -> Face {
+        let mut features = [0.0; FEATURES];
+        for &(i, v) in set {
+            features[i] = v;
+        }
+        Face {
+            landmarks: [[0.0; 2]; LANDMARKS],
+            confidence: [1.0; LANDMARKS],
+            mean_confidence: 1.0,
+            bounds: FaceBox {
+                x: 0.0,
+                y: 0.0,
+                w: 100.0,
+                h: 100.0,
+            },
+            fit: None,
+            features,
+            eye_open: [1.0; 2],
+        }
+    }
+
+    fn channels(set: &[(usize, f32)]) -> FaceFrame {
+        face_frame(Some(&face(set)), Instant::now())
+    }
+
+    #[test]
+    fn a_wide_mouth_stretches_only_beyond_what_a_smile_or_the_jaw_explains() {
+        use feature::*;
+        let stretch = |f: &FaceFrame| f.get(Channel::MouthStretchLeft).unwrap();
+        // Wide alone: a stretch.
+        assert_eq!(stretch(&channels(&[(MOUTH_WIDE, 1.0)])), 1.0);
+        // Wide with the corners up: a smile, not a stretch.
+        let smiling = channels(&[
+            (MOUTH_WIDE, 1.0),
+            (MOUTH_CORNER_UPDOWN_L, -1.0),
+            (MOUTH_CORNER_UPDOWN_R, -1.0),
+        ]);
+        assert_eq!(smiling.get(Channel::MouthSmileLeft), Some(1.0));
+        assert_eq!(stretch(&smiling), 0.0);
+        // Wide with the jaw open: the jaw, not a stretch; and no frown either.
+        let open = channels(&[
+            (MOUTH_WIDE, 1.0),
+            (MOUTH_OPEN, 1.0),
+            (MOUTH_CORNER_UPDOWN_L, 1.0),
+        ]);
+        assert_eq!(open.get(Channel::JawOpen), Some(1.0));
+        assert_eq!(stretch(&open), 0.0);
+        assert_eq!(open.get(Channel::MouthFrownLeft), Some(0.0));
+        // No face: lost, no channels.
+        let lost = face_frame(None, Instant::now());
+        assert_eq!(lost.tracking, TrackingFlag::Lost);
+        assert!(lost.present.is_empty());
+    }
 }
