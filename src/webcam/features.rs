@@ -136,6 +136,27 @@ impl Feature {
         self.last
     }
 
+    /// Takes one measurement of a face turned away from its usual pose, where the measurements
+    /// are distorted: read against what was learnt facing the camera, without learning from it.
+    /// Past a learnt extreme reads ±1; a side not learnt yet reads 0.
+    pub fn read(&mut self, x: f32) -> f32 {
+        if !x.is_finite() {
+            return self.last;
+        }
+        let median = self.median.get();
+        let raw = match (x < median, self.low, self.high) {
+            (true, Some((low, _)), _) if median - low > f32::EPSILON => {
+                -(1.0 - (x - low) / (median - low))
+            }
+            (false, _, Some((high, _))) if x > median && high - median > f32::EPSILON => {
+                (x - median) / (high - median)
+            }
+            _ => 0.0,
+        };
+        self.last = self.last * SMOOTHING + raw.clamp(-1.0, 1.0) * (1.0 - SMOOTHING);
+        self.last
+    }
+
     /// The measurement against the median and the extremes, −1..=1, learning as it goes. The
     /// two sides learn apart: a side reports 0 until a measurement has gone `threshold` past
     /// the median on it, and a new extreme reports ±1.
@@ -324,6 +345,12 @@ impl Features {
     pub fn update_measured(&mut self, raw: &[f32; FEATURES]) -> [f32; FEATURES] {
         std::array::from_fn(|i| self.each[i].update(raw[i]))
     }
+
+    /// [`Features::update_measured`] for a face turned away from its usual pose: read against
+    /// what was learnt, without learning (see [`Feature::read`]).
+    pub fn read_measured(&mut self, raw: &[f32; FEATURES]) -> [f32; FEATURES] {
+        std::array::from_fn(|i| self.each[i].read(raw[i]))
+    }
 }
 
 /// An eye's openness as OpenSeeFace sends it (1 open, 0 closed) from its eye feature: 1 at rest
@@ -335,6 +362,31 @@ pub fn eye_openness(eye_feature: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_a_turned_face_learns_nothing() {
+        let mut f = Feature::new(0.15);
+        for _ in 0..50 {
+            f.update(1.0);
+        }
+        // A side never seen facing the camera reads nothing, however far the reading.
+        for _ in 0..20 {
+            assert_eq!(f.read(3.0), 0.0);
+        }
+        // ...and taught nothing: facing the camera, a little above rest is still rest.
+        assert_eq!(f.update(1.1), 0.0);
+        // A side learnt facing the camera is read against what was learnt.
+        f.update(2.0);
+        let mut v = 0.0;
+        for _ in 0..30 {
+            v = f.read(1.5);
+        }
+        assert!((v - 0.5).abs() < 0.05, "{v}");
+        for _ in 0..30 {
+            v = f.read(9.0);
+        }
+        assert!((v - 1.0).abs() < 1e-3, "{v}");
+    }
 
     #[test]
     fn the_running_median_follows_the_middle_in_fixed_memory() {

@@ -16,7 +16,7 @@ use std::time::Instant;
 use glam::Quat;
 
 use super::eyes::contrast;
-use super::features::{eye_openness, measure, Features};
+use super::features::{eye_openness, measure, Features, Median};
 use super::frame::Frame;
 use super::model::{
     input_tensor, ModelError, Networks, DETECTOR_SIDE, INPUT_SIDE, LANDMARKS, LANDMARK_SIDE, MEAN,
@@ -38,6 +38,10 @@ pub const BLINK: Ramp = Ramp {
     zero: 0.1,
     full: 0.9,
 };
+
+/// Degrees from the head's usual pose past which a face is turned: its features are read, not
+/// learnt from.
+const TURNED: f32 = 12.0;
 
 /// Frames a lost face's last box is still tried before only the detector looks.
 const KEEP_LOST_BOX: u32 = 5;
@@ -108,6 +112,9 @@ pub struct Tracker {
     pose: PoseSolver,
     /// The features' normalisers, learning the performer's face at rest.
     features: Features,
+    /// The head's usual yaw, pitch and roll (running medians, degrees): the features learn
+    /// only from faces near it.
+    usual_pose: [Median; 3],
     /// The last frame's step times.
     times: StepTimes,
     /// Frames read so far.
@@ -128,6 +135,7 @@ impl Tracker {
             followed: None,
             pose: PoseSolver::new(),
             features: Features::default(),
+            usual_pose: Default::default(),
             times: StepTimes::default(),
             frames: 0,
             detections: 0,
@@ -149,6 +157,7 @@ impl Tracker {
         self.followed = None;
         self.pose.reset();
         self.features = Features::default();
+        self.usual_pose = Default::default();
     }
 
     /// Reads one frame: the face, or `None` when there is none to be seen.
@@ -201,7 +210,13 @@ impl Tracker {
                     raw[eye] *= c;
                 }
             }
-            features = self.features.update_measured(&raw);
+            // A face turned far from its usual pose measures distorted (the far brow reads
+            // raised): it is read against what was learnt, and teaches nothing.
+            features = if self.near_usual_pose(fit) {
+                self.features.update_measured(&raw)
+            } else {
+                self.features.read_measured(&raw)
+            };
             eye_open = [
                 eye_openness(features[feature::EYE_L]),
                 eye_openness(features[feature::EYE_R]),
@@ -220,6 +235,19 @@ impl Tracker {
             features,
             eye_open,
         }))
+    }
+
+    /// Whether `fit`'s head is within [`TURNED`] of its usual pose in yaw, pitch and roll, and
+    /// learns that pose.
+    fn near_usual_pose(&mut self, fit: &Fit) -> bool {
+        let (yaw, pitch, roll) = fit.pose.head().to_euler(glam::EulerRot::YXZ);
+        let angles = [yaw, pitch, roll].map(f32::to_degrees);
+        let mut near = true;
+        for (usual, angle) in self.usual_pose.iter_mut().zip(angles) {
+            usual.push(angle);
+            near &= (angle - usual.get()).abs() <= TURNED;
+        }
+        near
     }
 
     /// Runs the landmark model on the crop around `face_box`; the landmarks when their mean
