@@ -26,6 +26,16 @@ pub enum PixelLayout {
 }
 
 impl PixelLayout {
+    /// Every layout facewire reads, best first.
+    pub const ALL: [PixelLayout; 6] = [
+        PixelLayout::Mjpeg,
+        PixelLayout::Yuyv,
+        PixelLayout::Rgb,
+        PixelLayout::Bgr,
+        PixelLayout::Nv12,
+        PixelLayout::Gray,
+    ];
+
     /// The name `webcam --list` and the messages show.
     pub fn name(self) -> &'static str {
         match self {
@@ -480,20 +490,13 @@ mod tests {
         /// a frame that decodes has its size's worth of pixels.
         #[test]
         fn any_frame_decodes_or_is_refused(
-            layout in 0usize..6,
+            layout in 0..PixelLayout::ALL.len(),
             width in 0u32..24,
             height in 0u32..24,
             stride in 0usize..80,
             data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2400),
         ) {
-            let layout = [
-                PixelLayout::Mjpeg,
-                PixelLayout::Yuyv,
-                PixelLayout::Rgb,
-                PixelLayout::Bgr,
-                PixelLayout::Nv12,
-                PixelLayout::Gray,
-            ][layout];
+            let layout = PixelLayout::ALL[layout];
             let raw = RawFrame { layout, width, height, stride, data };
             if let Ok(frame) = raw.decode() {
                 proptest::prop_assert_eq!(

@@ -32,16 +32,7 @@ fn pixel_format(layout: PixelLayout) -> PixelFormat {
 
 /// The layout of a system format, for those facewire reads.
 fn layout(format: PixelFormat) -> Option<PixelLayout> {
-    [
-        PixelLayout::Mjpeg,
-        PixelLayout::Yuyv,
-        PixelLayout::Rgb,
-        PixelLayout::Bgr,
-        PixelLayout::Nv12,
-        PixelLayout::Gray,
-    ]
-    .into_iter()
-    .find(|&l| {
+    PixelLayout::ALL.into_iter().find(|&l| {
         pixel_format(l) == format || (l == PixelLayout::Mjpeg && format == PixelFormat::JPEG)
     })
 }
