@@ -411,6 +411,24 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// `facewire track`: the lines on standard output, the summary on standard error.
+fn track(args: &session::TrackArgs) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let summary = session::track_command(args, &mut out)?;
+    eprintln!(
+        "{} frames, a face in {}; tracking took {:.1} ms a frame on average (median {:.1}, \
+         99th percentile {:.1}, at most {:.1}), the detector ran on {} frames",
+        summary.frames,
+        summary.faces,
+        summary.mean_ms,
+        summary.p50_ms,
+        summary.p99_ms,
+        summary.max_ms,
+        summary.detections
+    );
+    Ok(())
+}
+
 /// `--profiles DIR` when given, else the profiles folder beside the configuration.
 fn profiles_folder(flag: Option<&Path>, config: &Config) -> PathBuf {
     flag.map_or_else(|| Profile::dir_in(&config.folder), Path::to_path_buf)
@@ -418,6 +436,11 @@ fn profiles_folder(flag: Option<&Path>, config: &Config) -> PathBuf {
 
 fn run() -> Result<()> {
     let cli = Cli::parse();
+    // `track` reads a video and nothing of the configuration: it neither needs nor writes the
+    // user's config folder.
+    if let Some(Command::Track(args)) = &cli.command {
+        return track(args);
+    }
     let found = Config::discover(cli.config.as_deref())?;
     match (&found.path, &found.origin) {
         (Some(p), Origin::FirstStart) => eprintln!(
@@ -457,22 +480,7 @@ fn run() -> Result<()> {
             session::lipsync_command(&args, &config, &mut out)?;
             Ok(())
         }
-        Some(Command::Track(args)) => {
-            let mut out = std::io::stdout().lock();
-            let summary = session::track_command(&args, &mut out)?;
-            eprintln!(
-                "{} frames, a face in {}; tracking took {:.1} ms a frame on average (median \
-                 {:.1}, 99th percentile {:.1}, at most {:.1}), the detector ran on {} frames",
-                summary.frames,
-                summary.faces,
-                summary.mean_ms,
-                summary.p50_ms,
-                summary.p99_ms,
-                summary.max_ms,
-                summary.detections
-            );
-            Ok(())
-        }
+        Some(Command::Track(args)) => track(&args),
         Some(Command::Webcam(_)) => {
             session::list_cameras(&mut std::io::stdout().lock())?;
             Ok(())

@@ -7,7 +7,10 @@
 //!   face lost.
 //! - The closed loop on a scanned human face (ICT-FaceKit, from the fixtures): rendered at known
 //!   weights and head angles, the tracker's blinks, jaw and smile follow the rendered weights
-//!   (rank correlation at least 0.8) and its yaw and roll come back within 5 degrees.
+//!   (rank correlation at least 0.8), one side alone reads on that side, six more of the scan's
+//!   shapes read above the face at rest, and its yaw and roll come back within 5 degrees; a
+//!   smile held three seconds stays.
+//! - The pipeline against the Python `mediapipe` package on committed frames.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -167,7 +170,8 @@ fn the_default_head_tracks_from_png_frames_and_y4m_alike_and_no_face_is_lost() {
     for lines in [&from_png, &from_y4m] {
         for (i, line) in lines.iter().enumerate() {
             assert_eq!(line["frame"], i, "{line}");
-            assert_eq!(line["source"], "webcam", "{line}");
+            assert_eq!(line["source"], "video", "{line}");
+            assert!(line.get("from").is_none(), "{line}");
             let face = line["face"].as_bool().unwrap();
             assert_eq!(face, i < 6, "frame {i}: {line}");
             if !face {
@@ -274,7 +278,7 @@ fn rank_correlation_of_monotone_and_reversed_series() {
 
 /// The ICT-FaceKit files the closed loop needs: the neutral, its materials and the shapes it
 /// renders.
-const ICT_FILES: [&str; 9] = [
+const ICT_FILES: [&str; 18] = [
     "generic_neutral_mesh.obj",
     "ICTFaceModelMaterial.mtl",
     "jawOpen.obj",
@@ -284,6 +288,15 @@ const ICT_FILES: [&str; 9] = [
     "mouthSmile_R.obj",
     "browInnerUp_L.obj",
     "browInnerUp_R.obj",
+    "browDown_L.obj",
+    "browDown_R.obj",
+    "mouthPucker.obj",
+    "mouthFunnel.obj",
+    "mouthRollLower.obj",
+    "mouthPress_L.obj",
+    "mouthPress_R.obj",
+    "mouthUpperUp_L.obj",
+    "mouthUpperUp_R.obj",
 ];
 
 /// The ICT face imported with its materials as the README imports it (dark eyeballs between
@@ -345,10 +358,33 @@ struct Shown {
     roll: f32,
     /// Which expression's levels this frame shows (0 jaw, 1 smile, 2 blink), level 0 included.
     ramp: Option<usize>,
+    /// A channel of the performer's left side shown alone, at 1.
+    left: Option<&'static str>,
+    /// One of [`MORE`] shown alone, at 1 (both sides where it has two).
+    more: Option<&'static str>,
 }
 
+/// More of the scan's shapes the closed loop shows, by the channel the tracker reads for them
+/// (`…Left` shown on both sides). MediaPipe's model reads them on the scan; it barely moves for
+/// the scan's cheek puff, nose sneer, sideways jaw, lowered lip, frown or squint, which are left
+/// out.
+const MORE: [&str; 6] = [
+    "browDownLeft",
+    "mouthPucker",
+    "mouthFunnel",
+    "mouthRollLower",
+    "mouthPressLeft",
+    "mouthUpperUpLeft",
+];
 impl Shown {
     fn pose(&self) -> Value {
+        if let Some(more) = self.more {
+            let right = more.replace("Left", "Right");
+            return serde_json::json!({ "weights": { more: 1.0, right: 1.0 }, "head": [0.0, 0.0, 0.0] });
+        }
+        if let Some(left) = self.left {
+            return serde_json::json!({ "weights": { left: 1.0 }, "head": [0.0, 0.0, 0.0] });
+        }
         serde_json::json!({
             "weights": {
                 "eyeBlinkLeft": self.blink, "eyeBlinkRight": self.blink,
@@ -395,6 +431,25 @@ fn closed_loop_frames() -> (Vec<Shown>, usize) {
         });
         frames.push(rest);
     }
+    // More of the scan's shapes, each alone at its fullest (both sides where it has two).
+    for name in MORE {
+        frames.push(Shown {
+            more: Some(name),
+            ..rest
+        });
+        frames.push(rest);
+    }
+    // One side alone: the left eye shut, then the left corner smiling.
+    frames.push(Shown {
+        left: Some("eyeBlinkLeft"),
+        ..rest
+    });
+    frames.push(rest);
+    frames.push(Shown {
+        left: Some("mouthSmileLeft"),
+        ..rest
+    });
+    frames.push(rest);
     for (yaw, roll) in [
         (20.0, 0.0),
         (-10.0, 0.0),
@@ -414,7 +469,7 @@ fn closed_loop_frames() -> (Vec<Shown>, usize) {
 /// A frame with nothing shown.
 fn is_rest(s: &Shown) -> bool {
     let face = [s.blink, s.jaw, s.smile, s.yaw, s.roll];
-    face.iter().all(|v| *v == 0.0) && s.ramp.is_none()
+    face.iter().all(|v| *v == 0.0) && s.ramp.is_none() && s.left.is_none() && s.more.is_none()
 }
 
 #[test]
@@ -428,15 +483,25 @@ fn the_scanned_face_closes_the_loop_weights_and_angles_come_back() {
         return;
     };
     let (shown, test) = closed_loop_frames();
-    let poses: Vec<Value> = shown.iter().map(Shown::pose).collect();
+    // Each pose is held for HOLD frames (a sixth of a second at 30 fps), as a face holds an
+    // expression: the tracker smooths its landmarks from frame to frame, as MediaPipe's video
+    // mode does. The last frame of each is read.
+    const HOLD: usize = 5;
+    let poses: Vec<Value> = shown
+        .iter()
+        .flat_map(|s| std::iter::repeat_n(s.pose(), HOLD))
+        .collect();
     let frames = render(&config, Some(&glb), &poses, &dir);
     add_empty_frames(&frames, 3);
-    let read = track(&config, &frames);
-    assert_eq!(read.len(), shown.len() + 3);
-
-    for (i, line) in read.iter().enumerate().take(shown.len()) {
+    let all = track(&config, &frames);
+    assert_eq!(all.len(), HOLD * shown.len() + 3);
+    for (i, line) in all.iter().enumerate().take(HOLD * shown.len()) {
         assert_eq!(line["face"], true, "frame {i} of the face: {line}");
     }
+    let read: Vec<Value> = (0..shown.len())
+        .map(|i| all[HOLD * i + HOLD - 1].clone())
+        .chain(all[HOLD * shown.len()..].iter().cloned())
+        .collect();
     for line in &read[shown.len()..] {
         assert_eq!(line["face"], false, "{line}");
         assert_eq!(line["tracking"], "lost", "{line}");
@@ -485,7 +550,7 @@ fn the_scanned_face_closes_the_loop_weights_and_angles_come_back() {
     }
     // No frown with the jaw open, no stretch with a smile, no brows with a blink, and none of
     // them as the head turns and tilts.
-    for i in test..shown.len() {
+    for i in (test..shown.len()).filter(|&i| shown[i].more.is_none()) {
         for other in [
             "mouthFrownLeft",
             "mouthFrownRight",
@@ -502,11 +567,45 @@ fn the_scanned_face_closes_the_loop_weights_and_angles_come_back() {
             );
         }
     }
+    // More shapes: each reads clearly above the face at rest.
+    let at_rest: Vec<usize> = (test..shown.len())
+        .filter(|&i| is_rest(&shown[i]))
+        .collect();
+    for (i, s) in shown.iter().enumerate() {
+        let Some(name) = s.more else { continue };
+        let rest = at_rest
+            .iter()
+            .map(|&r| weight(&read[r], name))
+            .fold(0.0f32, f32::max);
+        let got = weight(&read[i], name);
+        eprintln!("{name} alone: {got:.2} (at rest at most {rest:.2})");
+        assert!(
+            got >= 0.15 && got >= rest + 0.15,
+            "{name} shown alone reads {got}, at rest up to {rest}"
+        );
+    }
+    // One side alone reads on that side: the performer's left, on the picture's right.
+    for (i, s) in shown.iter().enumerate() {
+        let Some(left) = s.left else { continue };
+        let right = left.replace("Left", "Right");
+        let (l, r) = (weight(&read[i], left), weight(&read[i], &right));
+        eprintln!("{left} alone: left {l:.2}, right {r:.2}");
+        assert!(
+            l >= 0.3 && l > r + 0.2,
+            "{left} alone reads left {l}, right {r}"
+        );
+    }
     let tested = &shown[test..];
     let lines = &read[test..shown.len()];
     let mut worst = [0.0f32; 2];
     for (s, line) in tested.iter().zip(lines) {
         let [yaw, _, roll] = angles(line).unwrap_or_else(|| panic!("no head: {line}"));
+        if (yaw - s.yaw).abs() > 2.0 || (roll - s.roll).abs() > 2.0 {
+            eprintln!(
+                "shown yaw {} roll {}: read {yaw:.1} {roll:.1}",
+                s.yaw, s.roll
+            );
+        }
         worst[0] = worst[0].max((yaw - s.yaw).abs());
         worst[1] = worst[1].max((roll - s.roll).abs());
     }
@@ -516,6 +615,35 @@ fn the_scanned_face_closes_the_loop_weights_and_angles_come_back() {
     );
     assert!(worst[0] <= 5.0, "yaw off by {:.1}°", worst[0]);
     assert!(worst[1] <= 5.0, "roll off by {:.1}°", worst[1]);
+}
+
+/// A still photo of a smiling face held three seconds still reads a smile at its end: the
+/// tracker learns nothing from what it sees, so a held expression does not fade.
+#[test]
+fn a_held_smile_stays_a_smile() {
+    let dir = out_dir("held-smile");
+    let config = dir.join("facewire.toml");
+    std::fs::write(&config, "[camera]\nzoom = 1.5\noffset_y = 0.06\n").unwrap();
+    let Some(glb) = ict_face(&dir, &config) else {
+        return;
+    };
+    let smile = serde_json::json!({
+        "weights": { "mouthSmileLeft": 1.0, "mouthSmileRight": 1.0 },
+        "head": [0.0, 0.0, 0.0],
+    });
+    let frames = render(&config, Some(&glb), &[smile], &dir);
+    // The same picture, 90 times: three seconds at 30 frames a second.
+    let first = frames.join("frame_00001.png");
+    for i in 2..=90 {
+        std::fs::copy(&first, frames.join(format!("frame_{i:05}.png"))).unwrap();
+    }
+    let read = track(&config, &frames);
+    assert_eq!(read.len(), 90);
+    let smile = |l: &Value| 0.5 * (weight(l, "mouthSmileLeft") + weight(l, "mouthSmileRight"));
+    let (start, end) = (smile(&read[0]), smile(&read[89]));
+    eprintln!("a held smile: {start:.2} at first, {end:.2} after three seconds");
+    assert!(end >= 0.6, "the smile faded to {end} (from {start})");
+    assert!((end - start).abs() < 0.05, "{start} became {end}");
 }
 
 /// A camera of our own: it gives its frames in turn, one every `period`, until the test
@@ -851,4 +979,128 @@ fn without_a_camera_a_webcam_run_says_so_once_and_goes_on() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot be used with"), "{err}");
+}
+
+/// facewire's pipeline against the Python `mediapipe` package on the frames committed in
+/// `tests/webcam_reference` (its values in `reference.json`, printed by `reference.py` there):
+/// each frame read on its own, as MediaPipe's IMAGE mode does (the detector, then the
+/// landmarks, no smoothing), gives the same landmarks within half a pixel and every blendshape
+/// within 0.02 (seen: 0.10 px and 0.006).
+#[test]
+fn the_pipeline_reproduces_mediapipe_on_the_committed_frames() {
+    let folder = repo().join("tests/webcam_reference");
+    let reference: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("reference.json")).unwrap())
+            .unwrap();
+    let networks = std::sync::Arc::new(facewire::webcam::model::Networks::load().unwrap());
+    let names = facewire::webcam::track::SCORES;
+    let frames = reference["frames"].as_array().unwrap();
+    assert!(frames.len() >= 3, "{reference}");
+    let (mut worst_point, mut worst_score) = (0.0f32, 0.0f32);
+    for want in frames {
+        let file = folder.join(want["file"].as_str().unwrap());
+        let image = image::open(&file).unwrap().to_rgb8();
+        let frame = facewire::webcam::Frame {
+            width: image.width(),
+            height: image.height(),
+            rgb: image.into_raw(),
+        };
+        let mut tracker = facewire::webcam::track::Tracker::new(networks.clone());
+        let face = tracker.track(&frame, 0.0).unwrap();
+        assert_eq!(face.is_some(), want["face"] == true, "{}", file.display());
+        let Some(face) = face else { continue };
+        for (index, xy) in want["landmarks"].as_object().unwrap() {
+            let i: usize = index.parse().unwrap();
+            let [x, y] = [0, 1].map(|k| xy[k].as_f64().unwrap() as f32);
+            let d = (face.landmarks[i][0] - x).hypot(face.landmarks[i][1] - y);
+            worst_point = worst_point.max(d);
+            assert!(
+                d <= 0.5,
+                "{}: landmark {i} is {d:.2} px from MediaPipe's",
+                file.display()
+            );
+        }
+        let mediapipe_names = MEDIAPIPE_ORDER;
+        assert_eq!(mediapipe_names.len(), names.len());
+        for (k, name) in mediapipe_names.iter().enumerate() {
+            let want = want["blendshapes"][name].as_f64().unwrap() as f32;
+            let got = face.scores[k];
+            worst_score = worst_score.max((got - want).abs());
+            assert!(
+                (got - want).abs() <= 0.02,
+                "{}: {name} {got:.4}, MediaPipe {want:.4}",
+                file.display()
+            );
+        }
+    }
+    eprintln!(
+        "against MediaPipe: landmarks within {worst_point:.2} px, blendshapes within {worst_score:.4}"
+    );
+}
+
+/// The blendshape model's outputs as MediaPipe names them (`kBlendshapeNames`).
+const MEDIAPIPE_ORDER: [&str; 52] = [
+    "_neutral",
+    "browDownLeft",
+    "browDownRight",
+    "browInnerUp",
+    "browOuterUpLeft",
+    "browOuterUpRight",
+    "cheekPuff",
+    "cheekSquintLeft",
+    "cheekSquintRight",
+    "eyeBlinkLeft",
+    "eyeBlinkRight",
+    "eyeLookDownLeft",
+    "eyeLookDownRight",
+    "eyeLookInLeft",
+    "eyeLookInRight",
+    "eyeLookOutLeft",
+    "eyeLookOutRight",
+    "eyeLookUpLeft",
+    "eyeLookUpRight",
+    "eyeSquintLeft",
+    "eyeSquintRight",
+    "eyeWideLeft",
+    "eyeWideRight",
+    "jawForward",
+    "jawLeft",
+    "jawOpen",
+    "jawRight",
+    "mouthClose",
+    "mouthDimpleLeft",
+    "mouthDimpleRight",
+    "mouthFrownLeft",
+    "mouthFrownRight",
+    "mouthFunnel",
+    "mouthLeft",
+    "mouthLowerDownLeft",
+    "mouthLowerDownRight",
+    "mouthPressLeft",
+    "mouthPressRight",
+    "mouthPucker",
+    "mouthRight",
+    "mouthRollLower",
+    "mouthRollUpper",
+    "mouthShrugLower",
+    "mouthShrugUpper",
+    "mouthSmileLeft",
+    "mouthSmileRight",
+    "mouthStretchLeft",
+    "mouthStretchRight",
+    "mouthUpperUpLeft",
+    "mouthUpperUpRight",
+    "noseSneerLeft",
+    "noseSneerRight",
+];
+
+#[test]
+fn mediapipe_names_are_the_arkit_channels() {
+    // The model's outputs are ARKit's channels by name, its left the performer's.
+    for (name, channel) in MEDIAPIPE_ORDER.iter().zip(facewire::webcam::track::SCORES) {
+        match channel {
+            Some(channel) => assert_eq!(channel.name(), *name),
+            None => assert_eq!(*name, "_neutral"),
+        }
+    }
 }

@@ -27,8 +27,9 @@ pub struct TrackArgs {
     /// or false.
     #[arg(long)]
     pub json: bool,
-    /// With --json: also the 66 landmarks in pixels (`"landmarks": [[x, y], ...]`, x right, y
-    /// down) and the fourteen raw features (`"features"`), to see what the tracker saw.
+    /// With --json: also the 478 landmarks in pixels (`"landmarks": [[x, y, z], ...]`, x right,
+    /// y down, z into the picture) and the face's presence score (`"presence"`), to see what
+    /// the tracker saw.
     #[arg(long, requires = "json")]
     pub landmarks: bool,
 }
@@ -76,33 +77,33 @@ pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSumma
     let mut times: Vec<u32> = Vec::with_capacity(video.len_hint().unwrap_or(0));
     let mut index = 0u64;
     while let Some(frame) = video.next_frame()? {
+        let t = frame_time(index, fps);
         let began = Instant::now();
-        let face = tracker.track(&frame)?;
+        let face = tracker.track(&frame, t)?;
         let took = began.elapsed();
         total += took;
         times.push(took.as_micros().min(u128::from(u32::MAX)) as u32);
         summary.max_ms = summary.max_ms.max(took.as_secs_f64() * 1e3);
-        let t = frame_time(index, fps);
         let mut face_frame = face_frame(face.as_ref(), start + Duration::from_secs_f64(t));
         face_frame.sender_time = Some(t);
         let line = if args.json {
             let mut v = frame_json(&face_frame, start);
+            // A video, not a network sender: no address.
+            v["source"] = serde_json::json!("video");
+            if let Some(fields) = v.as_object_mut() {
+                fields.remove("from");
+            }
             v["frame"] = serde_json::json!(index);
             v["face"] = serde_json::json!(face.is_some());
             if let (true, Some(f)) = (args.landmarks, &face) {
                 let round = |x: f32| (f64::from(x) * 10.0).round() / 10.0;
-                let points: Vec<[f64; 2]> = f
+                let points: Vec<[f64; 3]> = f
                     .landmarks
                     .iter()
-                    .map(|p| [round(p[0]), round(p[1])])
+                    .map(|p| [round(p[0]), round(p[1]), round(p[2])])
                     .collect();
                 v["landmarks"] = serde_json::json!(points);
-                let features: Vec<f64> = f
-                    .features
-                    .iter()
-                    .map(|x| (f64::from(*x) * 1e4).round() / 1e4)
-                    .collect();
-                v["features"] = serde_json::json!(features);
+                v["presence"] = serde_json::json!((f64::from(f.presence) * 1e4).round() / 1e4);
             }
             v.to_string()
         } else {
@@ -121,7 +122,7 @@ pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSumma
                     format!(
                         "{t:9.3} s  frame {index:5}  face {:.2}  {pose}  blink {:.2} {:.2}  jaw \
                          {:.2}  smile {:.2} {:.2}",
-                        f.mean_confidence,
+                        f.presence,
                         w(EyeBlinkLeft),
                         w(EyeBlinkRight),
                         w(JawOpen),

@@ -618,6 +618,7 @@ fn read_until_lost(camera: &mut dyn Camera, link: &Link, stall: Duration) -> Opt
 /// The tracker thread: tracks the newest frame whenever there is one, ticking the sink between.
 fn follow(mut tracker: Tracker, mut sink: Box<dyn FrameSink>, link: &Link) {
     let mut previous: Option<Instant> = None;
+    let clock = Instant::now();
     let mut last_warning: Option<Instant> = None;
     let mut index = 0u64;
     while !link.stopped() {
@@ -648,7 +649,10 @@ fn follow(mut tracker: Tracker, mut sink: Box<dyn FrameSink>, link: &Link) {
                 continue;
             }
         };
-        let face = match tracker.track(&frame) {
+        let face = match tracker.track(
+            &frame,
+            arrived.saturating_duration_since(clock).as_secs_f64(),
+        ) {
             Ok(face) => face,
             Err(e) => {
                 // A network that fails on one frame fails on all: say so and stop tracking.

@@ -1,15 +1,16 @@
 //! Face tracking from a camera image, in Rust: no phone, no tracker to install.
 //!
 //! A frame travels: a camera or a video ([`video`]) gives an RGB [`Frame`]; the tracker finds the
-//! face (the detector, only while no face is followed), reads its 66 landmarks, fits the head's
-//! pose against a mean 3D face ([`pose`]) and measures the face's features, which become ARKit
-//! channels in a [`crate::arkit::FaceFrame`] like a phone's.
+//! face (the detector, only while no face is followed), reads its 478 landmarks in a crop turned
+//! level with the eyes ([`roi`]), smooths them ([`smooth`]), fits the head's pose against a
+//! canonical face ([`pose`]) and gives 146 of them to a blendshape model, whose 51 scores are
+//! ARKit channels in a [`crate::arkit::FaceFrame`] like a phone's.
 //!
-//! The networks are OpenSeeFace's (BSD 2-Clause, models/openseeface/), run by tract.
+//! The networks are MediaPipe's Face Landmarker (Apache-2.0, models/mediapipe/), run by tract.
 
 pub mod camera;
-pub mod eyes;
-pub mod features;
+mod canonical_face;
+pub mod detect;
 pub mod frame;
 pub mod model;
 #[cfg(any(target_os = "windows", target_os = "macos"))]
@@ -17,6 +18,8 @@ mod native;
 pub mod play;
 pub mod pose;
 pub mod raw;
+pub mod roi;
+pub mod smooth;
 pub mod track;
 #[cfg(target_os = "linux")]
 mod v4l;

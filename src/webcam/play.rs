@@ -138,7 +138,7 @@ fn play(
                 continue;
             }
         };
-        let face = match tracker.track(&frame) {
+        let face = match tracker.track(&frame, frame_time(index, fps)) {
             Ok(face) => face,
             Err(e) => {
                 counters.unreadable.fetch_add(1, Ordering::Relaxed);
