@@ -175,6 +175,8 @@ def run_clip(args, clip, work):
         "facewire_rss_mb": fw_rss,
         "mediapipe_rss_mb": mp_rss,
         "channels": {},
+        "both_faces": len(both),
+        "mediapipe_face_frames": sum(1 for t in theirs if t.get("face")),
     }
     names = set()
     for t in theirs:
@@ -267,14 +269,32 @@ def main():
     rs = [v["r"] for r in reports for v in r["channels"].values() if v["moves"]]
     blink = [sum(r["blinks"][0] for r in reports), sum(r["blinks"][1] for r in reports)]
     print("\n## all clips")
-    print(f"faces: facewire {100 * min(r['facewire_faces'] for r in reports):.1f}% at least")
+    both = sum(r["both_faces"] for r in reports)
+    theirs = sum(r["mediapipe_face_frames"] for r in reports)
+    print(f"faces: facewire found one in {both} of the {theirs} frames MediaPipe found one in "
+          f"({100 * both / max(theirs, 1):.1f}%); lowest share of a clip's frames: facewire "
+          f"{100 * min(r['facewire_faces'] for r in reports):.1f}%, MediaPipe "
+          f"{100 * min(r['mediapipe_faces'] for r in reports):.1f}%")
     if rs:
         print(f"channel-clip pairs MediaPipe moves: {len(rs)}; r median {statistics.median(rs):.2f}, "
               f"lowest {min(rs):.2f}, at least 0.75: {sum(1 for r in rs if r >= 0.75)}")
     print(f"blinks matched: {blink[0]} of {blink[1]}")
+    heads = [r["head_mean_abs"] for r in reports if not math.isnan(r["head_mean_abs"][0])]
+    if heads:
+        print("head, largest mean difference of a clip: |yaw| {:.1}°, |pitch| {:.1}°, |roll| {:.1}°"
+              .format(*(max(h[k] for h in heads) for k in range(3))))
+    flicker = [v["flicker"] for r in reports for v in r["channels"].values()
+               if v["moves"] and not math.isnan(v["flicker"])]
+    if flicker:
+        print(f"flicker, facewire over MediaPipe: median {statistics.median(flicker):.2f}x, "
+              f"highest {max(flicker):.2f}x")
+    rss = [(r["facewire_rss_mb"], r["mediapipe_rss_mb"]) for r in reports]
+    print(f"peak memory: facewire {max(a for a, _ in rss):.0f} MB, MediaPipe (with Python) "
+          f"{max(b for _, b in rss):.0f} MB")
     fw = statistics.mean(r["facewire_ms"] for r in reports)
     mp = statistics.mean(r["mediapipe_ms"] for r in reports)
-    print(f"speed: facewire {fw:.1f} ms, MediaPipe {mp:.1f} ms a frame: {mp / fw:.2f}x")
+    print(f"speed, one core: facewire {fw:.1f} ms a frame ({1000 / fw:.0f}/s), MediaPipe "
+          f"{mp:.1f} ms ({1000 / mp:.0f}/s): facewire at {mp / fw:.2f}x MediaPipe's frames a second")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(reports, f, indent=1)

@@ -415,20 +415,8 @@ const READ: [usize; 8] = [
 impl Inputs {
     /// The record's read values; each one that is not finite is left out and counted.
     fn of(record: &FaceRecord, non_finite: &mut u32) -> Inputs {
-        Inputs::from_values(
-            [record.eye_open_left, record.eye_open_right],
-            &record.features,
-            non_finite,
-        )
-    }
-
-    /// The read values of eye openness (left, right) and features; each one that is not finite
-    /// is left out and counted.
-    fn from_values(
-        eye_open: [f32; 2],
-        all_features: &[f32; FEATURES],
-        non_finite: &mut u32,
-    ) -> Inputs {
+        let eye_open = [record.eye_open_left, record.eye_open_right];
+        let all_features = &record.features;
         let mut finite = |v: f32| {
             if v.is_finite() {
                 Some(v)
@@ -454,21 +442,6 @@ impl Inputs {
 /// `eyeBlink` from an eye's openness: 0 at [`EYE_OPEN`] and above, 1 at [`EYE_CLOSED`] and below.
 pub fn eye_blink(openness: f32) -> f32 {
     ((EYE_OPEN - openness) / (EYE_OPEN - EYE_CLOSED)).clamp(0.0, 1.0)
-}
-
-/// Sets the channels of the module's table from each eye's openness (left, right: 1 open, 0
-/// closed) and the fourteen features, as OpenSeeFace measures them: the mapping shared by its
-/// packets and facewire's own webcam tracker. Values that are not finite are left out (with the
-/// channels they feed); returns how many.
-pub fn set_feature_channels(
-    frame: &mut FaceFrame,
-    eye_open: [f32; 2],
-    features: &[f32; FEATURES],
-) -> u32 {
-    let mut non_finite = 0;
-    let inputs = Inputs::from_values(eye_open, features, &mut non_finite);
-    set_channels(frame, &inputs);
-    non_finite
 }
 
 /// Sets the channels the inputs give (see the module's table).

@@ -139,6 +139,48 @@ impl Roi {
             let i = ((y * fw + x) * 3) as usize;
             Some(&frame.rgb[i..i + 3])
         };
+        // When every sample and its neighbours lie inside the frame (a face well in the
+        // picture), no border is looked at: the plain loop, about four times as fast.
+        let last = (side.max(1) - 1) as f32;
+        let corners = [
+            origin,
+            [origin[0] + last * du[0], origin[1] + last * du[1]],
+            [origin[0] + last * dv[0], origin[1] + last * dv[1]],
+            [
+                origin[0] + last * (du[0] + dv[0]),
+                origin[1] + last * (du[1] + dv[1]),
+            ],
+        ];
+        let inside = corners.iter().all(|&[x, y]| {
+            x.is_finite()
+                && y.is_finite()
+                && x >= 0.0
+                && y >= 0.0
+                && x + 1.0 < (fw - 1) as f32
+                && y + 1.0 < (fh - 1) as f32
+        });
+        if inside {
+            let stride = fw as usize * 3;
+            let rgb = &frame.rgb;
+            for j in 0..side {
+                let row = [origin[0] + j as f32 * dv[0], origin[1] + j as f32 * dv[1]];
+                for i in 0..side {
+                    let x = row[0] + i as f32 * du[0];
+                    let y = row[1] + i as f32 * du[1];
+                    let (xf, yf) = (x.floor(), y.floor());
+                    let (tx, ty) = (x - xf, y - yf);
+                    let at = yf as usize * stride + xf as usize * 3;
+                    let (a, b) = (&rgb[at..at + 6], &rgb[at + stride..at + stride + 6]);
+                    for k in 0..3 {
+                        let top = f32::from(a[k]) + (f32::from(a[k + 3]) - f32::from(a[k])) * tx;
+                        let bottom = f32::from(b[k]) + (f32::from(b[k + 3]) - f32::from(b[k])) * tx;
+                        let v = top + (bottom - top) * ty;
+                        out.push(v.round().clamp(0.0, 255.0) * scale + low);
+                    }
+                }
+            }
+            return;
+        }
         for j in 0..side {
             for i in 0..side {
                 let x = origin[0] + i as f32 * du[0] + j as f32 * dv[0];
@@ -223,6 +265,63 @@ mod tests {
         let got = &out[(5 * 32 + 10) * 3..(5 * 32 + 10) * 3 + 2];
         assert!((got[0] - x.round()).abs() <= 1.0 && (got[1] - y.round()).abs() <= 1.0);
         assert!(y > 18.0 && x > 100.0, "({x}, {y})");
+    }
+
+    #[test]
+    fn a_crop_inside_the_frame_samples_as_one_at_its_edge_does() {
+        // A picture with detail, and a turned crop well inside it (the plain loop) against the
+        // same crop nudged so that one corner touches the edge (the loop that checks borders):
+        // the pixels away from that corner agree.
+        let mut rgb = Vec::new();
+        for y in 0..120u32 {
+            for x in 0..160u32 {
+                rgb.extend_from_slice(&[
+                    (x * 7 % 256) as u8,
+                    (y * 13 % 256) as u8,
+                    ((x + y) % 256) as u8,
+                ]);
+            }
+        }
+        let frame = Frame {
+            width: 160,
+            height: 120,
+            rgb,
+        };
+        let inside = Roi {
+            cx: 80.0,
+            cy: 60.0,
+            w: 60.0,
+            h: 50.0,
+            rotation: 0.3,
+        };
+        let mut fast = Vec::new();
+        inside.sample(&frame, 16, Border::Replicate, [0.0, 255.0], &mut fast);
+        let mut checked = Vec::new();
+        // The same crop, sampled by the checking loop: a wider output whose extra row and
+        // column fall outside (its first 16x16 pixels are the same positions).
+        let wide = Roi {
+            w: inside.w * 40.0 / 16.0,
+            h: inside.h * 40.0 / 16.0,
+            cx: 0.0,
+            cy: 0.0,
+            ..inside
+        };
+        let [x0, y0] = inside.to_frame(0.0, 0.0);
+        let wide = Roi {
+            cx: wide.cx + x0 - wide.to_frame(0.0, 0.0)[0],
+            cy: wide.cy + y0 - wide.to_frame(0.0, 0.0)[1],
+            ..wide
+        };
+        wide.sample(&frame, 40, Border::Replicate, [0.0, 255.0], &mut checked);
+        for j in 0..16 {
+            for i in 0..16 {
+                let a = &fast[(j * 16 + i) * 3..(j * 16 + i) * 3 + 3];
+                let b = &checked[(j * 40 + i) * 3..(j * 40 + i) * 3 + 3];
+                for k in 0..3 {
+                    assert!((a[k] - b[k]).abs() <= 1.0, "({i}, {j}): {a:?} vs {b:?}");
+                }
+            }
+        }
     }
 
     #[test]
