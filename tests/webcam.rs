@@ -221,6 +221,41 @@ fn the_default_head_tracks_from_png_frames_and_y4m_alike_and_no_face_is_lost() {
     }
 }
 
+/// `track` reads a video and nothing else: run outside a checkout with an empty home, it writes
+/// no configuration folder, and its lines are the tracker's own, from a video (no address).
+#[test]
+fn track_writes_no_config_folder() {
+    let dir = out_dir("track-no-config");
+    let (home, work, frames) = (dir.join("home"), dir.join("work"), dir.join("frames"));
+    for d in [&home, &work, &frames] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::copy(
+        repo().join("tests/webcam_reference/ict_rest.png"),
+        frames.join("frame_0001.png"),
+    )
+    .unwrap();
+    let out = Command::new(facewire_bin())
+        .current_dir(&work)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("xdg"))
+        .env("FACEWIRE_LOG", "warn")
+        .args(["track", "--json", "--video", frames.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = ok(&out, "track from an empty home");
+    let line: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(line["face"], true, "{line}");
+    assert_eq!(line["source"], "video", "{line}");
+    assert!(line.get("from").is_none(), "{line}");
+    let left: Vec<_> = std::fs::read_dir(&home).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "track wrote into the home folder: {left:?}"
+    );
+    assert!(std::fs::read_dir(&work).unwrap().next().is_none());
+}
+
 #[test]
 fn track_names_what_is_wrong_with_a_video() {
     let dir = out_dir("bad-video");

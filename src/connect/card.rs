@@ -254,7 +254,7 @@ impl ConnectCard {
     /// One line under the title: where the phone must be (or, on a webcam run, what happens).
     pub fn subtitle(&self) -> &'static str {
         if self.webcam.is_some() {
-            "facewire follows your face through the camera. Frames stay on this PC."
+            "facewire reads 51 face shapes from the camera. Frames stay on this PC."
         } else {
             "Phone and PC on the same Wi-Fi. This PC's address:"
         }
