@@ -365,6 +365,39 @@ mod tests {
     }
 
     #[test]
+    fn noise_flat_and_tiny_frames_are_no_face_and_never_a_panic() {
+        let mut tracker = Tracker::new(Arc::new(Networks::load().unwrap()));
+        let mut seed = 0x2545_f491_u32;
+        let mut noise = vec![0u8; 96 * 72 * 3];
+        for v in &mut noise {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            *v = seed as u8;
+        }
+        let frames = [
+            Frame {
+                width: 96,
+                height: 72,
+                rgb: noise,
+            },
+            Frame::filled(64, 48, [0, 0, 0]),
+            Frame::filled(64, 48, [255, 255, 255]),
+            Frame::filled(7, 7, [128, 128, 128]),
+            Frame {
+                width: 640,
+                height: 480,
+                rgb: vec![1, 2, 3],
+            },
+        ];
+        for (i, frame) in frames.iter().enumerate() {
+            let face = tracker.track(frame, i as f64 / 30.0).unwrap();
+            assert!(face.is_none(), "frame {i} read a face");
+        }
+        assert_eq!(tracker.counts().0, 5);
+    }
+
+    #[test]
     fn a_face_gives_its_scores_as_channels_and_none_is_lost() {
         let mut scores = [0.0; BLENDSHAPE_OUTPUTS];
         scores[25] = 0.7; // jawOpen
