@@ -221,10 +221,12 @@ impl LiveArgs {
         source: Option<&'a Path>,
     ) -> Result<session::LiveRun<'a>> {
         let profiles = profiles_folder(self.profiles.as_deref(), config);
+        let profile = session::performer_profile(&profiles, self.performer.as_deref())
+            .map_err(|e| elsewhere(e.into(), &profiles, self.performer.as_deref()))?;
         Ok(session::LiveRun {
             config,
             source,
-            profile: session::performer_profile(&profiles, self.performer.as_deref())?,
+            profile,
             profiles,
             replay: self.replay.as_deref().map(|file| Replay {
                 file,
@@ -411,6 +413,35 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// A missing profile's error, with the user's own profiles folder named when it is not the one
+/// searched (a checkout's config/ in use): that it has the profile and how to use it, or that it
+/// lacks it too.
+fn elsewhere(error: anyhow::Error, searched: &Path, performer: Option<&str>) -> anyhow::Error {
+    let (Some(name), Some(folder)) = (performer, facewire::config::platform_folder()) else {
+        return error;
+    };
+    let user = Profile::dir_in(&folder);
+    let searched_abs = std::path::absolute(searched).unwrap_or_else(|_| searched.to_path_buf());
+    if user == searched_abs || !error.to_string().starts_with("no profile for performer") {
+        return error;
+    }
+    let path = Profile::path_in(&user, name);
+    if path.is_file() {
+        anyhow::anyhow!(
+            "{error:#}\n  note: {} has a profile for `{name}`, but the configuration in use keeps \
+             its profiles in {} (run facewire from another folder, or give --profiles {})",
+            path.display(),
+            searched_abs.display(),
+            user.display()
+        )
+    } else {
+        anyhow::anyhow!(
+            "{error:#}\n  note: not in your own profiles folder, {}, either",
+            user.display()
+        )
+    }
+}
+
 /// `facewire track`: the lines on standard output, the summary on standard error.
 fn track(args: &session::TrackArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
@@ -504,6 +535,26 @@ fn config_command(config: &Config, source: Option<&Path>, origin: &Origin, args:
     match source {
         Some(path) => println!("configuration: {} ({origin})", shown(path).display()),
         None => println!("configuration: {origin}"),
+    }
+    // Run in a checkout, the checkout's config/ takes precedence: say what it shadows.
+    if matches!(origin, Origin::WorkingDirectory) {
+        if let Some(folder) = facewire::config::platform_folder() {
+            let user = folder.join(facewire::config::FILE_NAME);
+            let shown_user = user.display();
+            if user.is_file() {
+                println!(
+                    "note:          run in a checkout, so config/ is used; your own \
+                     {shown_user} is not read (run facewire from another folder, or give \
+                     --config {shown_user})"
+                );
+            } else {
+                println!(
+                    "note:          run in a checkout, so config/ is used; your own \
+                     {shown_user} does not exist yet (`facewire config` run from another folder \
+                     writes it)"
+                );
+            }
+        }
     }
     println!(
         "profiles:      {}",

@@ -153,3 +153,42 @@ fn a_first_start_outside_the_repository_writes_and_uses_the_platform_config_fold
     let saved = std::fs::read_to_string(&profile).unwrap();
     assert!(saved.contains("[channels.jawOpen]"), "{saved}");
 }
+
+/// Run in a checkout, `config` says that the checkout's config/ shadows the user's own file, and
+/// a performer missing from the checkout's profiles but present in the user's folder is named
+/// with how to use it.
+#[test]
+fn a_checkout_says_what_it_shadows_and_where_else_a_profile_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = installed(&home, &repo(), &["config"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    let user = platform_folder(&home).join("facewire.toml");
+    assert!(
+        said.contains("run in a checkout") && said.contains(&user.display().to_string()),
+        "{said}"
+    );
+    assert!(said.contains("does not exist yet"), "{said}");
+    // The user's folder has a profile the checkout lacks.
+    let profiles = platform_folder(&home).join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::write(
+        profiles.join("zed-only-here.toml"),
+        "performer = \"zed-only-here\"\n",
+    )
+    .unwrap();
+    let out = installed(
+        &home,
+        &repo(),
+        &["relay", "--performer", "zed-only-here", "--exit-after", "1"],
+    );
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&profiles.join("zed-only-here.toml").display().to_string())
+            && err.contains("--profiles"),
+        "{err}"
+    );
+}

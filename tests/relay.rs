@@ -376,3 +376,68 @@ fn no_layer_is_found_by_name_outside_the_mixer() {
         found.join("\n")
     );
 }
+
+/// The README's one-PC recipe, word for word (with a configuration of the test's own and an end
+/// time): a stand-in renderer holds the VMC receiver's usual port 39539, a phone sends VMC to
+/// facewire's moved input, and the stand-in receives the face.
+#[test]
+fn the_readme_one_pc_relay_recipe_forwards_to_a_renderer_on_39539() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let recipe = readme
+        .lines()
+        .find(|l| l.starts_with("facewire relay --listen"))
+        .expect("the README's one-PC relay command");
+    let args: Vec<&str> = recipe.split_whitespace().skip(1).collect();
+    let listen = args[args.iter().position(|a| *a == "--listen").unwrap() + 1];
+    let port: u16 = listen.rsplit(':').next().unwrap().parse().unwrap();
+    assert!(args.contains(&"127.0.0.1:39539"), "{recipe}");
+    let renderer = match UdpSocket::bind("127.0.0.1:39539") {
+        Ok(socket) => socket,
+        Err(e) => {
+            eprintln!("note: port 39539 is taken here ({e}); skipping the one-PC recipe test");
+            return;
+        }
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let config = config(tmp.path(), "127.0.0.1:9");
+    let mut all = vec!["--config", config.to_str().unwrap()];
+    all.extend(&args);
+    all.extend(["--exit-after", "4"]);
+    let mut child = Command::new(facewire_bin())
+        .args(&all)
+        .current_dir(repo())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The phone: VMC frames to facewire's moved input, 30 a second for two seconds.
+    let phone = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        for _ in 0..60 {
+            let frame = crate::support::vmc_frame(&[("jawOpen", 0.8), ("eyeBlinkLeft", 0.2)]);
+            let _ = phone.send_to(&frame, ("127.0.0.1", port));
+            std::thread::sleep(Duration::from_millis(33));
+        }
+    });
+    let (frames, exited) = collect(&renderer, &mut child, Duration::from_secs(20));
+    sender.join().unwrap();
+    assert!(exited, "the relay did not end");
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut stderr);
+    }
+    assert!(status.success(), "{status}: {stderr}");
+    let jaw = frames
+        .iter()
+        .filter_map(|(weights, _)| weights.get("JawOpen").copied())
+        .fold(0.0f32, f32::max);
+    assert!(
+        jaw > 0.3,
+        "the renderer on 39539 saw {} frames, jaw at most {jaw}: {stderr}",
+        frames.len()
+    );
+}

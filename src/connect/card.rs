@@ -102,12 +102,20 @@ fn reachable(addr: SocketAddr, lan: &[LanAddress]) -> Vec<LanAddress> {
     }
 }
 
+/// What a card with a control panel says to do with the phone's address, for the apps that
+/// need facewire to ask for data.
+const ASK_IN_PANEL: &str = "type the address the app shows in the panel (or --phone IP)";
+
+/// The same, for a run without a panel (the relay, calibration, a daemon).
+const ASK_WITHOUT_PANEL: &str =
+    "start facewire with --phone IP, the address the app shows (or set phone under [ingest])";
+
 /// What to enter in the app for `protocol`, with this PC's address `pc` and the `port`.
 fn what_to_enter(protocol: Protocol, pc: &str, port: u16, phone: Option<IpAddr>) -> String {
     let ask = |extra: &str| match phone {
         Some(phone) => format!("{extra}facewire asks {phone} for data; keep the app open"),
         None => format!(
-            "{}type the address the app shows in the panel (or --phone IP)",
+            "{}{ASK_IN_PANEL}",
             if extra.is_empty() {
                 String::new()
             } else {
@@ -258,6 +266,16 @@ impl ConnectCard {
         } else {
             "Phone and PC on the same Wi-Fi. This PC's address:"
         }
+    }
+
+    /// The card of a run without a control panel: the apps that need facewire to ask for data
+    /// say to start it with `--phone` or set `[ingest] phone`, not to type the address in a
+    /// panel there is none of.
+    pub fn without_panel(mut self) -> Self {
+        for row in &mut self.apps {
+            row.enter = row.enter.replace(ASK_IN_PANEL, ASK_WITHOUT_PANEL);
+        }
+        self
     }
 
     /// The addresses the phone can reach facewire at, best first (see [`super::order`]).
@@ -463,6 +481,20 @@ mod tests {
         );
         assert_eq!(row(&card, Protocol::OpenSeeFace).port, 11573);
         assert_eq!(card.ports(), [39539, 49983, 49993, 11111, 11125, 11573]);
+        // Without a panel (the relay, calibration): --phone or [ingest] phone, never the panel.
+        let daemon = card.clone().without_panel();
+        for protocol in [Protocol::IFacialMocap, Protocol::VTubeStudio] {
+            let enter = &row(&daemon, protocol).enter;
+            assert!(
+                enter.contains("--phone IP") && enter.contains("[ingest]"),
+                "{enter}"
+            );
+            assert!(!enter.contains("panel"), "{enter}");
+        }
+        assert_eq!(
+            row(&daemon, Protocol::LiveLinkFace).enter,
+            row(&card, Protocol::LiveLinkFace).enter
+        );
         // 0.0.0.0 hears IPv4 only; loopback is never offered to the phone.
         let ips: Vec<String> = card.addresses().iter().map(|a| a.ip.to_string()).collect();
         assert_eq!(ips, ["192.168.1.20", "172.17.0.1"]);

@@ -33,15 +33,20 @@ impl Drop for ConnectHandle {
 
 /// Prints the connect card for `listeners` (with this PC's addresses and the configured
 /// `phone`) and watches `probe` until the first frame: the hints are printed when they change,
-/// and `show` gets the card with whether facewire is still waiting for data. `None` when the
-/// thread cannot start (the run goes on without the card).
+/// and `show` gets the card with whether facewire is still waiting for data. A run without a
+/// control panel (`panel` false) tells how to give the phone's address without one. `None` when
+/// the thread cannot start (the run goes on without the card).
 pub fn watch_connection(
     probe: IngestProbe,
     listeners: &[BoundListener],
     phone: Option<IpAddr>,
     show: Option<ShowCard>,
+    panel: bool,
 ) -> Option<ConnectHandle> {
-    let card = ConnectCard::new(listeners, &lan_addresses(), phone);
+    let mut card = ConnectCard::new(listeners, &lan_addresses(), phone);
+    if !panel {
+        card = card.without_panel();
+    }
     let mut watch = ConnectWatch::new(card, Instant::now(), Os::current());
     poll_until_done(move || {
         let update = watch.update(Instant::now(), probe.frames(), &probe.reports())?;

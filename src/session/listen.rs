@@ -86,6 +86,7 @@ pub fn listen(
             handle.listeners(),
             config.ingest.phone,
             None,
+            false,
         );
         (super::Input::Network(handle), connect)
     };

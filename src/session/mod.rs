@@ -224,6 +224,8 @@ pub fn start(
     } else {
         None
     };
+    // A run with a control panel shows the phone's address field; one without says how else.
+    let panel = options.telemetry.is_some();
     let outputs = Outputs {
         sender,
         telemetry: options.telemetry,
@@ -260,6 +262,7 @@ pub fn start(
                 handle.listeners(),
                 config.ingest.phone,
                 show,
+                panel,
             )
         }
         Input::Webcam(webcam) => notify.and_then(|notify| {

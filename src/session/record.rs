@@ -38,6 +38,7 @@ pub fn record(
         handle.listeners(),
         config.ingest.phone,
         None,
+        false,
     );
     let recorder = handle.attached();
     while !recorder.wait_finished(Duration::from_secs(2)) {
