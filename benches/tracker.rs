@@ -65,11 +65,11 @@ fn steps(c: &mut Criterion) {
         v
     };
     group.bench_function("landmark network", |b| {
-        b.iter(|| networks.landmarks.run(black_box(crop.clone())).unwrap())
+        b.iter(|| networks.landmarks.run(black_box(&crop)).unwrap())
     });
     let points: Vec<f32> = (0..BLENDSHAPE_INPUTS * 2).map(|i| i as f32).collect();
     group.bench_function("blendshape network", |b| {
-        b.iter(|| networks.blendshapes.run(black_box(points.clone())).unwrap())
+        b.iter(|| networks.blendshapes.run(black_box(&points)).unwrap())
     });
     let mut smoother = Smoother::default();
     let mut t = 0.0;

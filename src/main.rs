@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use facewire::app;
-use facewire::calibrate::Profile;
+use facewire::calibrate::{Profile, ProfileError};
 use facewire::config::{Config, Found, LodMode, MorphMode, Origin};
 use facewire::record::{self, Recording, ReplayOptions};
 use facewire::session::{self, HeadAngles, Replay, Size};
@@ -222,7 +222,7 @@ impl LiveArgs {
     ) -> Result<session::LiveRun<'a>> {
         let profiles = profiles_folder(self.profiles.as_deref(), config);
         let profile = session::performer_profile(&profiles, self.performer.as_deref())
-            .map_err(|e| elsewhere(e.into(), &profiles, self.performer.as_deref()))?;
+            .map_err(|e| elsewhere(e, &profiles))?;
         Ok(session::LiveRun {
             config,
             source,
@@ -416,19 +416,23 @@ fn main() -> std::process::ExitCode {
 /// A missing profile's error, with the user's own profiles folder named when it is not the one
 /// searched (a checkout's config/ in use): that it has the profile and how to use it, or that it
 /// lacks it too.
-fn elsewhere(error: anyhow::Error, searched: &Path, performer: Option<&str>) -> anyhow::Error {
-    let (Some(name), Some(folder)) = (performer, facewire::config::platform_folder()) else {
-        return error;
+fn elsewhere(error: session::StartError, searched: &Path) -> anyhow::Error {
+    let name = match &error {
+        session::StartError::Profile(ProfileError::NotFound { name, .. }) => name.clone(),
+        _ => return error.into(),
+    };
+    let Some(folder) = facewire::config::platform_folder() else {
+        return error.into();
     };
     let user = Profile::dir_in(&folder);
     let searched_abs = std::path::absolute(searched).unwrap_or_else(|_| searched.to_path_buf());
-    if user == searched_abs || !error.to_string().starts_with("no profile for performer") {
-        return error;
+    if user == searched_abs {
+        return error.into();
     }
-    let path = Profile::path_in(&user, name);
+    let path = Profile::path_in(&user, &name);
     if path.is_file() {
         anyhow::anyhow!(
-            "{error:#}\n  note: {} has a profile for `{name}`, but the configuration in use keeps \
+            "{error}\n  note: {} has a profile for `{name}`, but the configuration in use keeps \
              its profiles in {} (run facewire from another folder, or give --profiles {})",
             path.display(),
             searched_abs.display(),
@@ -436,7 +440,7 @@ fn elsewhere(error: anyhow::Error, searched: &Path, performer: Option<&str>) -> 
         )
     } else {
         anyhow::anyhow!(
-            "{error:#}\n  note: not in your own profiles folder, {}, either",
+            "{error}\n  note: not in your own profiles folder, {}, either",
             user.display()
         )
     }

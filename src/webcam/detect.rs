@@ -135,7 +135,7 @@ pub fn overlap(a: &[f32; 4], b: &[f32; 4]) -> f32 {
 }
 
 /// Looks for a face in the whole frame: the frame letterboxed to the detector's square input,
-/// the best face mapped back to frame pixels. `input` is scratch space reused between calls.
+/// the best face mapped back to frame pixels. `input` is scratch space, refilled on each call.
 pub fn detect(
     networks: &Networks,
     anchors: &[[f32; 2]],
@@ -144,7 +144,7 @@ pub fn detect(
 ) -> Result<Option<Detection>, ModelError> {
     let roi = Roi::letterbox(frame.width, frame.height);
     roi.sample(frame, DETECTOR_SIDE, Border::Zero, [-1.0, 1.0], input);
-    let out = networks.detector.run(std::mem::take(input))?;
+    let out = networks.detector.run(input)?;
     let (Some(boxes), Some(scores)) = (out.first(), out.get(1)) else {
         return Ok(None);
     };

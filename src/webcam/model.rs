@@ -197,17 +197,18 @@ impl Network {
     }
 
     /// Runs the network on `input` (as many values as the input's shape holds, row-major) and
-    /// gives every output's values, flat, in the network's order.
-    pub fn run(&self, input: Vec<f32>) -> Result<Vec<Vec<f32>>, ModelError> {
+    /// gives every output's values, flat, in the network's order. The input is copied, so the
+    /// caller's buffer can be filled again for the next call.
+    pub fn run(&self, input: &[f32]) -> Result<Vec<Vec<f32>>, ModelError> {
         let run = |reason: String| ModelError::Run {
             name: self.name,
             reason,
         };
-        let tensor = tract_ndarray::ArrayD::from_shape_vec(self.shape.as_slice(), input)
-            .map_err(|e| run(format!("input of the wrong size: {e}")))?;
+        let tensor = Tensor::from_shape(&self.shape, input)
+            .map_err(|e| run(format!("input of the wrong size: {e:#}")))?;
         let outputs = self
             .plan
-            .run(tvec!(Tensor::from(tensor).into()))
+            .run(tvec!(tensor.into()))
             .map_err(|e| run(format!("{e:#}")))?;
         outputs
             .iter()

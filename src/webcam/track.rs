@@ -273,10 +273,7 @@ impl Tracker {
         );
         self.times.crop_us += micros(started);
         let started = Instant::now();
-        let out = self
-            .networks
-            .landmarks
-            .run(std::mem::take(&mut self.input))?;
+        let out = self.networks.landmarks.run(&self.input)?;
         self.times.landmarks_us += micros(started);
         let (Some(points), Some(presence)) = (out.first(), out.get(1).and_then(|p| p.first()))
         else {
@@ -304,13 +301,12 @@ impl Tracker {
         &mut self,
         landmarks: &[[f32; 3]],
     ) -> Result<[f32; BLENDSHAPE_OUTPUTS], ModelError> {
-        let mut input = std::mem::take(&mut self.input);
-        input.clear();
+        self.input.clear();
         for &i in &BLENDSHAPE_LANDMARKS {
             let p = landmarks.get(usize::from(i)).copied().unwrap_or_default();
-            input.extend_from_slice(&[p[0], p[1]]);
+            self.input.extend_from_slice(&[p[0], p[1]]);
         }
-        let out = self.networks.blendshapes.run(input)?;
+        let out = self.networks.blendshapes.run(&self.input)?;
         let mut scores = [0.0f32; BLENDSHAPE_OUTPUTS];
         if let Some(values) = out.first() {
             for (s, v) in scores.iter_mut().zip(values) {
