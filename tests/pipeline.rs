@@ -422,7 +422,7 @@ fn read_xwd(bytes: &[u8]) -> Option<RgbaImage> {
     })
 }
 
-struct Xvfb(Child);
+pub(crate) struct Xvfb(Child);
 
 impl Drop for Xvfb {
     fn drop(&mut self) {
@@ -440,7 +440,7 @@ fn start_xvfb() -> Option<(Xvfb, String)> {
 }
 
 /// [`start_xvfb`] with a screen of `size` (`WIDTHxHEIGHT`).
-fn start_xvfb_sized(size: &str) -> Option<(Xvfb, String)> {
+pub(crate) fn start_xvfb_sized(size: &str) -> Option<(Xvfb, String)> {
     let has = |tool: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])

@@ -100,3 +100,7 @@ mod install;
 /// The webcam tracker through the binary: rendered frames read back (PNG folders, Y4M), and the
 /// closed loop on a scanned face.
 mod webcam;
+
+/// The Windows build under Wine (when `FACEWIRE_WINDOWS_EXE` names it): first start in
+/// %APPDATA%, offscreen rendering through WGL, the stage, the relay and the API, Ctrl-C.
+mod windows;

@@ -1,26 +1,16 @@
-//! Headless rendering: an OpenGL context on the EGL device platform (no X server, no
-//! environment variables) drawing into an offscreen framebuffer that reads back as an image.
+//! Headless rendering: an OpenGL context without a visible window, drawing into an offscreen
+//! framebuffer that reads back as an image (snapshots, sheets, `run --headless`, image tests).
 //!
-//! # Device choice
+//! # Platforms
 //!
-//! EGL lists the machine's devices (`EGL_EXT_device_enumeration`). Mesa always adds a software
-//! device (llvmpipe, marked by the `EGL_MESA_device_software` extension); GPUs come as their
-//! own devices. The context is made on:
-//!
-//! - the software device first when `FACEWIRE_EGL_DEVICE=software` is set (reproducible
-//!   snapshots on any machine);
-//! - otherwise the first hardware device, in the order EGL lists them, with the software device
-//!   as the fallback (and the only choice on a machine without a GPU).
-//!
-//! When a device fails (no driver access inside a container, no suitable config), the next one
-//! is tried, with a warning naming the failure.
-//!
-//! macOS has no EGL: there a headless context cannot be made, and asking for one says so (the
-//! stage window works; snapshots, sheets and `run --headless` need Linux or Windows).
+//! - Linux: EGL's device platform, no X server (see `egl.rs` for the device choice and
+//!   [`DEVICE_ENV`]).
+//! - Windows: WGL on a hidden window of facewire's own (see `wgl.rs`): Windows has no EGL, and
+//!   WGL cannot make a context current without a window.
+//! - macOS has neither: there a headless context cannot be made, and asking for one says so
+//!   (the stage window works; snapshots, sheets and `run --headless` need Linux or Windows).
 
 #![allow(unsafe_code)]
-// The EGL path and what only it uses are compiled out on macOS.
-#![cfg_attr(target_os = "macos", allow(dead_code, unused_imports))]
 
 use std::cell::Cell;
 use std::fmt;
@@ -28,53 +18,56 @@ use std::mem::ManuallyDrop;
 use std::rc::Rc;
 
 use glow::HasContext;
-#[cfg(not(target_os = "macos"))]
-use glutin::api::egl::context::PossiblyCurrentContext;
-#[cfg(not(target_os = "macos"))]
-use glutin::api::egl::device::Device;
-#[cfg(not(target_os = "macos"))]
-use glutin::api::egl::display::Display;
-#[cfg(not(target_os = "macos"))]
-use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
-#[cfg(not(target_os = "macos"))]
-use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
-#[cfg(not(target_os = "macos"))]
-use glutin::prelude::*;
-#[cfg(target_os = "macos")]
-use no_egl::{Display, PossiblyCurrentContext};
 
-/// Stand-ins for EGL's types on macOS, which has no EGL: no value of them exists, so a
+#[cfg(all(not(target_os = "macos"), not(windows)))]
+mod egl;
+#[cfg(windows)]
+mod wgl;
+
+#[cfg(all(not(target_os = "macos"), not(windows)))]
+use egl::Platform;
+#[cfg(target_os = "macos")]
+use unavailable::Platform;
+#[cfg(windows)]
+use wgl::Platform;
+
+/// The platform on macOS, which has no EGL and no WGL: no value of it exists, so a
 /// [`HeadlessContext`] is never made there.
 #[cfg(target_os = "macos")]
-mod no_egl {
-    /// No display.
-    pub enum Display {}
+mod unavailable {
+    use super::super::RenderError;
 
-    /// No context.
-    pub enum PossiblyCurrentContext {}
+    /// No platform.
+    pub(super) enum Platform {}
 
-    impl PossiblyCurrentContext {
-        pub fn make_current_surfaceless(&self) -> Result<(), glutin::error::Error> {
+    impl Platform {
+        /// Says that macOS cannot render headless.
+        pub(super) fn create() -> Result<(Platform, glow::Context, String), RenderError> {
+            Err(RenderError::NoDevice(
+                "macOS has no EGL, which headless rendering (snapshots, sheets, run --headless) \
+                 needs; the stage window works (facewire run)"
+                    .into(),
+            ))
+        }
+
+        pub(super) fn make_current(&self) -> Result<(), RenderError> {
             match *self {}
         }
 
-        pub fn make_not_current_in_place(&self) -> Result<(), glutin::error::Error> {
+        pub(super) fn release(&self) {
             match *self {}
         }
     }
 }
 
 use super::check_gl;
-use super::debug::{gl_string, load_context};
+use super::debug::gl_string;
 use super::objects::{Framebuffer, Renderbuffer};
 use super::{is_software_renderer, RenderError};
 use crate::image::RgbaImage;
 
-/// The environment variable that selects the EGL device (`software` or unset).
+/// The environment variable that selects the EGL device on Linux (`software` or unset).
 pub const DEVICE_ENV: &str = "FACEWIRE_EGL_DEVICE";
-
-/// The extension Mesa's software device advertises.
-const SOFTWARE_EXTENSION: &str = "EGL_MESA_device_software";
 
 /// MSAA samples [`HeadlessContext::new`] asks for on a hardware device (fewer when the driver
 /// allows fewer).
@@ -90,10 +83,8 @@ pub struct HeadlessContext {
     targets: ManuallyDrop<Targets>,
     /// The GL functions (dropped by hand, while the context is current).
     gl: ManuallyDrop<Rc<glow::Context>>,
-    /// The EGL context (dropped after the GL objects).
-    context: PossiblyCurrentContext,
-    /// The EGL display (dropped last).
-    _display: Display,
+    /// The platform's context, display and surface (dropped after the GL objects).
+    platform: Platform,
     /// Framebuffer width in pixels.
     width: u32,
     /// Framebuffer height in pixels.
@@ -149,86 +140,34 @@ impl HeadlessContext {
         Self::create(width, height, Some(samples))
     }
 
-    /// Creates the context on the first usable device; `samples: None` picks by renderer.
+    /// Creates the context on the platform; `samples: None` picks by renderer.
     fn create(
         width: u32,
         height: u32,
         samples: Option<u32>,
     ) -> Result<HeadlessContext, RenderError> {
-        #[cfg(target_os = "macos")]
-        {
-            let _ = (width, height, samples);
-            Err(RenderError::NoDevice(
-                "macOS has no EGL, which headless rendering (snapshots, sheets, run --headless) \
-                 needs; the stage window works (facewire run)"
-                    .into(),
-            ))
-        }
-        #[cfg(not(target_os = "macos"))]
-        Self::create_on_egl(width, height, samples)
-    }
-
-    /// [`HeadlessContext::create`] on EGL's devices.
-    #[cfg(not(target_os = "macos"))]
-    fn create_on_egl(
-        width: u32,
-        height: u32,
-        samples: Option<u32>,
-    ) -> Result<HeadlessContext, RenderError> {
-        let devices: Vec<Device> = Device::query_devices()
-            .map_err(|source| RenderError::Platform {
-                what: "querying EGL devices",
-                source,
-            })?
-            .collect();
-        let want_software = std::env::var(DEVICE_ENV)
-            .map(|v| v.eq_ignore_ascii_case("software"))
-            .unwrap_or(false);
-        let software: Vec<bool> = devices
-            .iter()
-            .map(|d| d.extensions().contains(SOFTWARE_EXTENSION))
-            .collect();
-        let order = device_order(&software, want_software);
-        let mut failures = Vec::new();
-        for index in order {
-            let device = &devices[index];
-            let label = describe(device, index);
-            match create_on_device(device) {
-                Ok((display, context, gl)) => {
-                    tracing::info!(device = %label, "headless EGL context created");
-                    let samples = samples.unwrap_or_else(|| {
-                        if is_software_renderer(&gl_string(&gl, glow::RENDERER)) {
-                            0
-                        } else {
-                            DEFAULT_SAMPLES
-                        }
-                    });
-                    let gl = Rc::new(gl);
-                    let (targets, samples) = create_targets(&gl, width, height, samples)?;
-                    let ctx = HeadlessContext {
-                        targets: ManuallyDrop::new(targets),
-                        gl: ManuallyDrop::new(gl),
-                        context,
-                        _display: display,
-                        width,
-                        height,
-                        samples,
-                        device: label,
-                        in_flight: Cell::new(None),
-                    };
-                    ctx.bind();
-                    return Ok(ctx);
-                }
-                Err(e) => {
-                    tracing::warn!(device = %label, error = %e, "EGL device unusable; trying the next one");
-                    failures.push(format!("{label}: {e}"));
-                }
+        let (platform, gl, device) = Platform::create()?;
+        let samples = samples.unwrap_or_else(|| {
+            if is_software_renderer(&gl_string(&gl, glow::RENDERER)) {
+                0
+            } else {
+                DEFAULT_SAMPLES
             }
-        }
-        if failures.is_empty() {
-            failures.push("EGL lists no devices".to_owned());
-        }
-        Err(RenderError::NoDevice(failures.join("; ")))
+        });
+        let gl = Rc::new(gl);
+        let (targets, samples) = create_targets(&gl, width, height, samples)?;
+        let ctx = HeadlessContext {
+            targets: ManuallyDrop::new(targets),
+            gl: ManuallyDrop::new(gl),
+            platform,
+            width,
+            height,
+            samples,
+            device,
+            in_flight: Cell::new(None),
+        };
+        ctx.bind();
+        Ok(ctx)
     }
 
     /// The GL functions of this context.
@@ -246,7 +185,7 @@ impl HeadlessContext {
         self.samples
     }
 
-    /// Which EGL device the context runs on (for logs).
+    /// Which device or platform the context runs on (for logs).
     pub fn device(&self) -> &str {
         &self.device
     }
@@ -254,12 +193,7 @@ impl HeadlessContext {
     /// Makes this context current on the calling thread again (needed only when another
     /// context was made current on it since).
     pub fn make_current(&self) -> Result<(), RenderError> {
-        self.context
-            .make_current_surfaceless()
-            .map_err(|source| RenderError::Platform {
-                what: "making the headless context current",
-                source,
-            })
+        self.platform.make_current()
     }
 
     /// Binds the offscreen framebuffer for drawing and reading and sets the viewport to its
@@ -386,97 +320,8 @@ impl Drop for HeadlessContext {
             ManuallyDrop::drop(&mut self.targets);
             ManuallyDrop::drop(&mut self.gl);
         }
-        if let Err(e) = self.context.make_not_current_in_place() {
-            tracing::debug!(error = %e, "releasing the headless context failed");
-        }
+        self.platform.release();
     }
-}
-
-/// The order in which devices are tried (see the module docs), given which of them are
-/// software devices.
-fn device_order(is_software: &[bool], want_software: bool) -> Vec<usize> {
-    let (software, hardware): (Vec<usize>, Vec<usize>) =
-        (0..is_software.len()).partition(|&i| is_software[i]);
-    if want_software {
-        software.into_iter().chain(hardware).collect()
-    } else {
-        hardware.into_iter().chain(software).collect()
-    }
-}
-
-/// A short description of a device for logs.
-#[cfg(not(target_os = "macos"))]
-fn describe(device: &Device, index: usize) -> String {
-    let kind = if device.extensions().contains(SOFTWARE_EXTENSION) {
-        "software"
-    } else {
-        "hardware"
-    };
-    let mut label = format!("#{index} {kind}");
-    if let Some(name) = device.name().or(device.vendor()) {
-        label.push_str(&format!(" {name}"));
-    }
-    if let Some(node) = device.drm_render_device_node_path() {
-        label.push_str(&format!(" {}", node.display()));
-    }
-    label
-}
-
-/// Creates a display, a core context (4.5, else 3.3) made current without a surface, and the
-/// loaded GL functions on one device.
-#[cfg(not(target_os = "macos"))]
-fn create_on_device(
-    device: &Device,
-) -> Result<(Display, PossiblyCurrentContext, glow::Context), RenderError> {
-    let platform = |what: &'static str| move |source| RenderError::Platform { what, source };
-    // SAFETY: no native display is passed, which is the documented precondition-free case.
-    let display = unsafe { Display::with_device(device, None) }
-        .map_err(platform("creating the EGL display"))?;
-    let template = ConfigTemplateBuilder::new()
-        .with_api(Api::OPENGL)
-        .with_surface_type(ConfigSurfaceTypes::empty())
-        .build();
-    // SAFETY: the template is fully built; the display is initialised.
-    let configs: Vec<_> = unsafe { display.find_configs(template) }
-        .map_err(platform("listing EGL configs"))?
-        .collect();
-    // Rendering goes to our own FBO, so the config only has to support desktop GL; still prefer
-    // the documented RGBA8 + depth 24 one.
-    let config = configs
-        .iter()
-        .find(|c| c.alpha_size() >= 8 && c.depth_size() >= 24)
-        .or(configs.first())
-        .cloned()
-        .ok_or_else(|| RenderError::NoConfig("the EGL device offers no OpenGL config".into()))?;
-
-    let mut last_error = None;
-    for (major, minor) in [(4, 5), (3, 3)] {
-        let attributes = ContextAttributesBuilder::new()
-            .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
-            .with_profile(GlProfile::Core)
-            .with_debug(cfg!(debug_assertions))
-            .build(None);
-        // SAFETY: the config belongs to this display; no window handle is involved.
-        match unsafe { display.create_context(&config, &attributes) } {
-            Ok(not_current) => {
-                let context = not_current
-                    .make_current_surfaceless()
-                    .map_err(platform("making the headless context current"))?;
-                // SAFETY: the context is current on this thread and the loader is EGL's own.
-                let gl = unsafe { load_context(|s| display.get_proc_address(s), "EGL device") }?;
-                return Ok((display, context, gl));
-            }
-            Err(e) => {
-                tracing::debug!(major, minor, error = %e, "GL core context request refused");
-                last_error = Some(e);
-            }
-        }
-    }
-    Err(RenderError::Platform {
-        what: "creating a GL 4.5 or 3.3 core context",
-        source: last_error
-            .unwrap_or_else(|| glutin::error::ErrorKind::NotSupported("no context").into()),
-    })
 }
 
 /// Creates the offscreen framebuffers; returns them with the sample count actually used.
@@ -593,16 +438,6 @@ fn flip_rows(data: &mut [u8], row: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hardware_devices_come_first_unless_software_is_asked_for() {
-        assert_eq!(device_order(&[true], false), [0]);
-        assert_eq!(device_order(&[true], true), [0]);
-        assert_eq!(device_order(&[true, false, false], false), [1, 2, 0]);
-        assert_eq!(device_order(&[false, true, false], true), [1, 0, 2]);
-        assert_eq!(device_order(&[false], true), [0]);
-        assert!(device_order(&[], false).is_empty());
-    }
 
     #[test]
     fn flip_rows_reverses_rows() {
