@@ -540,6 +540,13 @@ fn config_command(config: &Config, source: Option<&Path>, origin: &Origin, args:
         Some(path) => println!("configuration: {} ({origin})", shown(path).display()),
         None => println!("configuration: {origin}"),
     }
+    if matches!(origin, Origin::BesideProgram) {
+        println!(
+            "note:          an unpacked download keeps its configuration, profiles and looks in \
+             its own config/, wherever it is started from; copy that folder into a newer \
+             version's folder when you update"
+        );
+    }
     // Run in a checkout, the checkout's config/ takes precedence: say what it shadows.
     if matches!(origin, Origin::WorkingDirectory) {
         if let Some(folder) = facewire::config::platform_folder() {

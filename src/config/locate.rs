@@ -1,6 +1,8 @@
-//! Which configuration file facewire uses: `--config PATH`, else `config/facewire.toml` in the
-//! working directory (a checkout of the repository), else `facewire.toml` in the platform's
-//! config folder, which the first start fills with the shipped files.
+//! Which configuration file facewire uses: `--config PATH`, else `config/facewire.toml` beside
+//! the program (an unpacked download: the Windows zip or the Linux tarball), else
+//! `config/facewire.toml` in the working directory (a checkout of the repository), else
+//! `facewire.toml` in the platform's config folder, which the first start fills with the
+//! shipped files.
 //!
 //! Relative paths in the file, and the folders of named things (performers' profiles, look
 //! presets, the default head's mapping), are taken from the folder the file is in, so an
@@ -58,6 +60,8 @@ const SHIPPED_FOLDERS: [&str; 1] = ["models"];
 pub enum Origin {
     /// `--config PATH`.
     Flag,
+    /// `config/facewire.toml` beside the program (an unpacked download).
+    BesideProgram,
     /// `config/facewire.toml` in the working directory (a checkout of the repository).
     WorkingDirectory,
     /// `facewire.toml` in the platform's config folder.
@@ -73,6 +77,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Flag => f.write_str("given with --config"),
+            Origin::BesideProgram => f.write_str("config/facewire.toml beside the program"),
             Origin::WorkingDirectory => {
                 f.write_str("config/facewire.toml in the working directory")
             }
@@ -103,6 +108,16 @@ pub fn platform_folder() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("facewire"))
 }
 
+/// `config/facewire.toml` beside the running program, when there is one: an unpacked download
+/// (the Windows zip, the Linux tarball) keeps its configuration, profiles and looks in its own
+/// folder, wherever it is started from (a shortcut, a terminal elsewhere). A program built in a
+/// checkout (`target/release`) or installed (`/usr/bin`, `~/.cargo/bin`) has none.
+pub fn beside_program() -> Option<PathBuf> {
+    let program = std::env::current_exe().ok()?;
+    let path = program.parent()?.join(DEFAULT_FOLDER).join(FILE_NAME);
+    path.is_file().then_some(path)
+}
+
 /// Writes the [`SHIPPED`] files that are not there yet into `folder` (made if needed), and
 /// makes its `models` folder; a file already there is kept as it is. Returns the files written.
 pub fn write_shipped(folder: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -123,17 +138,20 @@ pub fn write_shipped(folder: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 impl Config {
     /// The configuration to use: `--config PATH` (`explicit`) if given; else
-    /// [`DEFAULT_PATH`] in the working directory if it exists; else [`FILE_NAME`] in the
+    /// [`DEFAULT_PATH`] beside the program ([`beside_program`]) or in the working directory,
+    /// the first that exists; else [`FILE_NAME`] in the
     /// platform's config folder ([`platform_folder`]), written there from the shipped files
     /// first when it does not exist. Without a platform folder, or when it cannot be written,
     /// the built-in defaults (whose folder is [`DEFAULT_FOLDER`]).
     pub fn discover(explicit: Option<&Path>) -> Result<Found, ConfigError> {
-        Config::discover_in(explicit, platform_folder())
+        Config::discover_in(explicit, beside_program(), platform_folder())
     }
 
-    /// [`Config::discover`] with the platform's config folder given.
+    /// [`Config::discover`] with the program's own configuration (when it has one) and the
+    /// platform's config folder given.
     pub fn discover_in(
         explicit: Option<&Path>,
+        beside: Option<PathBuf>,
         platform: Option<PathBuf>,
     ) -> Result<Found, ConfigError> {
         let found = |path: PathBuf, origin| {
@@ -145,6 +163,9 @@ impl Config {
         };
         if let Some(path) = explicit {
             return found(path.to_path_buf(), Origin::Flag);
+        }
+        if let Some(path) = beside {
+            return found(path, Origin::BesideProgram);
         }
         if Path::new(DEFAULT_PATH).is_file() {
             return found(DEFAULT_PATH.into(), Origin::WorkingDirectory);
@@ -224,6 +245,26 @@ mod tests {
     }
 
     #[test]
+    fn a_configuration_beside_the_program_comes_before_the_users_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let unpacked = dir.path().join("facewire-1.0-windows-x86_64/config");
+        write_shipped(&unpacked).unwrap();
+        std::fs::write(unpacked.join(FILE_NAME), "[window]\nwidth = 700\n").unwrap();
+        let user = dir.path().join("user");
+        let beside = Some(unpacked.join(FILE_NAME));
+        let found = Config::discover_in(None, beside.clone(), Some(user.clone())).unwrap();
+        assert_eq!(found.origin, Origin::BesideProgram);
+        assert_eq!(found.config.window.width, 700);
+        assert_eq!(found.config.folder, unpacked);
+        assert!(!user.exists(), "the user's folder was written");
+        // --config still wins.
+        let explicit = dir.path().join("given.toml");
+        std::fs::write(&explicit, "").unwrap();
+        let found = Config::discover_in(Some(&explicit), beside, Some(user)).unwrap();
+        assert_eq!(found.origin, Origin::Flag);
+    }
+
+    #[test]
     fn an_unwritable_folder_falls_back_to_the_defaults() {
         let dir = tempfile::tempdir().unwrap();
         // A file where the folder should be.
@@ -231,7 +272,7 @@ mod tests {
         std::fs::write(&blocked, "").unwrap();
         let explicit = dir.path().join("given.toml");
         std::fs::write(&explicit, "[window]\nwidth = 800\n").unwrap();
-        let found = Config::discover_in(Some(&explicit), Some(blocked.clone())).unwrap();
+        let found = Config::discover_in(Some(&explicit), None, Some(blocked.clone())).unwrap();
         assert_eq!(found.origin, Origin::Flag);
         assert_eq!(found.config.window.width, 800);
         assert_eq!(found.config.folder, dir.path());
