@@ -21,7 +21,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::pipeline::{free_udp_port, start_xvfb_sized, Xvfb};
-use crate::support::{repo, vmc_frame};
+use crate::support::{changed_pixels, facewire_bin, repo, vmc_frame};
 
 /// The environment variable naming the Windows build under test.
 const EXE_ENV: &str = "FACEWIRE_WINDOWS_EXE";
@@ -208,6 +208,21 @@ fn the_windows_build_runs_under_wine() {
     let image = RgbaImage::load_png(&snap).unwrap();
     assert_eq!((image.width, image.height), (256, 256));
     assert!(shows_a_face(&image), "the snapshot shows no face");
+    // The same picture as the Linux build draws through EGL (both on llvmpipe).
+    let linux = work.path().join("linux.png");
+    let status = Command::new(facewire_bin())
+        .args(["--config", quiet, "snapshot", "--size", "256x256", "--out"])
+        .arg(&linux)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the Linux snapshot: {status}");
+    let linux = RgbaImage::load_png(&linux).unwrap();
+    let differing = changed_pixels(&image, &linux, 8).len();
+    assert!(
+        differing < 256 * 256 / 100,
+        "{differing} pixels differ between the WGL and the EGL snapshot"
+    );
     let sheet = work.path().join("sheet.png");
     wine.ok(
         dir,

@@ -1,11 +1,59 @@
-//! GL diagnostics: loading the function pointers, logging the driver, `KHR_debug` into tracing
-//! and the debug-build `glGetError` check behind `check_gl!`.
+//! GL diagnostics: asking for a core context, loading the function pointers, logging the
+//! driver, `KHR_debug` into tracing and the debug-build `glGetError` check behind `check_gl!`.
 
 #![allow(unsafe_code)]
 
 use glow::HasContext;
+use glutin::config::GlConfig;
+use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
+use glutin::display::GlDisplay;
+use raw_window_handle::RawWindowHandle;
 
 use super::RenderError;
+
+/// Asks `display` for a core-profile context of OpenGL 4.5, else 3.3 (with debug output in
+/// debug builds), for `window` or for none (offscreen).
+///
+/// # Safety
+///
+/// `config` must belong to `display`, and `window`, when given, must be a live window.
+pub(crate) unsafe fn create_core_context<D: GlDisplay>(
+    display: &D,
+    config: &D::Config,
+    window: Option<RawWindowHandle>,
+) -> Result<D::NotCurrentContext, RenderError> {
+    let mut last_error = None;
+    for (major, minor) in [(4, 5), (3, 3)] {
+        let attributes = ContextAttributesBuilder::new()
+            .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
+            .with_profile(GlProfile::Core)
+            .with_debug(cfg!(debug_assertions))
+            .build(window);
+        // SAFETY: the caller guarantees the config's display and the window.
+        match unsafe { display.create_context(config, &attributes) } {
+            Ok(context) => return Ok(context),
+            Err(e) => {
+                tracing::debug!(major, minor, error = %e, "GL core context request refused");
+                last_error = Some(e);
+            }
+        }
+    }
+    Err(RenderError::Platform {
+        what: "creating a GL 4.5 or 3.3 core context",
+        source: last_error
+            .unwrap_or_else(|| glutin::error::ErrorKind::NotSupported("no context").into()),
+    })
+}
+
+/// The config an offscreen context prefers: RGBA8 with a 24-bit depth buffer, else the first
+/// one (facewire draws into its own framebuffer, so any desktop-GL config will do).
+pub(crate) fn preferred_offscreen_config<C: GlConfig + Clone>(configs: &[C]) -> Option<C> {
+    configs
+        .iter()
+        .find(|c| c.alpha_size() >= 8 && c.depth_size() >= 24)
+        .or(configs.first())
+        .cloned()
+}
 
 /// Loads the GL functions of the current context through `loader`, checks that it is at least
 /// OpenGL 3.3 (not ES), routes `KHR_debug` messages into tracing and logs the driver at info

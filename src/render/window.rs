@@ -29,9 +29,7 @@ use std::rc::Rc;
 
 use glow::HasContext;
 use glutin::config::{Api, Config, ConfigTemplateBuilder};
-use glutin::context::{
-    ContextApi, ContextAttributesBuilder, GlProfile, PossiblyCurrentContext, Version,
-};
+use glutin::context::PossiblyCurrentContext;
 use glutin::display::{Display, DisplayApiPreference};
 use glutin::prelude::*;
 use glutin::surface::{Surface, SurfaceAttributesBuilder, SwapInterval, WindowSurface};
@@ -40,7 +38,7 @@ use winit::dpi::PhysicalSize;
 use winit::event_loop::ActiveEventLoop;
 use winit::window::Window;
 
-use super::debug::load_context;
+use super::debug::{create_core_context, load_context};
 use super::headless::read_pixels;
 use super::{DrawTarget, RenderError};
 use crate::image::RgbaImage;
@@ -236,31 +234,8 @@ fn build(
         .map_err(|e| window_error("getting the window handle", e))?
         .as_raw();
 
-    let mut last_error = None;
-    let mut not_current = None;
-    for (major, minor) in [(4, 5), (3, 3)] {
-        let attributes = ContextAttributesBuilder::new()
-            .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
-            .with_profile(GlProfile::Core)
-            .with_debug(cfg!(debug_assertions))
-            .build(Some(raw_window));
-        // SAFETY: the config belongs to this display and the window handle is alive.
-        match unsafe { display.create_context(&config, &attributes) } {
-            Ok(c) => {
-                not_current = Some(c);
-                break;
-            }
-            Err(e) => {
-                tracing::debug!(major, minor, error = %e, "GL core context request refused");
-                last_error = Some(e);
-            }
-        }
-    }
-    let not_current = not_current.ok_or_else(|| RenderError::Platform {
-        what: "creating a GL 4.5 or 3.3 core context",
-        source: last_error
-            .unwrap_or_else(|| glutin::error::ErrorKind::NotSupported("no context").into()),
-    })?;
+    // SAFETY: the config belongs to this display and the window handle is alive.
+    let not_current = unsafe { create_core_context(&display, &config, Some(raw_window)) }?;
 
     let size = window.inner_size();
     let (w, h) = non_zero(size.width, size.height);

@@ -17,10 +17,9 @@ use glutin::api::egl::context::PossiblyCurrentContext;
 use glutin::api::egl::device::Device;
 use glutin::api::egl::display::Display;
 use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
-use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::prelude::*;
 
-use super::super::debug::load_context;
+use super::super::debug::{create_core_context, load_context, preferred_offscreen_config};
 use super::super::RenderError;
 use super::DEVICE_ENV;
 
@@ -124,8 +123,8 @@ fn describe(device: &Device, index: usize) -> String {
     label
 }
 
-/// Creates a display, a core context (4.5, else 3.3) made current without a surface, and the
-/// loaded GL functions on one device.
+/// Creates a display, a core context made current without a surface, and the loaded GL
+/// functions on one device.
 fn create_on_device(
     device: &Device,
 ) -> Result<(Display, PossiblyCurrentContext, glow::Context), RenderError> {
@@ -141,43 +140,16 @@ fn create_on_device(
     let configs: Vec<_> = unsafe { display.find_configs(template) }
         .map_err(platform("listing EGL configs"))?
         .collect();
-    // Rendering goes to our own FBO, so the config only has to support desktop GL; still prefer
-    // the documented RGBA8 + depth 24 one.
-    let config = configs
-        .iter()
-        .find(|c| c.alpha_size() >= 8 && c.depth_size() >= 24)
-        .or(configs.first())
-        .cloned()
+    let config = preferred_offscreen_config(&configs)
         .ok_or_else(|| RenderError::NoConfig("the EGL device offers no OpenGL config".into()))?;
-
-    let mut last_error = None;
-    for (major, minor) in [(4, 5), (3, 3)] {
-        let attributes = ContextAttributesBuilder::new()
-            .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
-            .with_profile(GlProfile::Core)
-            .with_debug(cfg!(debug_assertions))
-            .build(None);
-        // SAFETY: the config belongs to this display; no window handle is involved.
-        match unsafe { display.create_context(&config, &attributes) } {
-            Ok(not_current) => {
-                let context = not_current
-                    .make_current_surfaceless()
-                    .map_err(platform("making the headless context current"))?;
-                // SAFETY: the context is current on this thread and the loader is EGL's own.
-                let gl = unsafe { load_context(|s| display.get_proc_address(s), "EGL device") }?;
-                return Ok((display, context, gl));
-            }
-            Err(e) => {
-                tracing::debug!(major, minor, error = %e, "GL core context request refused");
-                last_error = Some(e);
-            }
-        }
-    }
-    Err(RenderError::Platform {
-        what: "creating a GL 4.5 or 3.3 core context",
-        source: last_error
-            .unwrap_or_else(|| glutin::error::ErrorKind::NotSupported("no context").into()),
-    })
+    // SAFETY: the config belongs to this display; no window handle is involved.
+    let not_current = unsafe { create_core_context(&display, &config, None) }?;
+    let context = not_current
+        .make_current_surfaceless()
+        .map_err(platform("making the headless context current"))?;
+    // SAFETY: the context is current on this thread and the loader is EGL's own.
+    let gl = unsafe { load_context(|s| display.get_proc_address(s), "EGL device") }?;
+    Ok((display, context, gl))
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@ use glutin::api::wgl::context::PossiblyCurrentContext;
 use glutin::api::wgl::display::Display;
 use glutin::api::wgl::surface::Surface;
 use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
-use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::prelude::*;
 use glutin::surface::{SurfaceAttributesBuilder, WindowSurface};
 use raw_window_handle::{
@@ -27,7 +26,7 @@ use windows_sys::Win32::UI::WindowsAndMessaging::{
     WS_CLIPCHILDREN, WS_CLIPSIBLINGS, WS_POPUP,
 };
 
-use super::super::debug::load_context;
+use super::super::debug::{create_core_context, load_context, preferred_offscreen_config};
 use super::super::RenderError;
 
 /// The window class of the hidden window.
@@ -49,8 +48,7 @@ pub(super) struct Platform {
 }
 
 impl Platform {
-    /// A core context (4.5, else 3.3) on a hidden window, its GL functions and a description
-    /// for logs.
+    /// A core context on a hidden window, its GL functions and a description for logs.
     pub(super) fn create() -> Result<(Platform, glow::Context, String), RenderError> {
         let platform = |what: &'static str| move |source| RenderError::Platform { what, source };
         let window = HiddenWindow::new()?;
@@ -68,11 +66,7 @@ impl Platform {
         let configs: Vec<_> = unsafe { display.find_configs(template) }
             .map_err(platform("listing WGL pixel formats"))?
             .collect();
-        let config = configs
-            .iter()
-            .find(|c| c.alpha_size() >= 8 && c.depth_size() >= 24)
-            .or(configs.first())
-            .cloned()
+        let config = preferred_offscreen_config(&configs)
             .ok_or_else(|| RenderError::NoConfig("WGL offers no OpenGL pixel format".into()))?;
         let one = NonZeroU32::MIN;
         let surface_attributes =
@@ -82,43 +76,23 @@ impl Platform {
         let surface = unsafe { display.create_window_surface(&config, &surface_attributes) }
             .map_err(platform("creating the hidden window's WGL surface"))?;
 
-        let mut last_error = None;
-        for (major, minor) in [(4, 5), (3, 3)] {
-            let attributes = ContextAttributesBuilder::new()
-                .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
-                .with_profile(GlProfile::Core)
-                .with_debug(cfg!(debug_assertions))
-                .build(Some(handle));
-            // SAFETY: the config belongs to this display and the handle to the live window.
-            match unsafe { display.create_context(&config, &attributes) } {
-                Ok(not_current) => {
-                    let context = not_current
-                        .make_current(&surface)
-                        .map_err(platform("making the headless context current"))?;
-                    // SAFETY: the context is current on this thread; the loader is WGL's own
-                    // (wglGetProcAddress, then opengl32.dll's exports).
-                    let gl = unsafe { load_context(|s| display.get_proc_address(s), "WGL") }?;
-                    let label = format!("WGL {major}.{minor} core on a hidden window");
-                    tracing::info!(device = %label, "headless WGL context created");
-                    let platform = Platform {
-                        context,
-                        surface,
-                        _display: display,
-                        _window: window,
-                    };
-                    return Ok((platform, gl, label));
-                }
-                Err(e) => {
-                    tracing::debug!(major, minor, error = %e, "GL core context request refused");
-                    last_error = Some(e);
-                }
-            }
-        }
-        Err(RenderError::Platform {
-            what: "creating a GL 4.5 or 3.3 core context with WGL",
-            source: last_error
-                .unwrap_or_else(|| glutin::error::ErrorKind::NotSupported("no context").into()),
-        })
+        // SAFETY: the config belongs to this display and the handle to the live window.
+        let not_current = unsafe { create_core_context(&display, &config, Some(handle)) }?;
+        let context = not_current
+            .make_current(&surface)
+            .map_err(platform("making the headless context current"))?;
+        // SAFETY: the context is current on this thread; the loader is WGL's own
+        // (wglGetProcAddress, then opengl32.dll's exports).
+        let gl = unsafe { load_context(|s| display.get_proc_address(s), "WGL") }?;
+        let label = "WGL core context on a hidden window".to_owned();
+        tracing::info!(device = %label, "headless WGL context created");
+        let platform = Platform {
+            context,
+            surface,
+            _display: display,
+            _window: window,
+        };
+        Ok((platform, gl, label))
     }
 
     /// Makes the context current on the calling thread.
