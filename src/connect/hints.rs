@@ -360,6 +360,7 @@ pub fn hints(input: &HintInput<'_>) -> Vec<Hint> {
 #[cfg(test)]
 mod tests {
     use std::net::SocketAddr;
+    use std::path::Path;
 
     use super::*;
 
@@ -372,6 +373,27 @@ mod tests {
             .into_iter()
             .map(|p| report(p, default_port(p)))
             .collect()
+    }
+
+    #[test]
+    fn the_readmes_firewall_commands_are_the_programs() {
+        let readme =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+                .unwrap();
+        let mut ports: Vec<u16> = Vec::new();
+        for r in all_reports() {
+            if !ports.contains(&r.addr.port()) {
+                ports.push(r.addr.port());
+            }
+        }
+        for os in [Os::Linux, Os::Windows] {
+            for command in firewall(os, &ports).commands {
+                assert!(
+                    readme.contains(&format!("`{command}")) || readme.contains(&command),
+                    "the README does not give `{command}`"
+                );
+            }
+        }
     }
 
     fn addresses() -> Vec<LanAddress> {
