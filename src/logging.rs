@@ -42,14 +42,15 @@ pub fn parse_filter(spec: &str) -> Result<EnvFilter, FilterError> {
     EnvFilter::try_new(spec).map_err(|_| FilterError::Syntax(spec.to_string()))
 }
 
-/// Installs the global subscriber: messages on stderr, filtered by `FACEWIRE_LOG` (info when it
-/// is unset; a value not understood is said on stderr and info is used), colours only when
-/// stderr is a terminal.
-pub fn init() {
-    let spec = std::env::var("FACEWIRE_LOG").unwrap_or_else(|_| DEFAULT_FILTER.to_string());
+/// Installs the global subscriber: messages on stderr, filtered by `FACEWIRE_LOG` (`default`
+/// when it is unset: [`DEFAULT_FILTER`], or `warn` for the commands that print an answer; a value
+/// not understood is said on stderr and `default` is used), colours only when stderr is a
+/// terminal.
+pub fn init(default: &str) {
+    let spec = std::env::var("FACEWIRE_LOG").unwrap_or_else(|_| default.to_string());
     let filter = parse_filter(&spec).unwrap_or_else(|error| {
         eprintln!("{error}");
-        EnvFilter::new(DEFAULT_FILTER)
+        EnvFilter::new(default)
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -403,8 +403,19 @@ struct ImportObjArgs {
 }
 
 fn main() -> std::process::ExitCode {
-    facewire::logging::init();
-    match run() {
+    let cli = Cli::parse();
+    // Commands that print an answer keep the info lines (configuration loaded, avatar loaded)
+    // off the terminal beside it; FACEWIRE_LOG still turns them on.
+    let quiet = matches!(
+        cli.command,
+        Some(Command::Config(_) | Command::Check(_) | Command::Webcam(_))
+    );
+    facewire::logging::init(if quiet {
+        "warn"
+    } else {
+        facewire::logging::DEFAULT_FILTER
+    });
+    match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -469,8 +480,7 @@ fn profiles_folder(flag: Option<&Path>, config: &Config) -> PathBuf {
     flag.map_or_else(|| Profile::dir_in(&config.folder), Path::to_path_buf)
 }
 
-fn run() -> Result<()> {
-    let cli = Cli::parse();
+fn run(cli: Cli) -> Result<()> {
     // `track` reads a video and nothing of the configuration: it neither needs nor writes the
     // user's config folder.
     if let Some(Command::Track(args)) = &cli.command {

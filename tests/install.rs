@@ -192,3 +192,39 @@ fn a_checkout_says_what_it_shadows_and_where_else_a_profile_is() {
         "{err}"
     );
 }
+
+#[test]
+fn commands_that_print_an_answer_log_no_info_lines_beside_it() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // The first start, so the configuration exists; then each answer on its own.
+    installed(home.path(), work.path(), &["config"]);
+    for args in [&["config"][..], &["check"][..]] {
+        let output = Command::new(facewire_bin())
+            .current_dir(work.path())
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("xdg"))
+            .env_remove("FACEWIRE_LOG")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(!output.stdout.is_empty(), "{args:?} printed no answer");
+        let stderr = text(&output.stderr);
+        assert!(
+            !stderr.contains("INFO"),
+            "{args:?} logged info lines:\n{stderr}"
+        );
+    }
+    // FACEWIRE_LOG still turns them on.
+    let output = installed(home.path(), work.path(), &["config"]);
+    assert!(
+        text(&output.stderr).contains("INFO"),
+        "{}",
+        text(&output.stderr)
+    );
+}

@@ -177,19 +177,19 @@ pub enum CameraError {
     },
 }
 
-/// What to do when no camera is there.
+/// What to do when no camera is there (also what `facewire webcam --list` says then, so it
+/// names no command but the next start).
 fn no_camera_fix() -> &'static str {
     if cfg!(target_os = "linux") {
         "plug in a webcam (it appears as /dev/video0 or so; in a container or VM, pass the \
          device through), or check that your user may open it (the video group: sudo usermod -aG \
-         video $USER, then log in again); facewire webcam --list shows the cameras there are"
+         video $USER, then log in again), then start facewire again"
     } else if cfg!(target_os = "macos") {
         "plug in a webcam, and allow your terminal (or facewire) to use the camera in System \
-         Settings > Privacy & Security > Camera; facewire webcam --list shows the cameras there \
-         are"
+         Settings > Privacy & Security > Camera, then start facewire again"
     } else {
         "plug in a webcam, and turn on Settings > Privacy & security > Camera > Let desktop apps \
-         access your camera; facewire webcam --list shows the cameras there are"
+         access your camera, then start facewire again"
     }
 }
 
@@ -783,6 +783,8 @@ mod tests {
         let none = choose(&[], None).unwrap_err();
         assert_eq!(none, CameraError::NoCamera);
         assert!(none.to_string().contains("plug in a webcam"), "{none}");
+        // Said by `facewire webcam --list` too: it does not send the user back to itself.
+        assert!(!none.to_string().contains("--list"), "{none}");
     }
 
     #[test]
