@@ -59,12 +59,17 @@ pub struct TerminalUi<R, W> {
     last: Option<(usize, Phase, usize)>,
     /// The routine's number of steps (from the last prompt).
     steps: usize,
+    /// Whether the progress bar is drawn (redrawn in place with `\r`): on a terminal, not into
+    /// a pipe or a file, which get the steps' lines alone.
+    bar: bool,
 }
 
 impl TerminalUi<io::StdinLock<'static>, io::Stdout> {
-    /// A terminal UI on standard input and output.
+    /// A terminal UI on standard input and output; the progress bar only when standard output
+    /// is a terminal.
     pub fn stdio() -> Self {
-        TerminalUi::new(io::stdin().lock(), io::stdout())
+        let bar = io::IsTerminal::is_terminal(&io::stdout());
+        TerminalUi::new(io::stdin().lock(), io::stdout()).with_bar(bar)
     }
 }
 
@@ -76,7 +81,14 @@ impl<R: BufRead, W: Write> TerminalUi<R, W> {
             output,
             last: None,
             steps: 0,
+            bar: true,
         }
+    }
+
+    /// Draws the progress bar (the default) or leaves it out.
+    pub fn with_bar(mut self, bar: bool) -> Self {
+        self.bar = bar;
+        self
     }
 
     /// The writer, for tests.
@@ -116,7 +128,7 @@ impl<R: BufRead, W: Write> TerminalUi<R, W> {
                 }
             }
         }
-        if prompt.phase != Phase::Finished {
+        if self.bar && prompt.phase != Phase::Finished {
             let label = if prompt.phase == Phase::Prepare {
                 "get ready"
             } else {
@@ -276,5 +288,30 @@ mod tests {
         let text = String::from_utf8(ui.output().clone()).unwrap();
         assert_eq!(text.matches("Step 2/3: BLINK").count(), 1, "{text}");
         assert!(text.contains("Please answer"), "{text}");
+    }
+
+    #[test]
+    fn without_a_terminal_the_steps_are_lines_and_no_bar_is_drawn() {
+        let mut ui = TerminalUi::new(io::Cursor::new(b"\n".to_vec()), Vec::new()).with_bar(false);
+        let mut prompt = Prompt {
+            step: 0,
+            steps: 2,
+            title: "Rest",
+            instruction: "Look at the camera.",
+            phase: Phase::Prepare,
+            progress: 0.0,
+            remaining: Duration::from_secs(2),
+        };
+        for phase in [Phase::Prepare, Phase::Record] {
+            prompt.phase = phase;
+            for progress in [0.1, 0.5, 0.9] {
+                prompt.progress = progress;
+                ui.show(&prompt);
+            }
+        }
+        let text = String::from_utf8(ui.output().clone()).unwrap();
+        assert!(text.contains("Step 1/2: REST"), "{text}");
+        assert!(text.contains("recording..."), "{text}");
+        assert!(!text.contains('\r') && !text.contains('#'), "{text:?}");
     }
 }
