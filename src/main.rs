@@ -612,9 +612,9 @@ fn import_obj_command(args: ImportObjArgs) -> Result<()> {
 }
 
 /// Applies the render flags to the configuration.
-fn apply_render_args(config: &mut Config, args: &RenderArgs) {
+fn apply_render_args(config: &mut Config, args: &RenderArgs) -> Result<()> {
     if let Some(m) = &args.model {
-        config.render.model.clone_from(m);
+        config.render.model = session::resolve_model(m, &config.render.models_dir)?;
     }
     if let Some(m) = &args.mapping {
         config.render.mapping.clone_from(m);
@@ -634,11 +634,12 @@ fn apply_render_args(config: &mut Config, args: &RenderArgs) {
     if let Some(look) = &args.look {
         config.render.look.clone_from(look);
     }
+    Ok(())
 }
 
 fn check_command(config: &mut Config, args: session::CheckArgs) -> Result<()> {
     if let Some(m) = args.model {
-        config.render.model = m;
+        config.render.model = session::resolve_model(&m, &config.render.models_dir)?;
     }
     if let Some(m) = args.mapping {
         config.render.mapping = m;
@@ -663,7 +664,7 @@ fn contact_sheet(config: &mut Config, args: facewire::sheet::SheetArgs) -> Resul
             look: args.look,
             ..RenderArgs::default()
         },
-    );
+    )?;
     let (avatar, mapping) = session::load_avatar(config)?;
     let options = sheet::SheetOptions {
         panel: args.size,
@@ -687,7 +688,7 @@ fn contact_sheet(config: &mut Config, args: facewire::sheet::SheetArgs) -> Resul
 }
 
 fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
-    apply_render_args(config, &args.render);
+    apply_render_args(config, &args.render)?;
     if let Some(path) = &args.frames {
         let frames = session::read_pose_lines(path)?;
         let (avatar, mapping) = session::load_avatar(config)?;
@@ -713,8 +714,8 @@ fn snapshot(config: &mut Config, args: SnapshotArgs) -> Result<()> {
 }
 
 /// The flags of `run` that change the configuration.
-fn apply_run_args(config: &mut Config, args: &RunArgs) {
-    apply_render_args(config, &args.render);
+fn apply_run_args(config: &mut Config, args: &RunArgs) -> Result<()> {
+    apply_render_args(config, &args.render)?;
     config.ingest.apply_flags(&args.listen, args.phone);
     if let Some(cap) = args.fps_cap {
         config.window.fps_cap = cap;
@@ -726,10 +727,11 @@ fn apply_run_args(config: &mut Config, args: &RunArgs) {
     if args.no_panel {
         config.window.panel = false;
     }
+    Ok(())
 }
 
 fn run_command(config: &mut Config, source: Option<&Path>, args: RunArgs) -> Result<()> {
-    apply_run_args(config, &args);
+    apply_run_args(config, &args)?;
     apply_webcam(config, args.live.webcam.as_deref());
     let (avatar, mapping) = session::load_avatar(config)?;
     // A look that does not fit the mapping's sliders stops here, before any window opens.

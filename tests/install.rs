@@ -228,3 +228,34 @@ fn commands_that_print_an_answer_log_no_info_lines_beside_it() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn model_names_an_avatar_in_the_avatars_folder_and_a_typo_gets_the_nearest() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // The first start makes the avatars folder; the user drops an avatar into it.
+    installed(home.path(), work.path(), &["config"]);
+    let models = platform_folder(home.path()).join("models");
+    std::fs::write(models.join("mine.glb"), facewire::headgen::DEFAULT_HEAD_GLB).unwrap();
+    let out = work.path().join("mine.png");
+    let output = installed(
+        home.path(),
+        work.path(),
+        &[
+            "snapshot",
+            "--model",
+            "mine",
+            "--size",
+            "64x64",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(out.is_file());
+    let output = installed(home.path(), work.path(), &["check", "--model", "mnie.glb"]);
+    let said = text(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("nearest there: mine.glb"), "{said}");
+    assert!(said.contains(&models.display().to_string()), "{said}");
+}

@@ -49,7 +49,9 @@ pub use input::{Input, Replay};
 pub use lip_input::{start_lipsync, LipInput, LipSource};
 pub use lipsync::{lip_frame_json, lipsync_command, lipsync_wav, LipsyncArgs};
 pub use listen::{frame_json, listen};
-pub use model::{load_model_at, mapping_for, models_in, sibling_mapping, watch_model};
+pub use model::{
+    load_model_at, mapping_for, models_in, resolve_model, sibling_mapping, watch_model, NoSuchModel,
+};
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
 pub use record::record;
 pub use routine::{FrameCount, PanelRoutineUi, StageUi};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{load_avatar, StartError};
 use crate::config::Config;
 use crate::control::LoadedModel;
-use crate::diagnostic::with_causes;
+use crate::diagnostic::{edit_distance, with_causes};
 use crate::watch::FileWatcher;
 
 /// The file extensions of avatars.
@@ -14,6 +14,80 @@ const MODEL_EXTENSIONS: [&str; 3] = ["glb", "gltf", "vrm"];
 
 /// The most avatars a folder listing shows.
 const MAX_LISTED: usize = 200;
+
+/// The most suggestions a missing avatar's message names.
+const SUGGESTED: usize = 3;
+
+/// An avatar named on the command line that is neither a file nor in the avatars folder.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no avatar {given}: it is not a file here, nor in the avatars folder {folder} (render.models_dir){hint}")]
+pub struct NoSuchModel {
+    /// The name or path given.
+    pub given: String,
+    /// The avatars folder looked in.
+    pub folder: String,
+    /// What to try instead: the nearest names there, or what the folder lacks.
+    pub hint: String,
+}
+
+/// The avatar a `--model` names: the file as given when it exists; else, for a relative name,
+/// that name in the avatars folder `models_dir` (`render.models_dir`), also without its
+/// extension (`--model alice` finds `alice.vrm`).
+pub fn resolve_model(given: &Path, models_dir: &Path) -> Result<PathBuf, NoSuchModel> {
+    // Empty: the built-in default head.
+    if given.as_os_str().is_empty() || given.is_file() {
+        return Ok(given.to_path_buf());
+    }
+    if given.is_relative() {
+        let inside = models_dir.join(given);
+        if inside.is_file() {
+            return Ok(inside);
+        }
+        if given.extension().is_none() {
+            if let Some(found) = MODEL_EXTENSIONS
+                .iter()
+                .map(|e| inside.with_extension(e))
+                .find(|p| p.is_file())
+            {
+                return Ok(found);
+            }
+        }
+    }
+    let available = models_in(models_dir);
+    let hint = if !models_dir.is_dir() {
+        "; that folder does not exist yet".to_owned()
+    } else if available.is_empty() {
+        "; that folder holds no .glb, .gltf or .vrm file yet: put your avatar there".to_owned()
+    } else {
+        let wanted = given
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        let mut named: Vec<(usize, String)> = available
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .map(|name| {
+                let stem = Path::new(&name)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().to_lowercase())
+                    .unwrap_or_default();
+                (edit_distance(&wanted, &stem), name)
+            })
+            .collect();
+        named.sort();
+        let nearest: Vec<String> = named
+            .into_iter()
+            .take(SUGGESTED)
+            .map(|(_, name)| name)
+            .collect();
+        format!("; the nearest there: {}", nearest.join(", "))
+    };
+    Err(NoSuchModel {
+        given: given.display().to_string(),
+        folder: models_dir.display().to_string(),
+        hint,
+    })
+}
 
 /// The avatars in `dir` (`.glb`, `.gltf`, `.vrm`, any case), sorted by name; empty when the
 /// folder cannot be read.
@@ -106,6 +180,45 @@ pub fn mapping_for(config: &Config, path: Option<&Path>) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_is_found_by_name_in_the_avatars_folder_or_named_with_the_nearest() {
+        let dir = tempfile::tempdir().unwrap();
+        let models = dir.path().join("models");
+        std::fs::create_dir_all(&models).unwrap();
+        for name in ["alice.vrm", "Bob.glb", "carol.gltf", "notes.txt"] {
+            std::fs::write(models.join(name), b"").unwrap();
+        }
+        assert_eq!(
+            resolve_model(Path::new("alice.vrm"), &models).unwrap(),
+            models.join("alice.vrm")
+        );
+        assert_eq!(
+            resolve_model(Path::new("alice"), &models).unwrap(),
+            models.join("alice.vrm")
+        );
+        let given = dir.path().join("models/Bob.glb");
+        assert_eq!(resolve_model(&given, &models).unwrap(), given);
+        assert_eq!(
+            resolve_model(Path::new(""), &models).unwrap(),
+            PathBuf::new()
+        );
+        let error = resolve_model(Path::new("alcie"), &models).unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains(&models.display().to_string()), "{text}");
+        assert!(text.contains("nearest there: alice.vrm, "), "{text}");
+        assert!(!text.contains("notes.txt"), "{text}");
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let text = resolve_model(Path::new("alice"), &empty)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("holds no .glb, .gltf or .vrm file"), "{text}");
+        let text = resolve_model(Path::new("alice"), &dir.path().join("absent"))
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("does not exist"), "{text}");
+    }
 
     fn default_head_bytes() -> &'static [u8] {
         crate::headgen::DEFAULT_HEAD_GLB
