@@ -1694,20 +1694,20 @@ fn a_bare_word_log_filter_is_refused_rather_than_silencing_the_log() {
 }
 
 #[test]
-fn replay_refuses_a_zero_speed_before_announcing_the_replay() {
+fn replay_refuses_a_speed_out_of_range_before_announcing_the_replay() {
     let dir = tempfile::tempdir().unwrap();
     let take = dir.path().join("take.csv");
     std::fs::write(&take, llf_csv(0.5)).unwrap();
     let output = facewire()
         .arg("replay")
         .arg(&take)
-        .args(["--to", "127.0.0.1:9", "--speed", "0"])
+        .args(["--to", "127.0.0.1:9", "--speed", "1e-300"])
         .output()
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("replay speed 0 is not a positive number"),
+        stderr.contains("replay speed 1e-300 is outside 0.01 to 100"),
         "{stderr}"
     );
     assert!(!stderr.contains("replaying"), "{stderr}");

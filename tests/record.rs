@@ -695,3 +695,37 @@ fn csv_rows_with_a_head_rotation_survive_the_vmc_round_trip() {
         );
     }
 }
+
+#[test]
+fn a_replay_shortens_a_pause_of_ages_and_says_so_instead_of_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = addr("127.0.0.1:5000");
+    let frame = crate::support::vmc_frame(&[("jawOpen", 0.5)]);
+    // Almost 2^64 µs (half a million years) between the two datagrams.
+    let records = [
+        (Duration::ZERO, from, frame.clone()),
+        (Duration::from_micros(u64::MAX - 1), from, frame),
+    ];
+    let (path, _) = write_file(&dir, &records);
+    let target = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let started = Instant::now();
+    let output = std::process::Command::new(crate::support::facewire_bin())
+        .arg("replay")
+        .arg(&path)
+        .arg("--to")
+        .arg(target.local_addr().unwrap().to_string())
+        .args(["--speed", "100"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the replay waited {:?}",
+        started.elapsed()
+    );
+    assert!(
+        stderr.contains("1 pause(s) in the recording are longer than 10 s"),
+        "{stderr}"
+    );
+}

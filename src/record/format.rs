@@ -99,6 +99,19 @@ pub enum FormatError {
         /// Where the record starts in the file.
         at: u64,
     },
+    /// A record's offset is earlier than the one before it, which a recording never writes.
+    #[error(
+        "corrupt record at byte {at}: its time ({offset_us} µs) is before the previous record's \
+         ({previous_us} µs); a recording's times never go back"
+    )]
+    Backwards {
+        /// Where the record starts in the file.
+        at: u64,
+        /// Its offset.
+        offset_us: u64,
+        /// The previous record's offset.
+        previous_us: u64,
+    },
 }
 
 /// Appends records to any [`Write`]. Offsets are clamped to be non-decreasing.
@@ -214,6 +227,8 @@ pub struct Reader<R: Read> {
     truncated: Option<u64>,
     /// Set after the end or an error, so the iterator is fused.
     done: bool,
+    /// The previous record's offset in microseconds (offsets never go back).
+    previous_us: u64,
 }
 
 /// What one read of possibly-absent bytes found.
@@ -272,6 +287,7 @@ impl<R: Read> Reader<R> {
             position: HEADER_LEN as u64,
             truncated: None,
             done: false,
+            previous_us: 0,
         })
     }
 
@@ -311,6 +327,14 @@ impl<R: Read> Reader<R> {
         let mut offset = [0u8; 8];
         offset.copy_from_slice(&prefix[..8]);
         let offset_us = u64::from_le_bytes(offset);
+        if offset_us < self.previous_us {
+            return Err(FormatError::Backwards {
+                at,
+                offset_us,
+                previous_us: self.previous_us,
+            });
+        }
+        self.previous_us = offset_us;
         let family = prefix[8];
         let address_len = match family {
             4 => 4,
@@ -456,6 +480,25 @@ mod tests {
             .map(Result::unwrap)
             .collect();
         assert_eq!(read[1].offset, Duration::from_secs(2));
+        // A file whose times go back (written by something else, or damaged) is refused there.
+        let mut bytes = bytes;
+        let second = HEADER_LEN + RECORD_PREFIX_LEN + 4 + 6 + 1;
+        bytes[second..second + 8].copy_from_slice(&1_000_000u64.to_le_bytes());
+        let read: Vec<Result<Record, FormatError>> =
+            Reader::new(bytes.as_slice()).unwrap().collect();
+        assert!(read[0].is_ok());
+        assert!(
+            matches!(
+                read[1],
+                Err(FormatError::Backwards {
+                    offset_us: 1_000_000,
+                    previous_us: 2_000_000,
+                    ..
+                })
+            ),
+            "{read:?}"
+        );
+        assert_eq!(read.len(), 2, "the reader stops at the error");
     }
 
     #[test]

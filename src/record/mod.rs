@@ -34,7 +34,9 @@ use crate::ingest::{Decoder, IngestError};
 pub use capture::{spawn_recorder, RecordStats, Recorder, RecorderConfig};
 pub use format::{FormatError, Header, Reader, Record, Writer};
 pub use llf_csv::{LlfCsvError, LlfRow};
-pub use replay::{replay_to, spawn_replay, ReplayHandle, ReplayOptions, ReplayStats};
+pub use replay::{
+    replay_to, spawn_replay, ReplayHandle, ReplayOptions, ReplayStats, MAX_SPEED, MIN_SPEED,
+};
 pub use vmc_encode::vmc_datagram;
 
 /// The sender address given to frames replayed from a source that has none (CSV rows):
@@ -128,8 +130,13 @@ pub enum RecordError {
         #[source]
         source: FormatError,
     },
-    /// The replay speed is not a positive number.
-    #[error("replay speed {0} is not a positive number")]
+    /// The replay speed is outside what a replay takes.
+    #[error(
+        "replay speed {} is outside {min} to {max} (or inf: as fast as it can)",
+        short_number(*.0),
+        min = replay::MIN_SPEED,
+        max = replay::MAX_SPEED
+    )]
     BadSpeed(f64),
     /// The recorder's listeners could not start (no address, a required port in use, ...).
     #[error("cannot listen for the recording")]
@@ -179,8 +186,11 @@ enum Content {
 pub struct Recording {
     /// The items.
     content: Content,
-    /// Each item's replay offset, relative to the first item, non-decreasing.
+    /// Each item's replay offset, relative to the first item, non-decreasing, its gaps at most
+    /// [`MAX_GAP`].
     offsets: Vec<Duration>,
+    /// The pauses shortened to [`MAX_GAP`].
+    shortened: Shortened,
 }
 
 /// One item of a recording, borrowed.
@@ -203,16 +213,49 @@ fn seconds(s: f64) -> Duration {
     }
 }
 
-/// Makes offsets relative to the first one and non-decreasing.
-fn normalise_offsets(raw: impl Iterator<Item = Duration>) -> Vec<Duration> {
-    let mut first = None;
+/// `x` as a message shows it: in scientific notation when plain digits would run long
+/// (`1e-300`, not three hundred zeros).
+fn short_number(x: f64) -> String {
+    if x.is_finite() && x != 0.0 && !(1e-4..1e9).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The longest pause a replay keeps between two items: a longer one (the phone put down for the
+/// night, a timecode that jumps, a damaged time) is shortened to this, and the load says so.
+pub const MAX_GAP: Duration = Duration::from_secs(10);
+
+/// Pauses a recording's replay shortens to [`MAX_GAP`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shortened {
+    /// How many.
+    pub count: usize,
+    /// The longest, as recorded.
+    pub longest: Duration,
+}
+
+/// Makes offsets relative to the first one, non-decreasing, with no gap over [`MAX_GAP`].
+fn normalise_offsets(raw: impl Iterator<Item = Duration>) -> (Vec<Duration>, Shortened) {
+    let mut previous: Option<Duration> = None;
     let mut last = Duration::ZERO;
-    raw.map(|offset| {
-        let first = *first.get_or_insert(offset);
-        last = last.max(offset.saturating_sub(first));
-        last
-    })
-    .collect()
+    let mut shortened = Shortened::default();
+    let offsets = raw
+        .map(|offset| {
+            if let Some(before) = previous {
+                let gap = offset.saturating_sub(before);
+                if gap > MAX_GAP {
+                    shortened.count += 1;
+                    shortened.longest = shortened.longest.max(gap);
+                }
+                last = last.saturating_add(gap.min(MAX_GAP));
+            }
+            previous = Some(previous.map_or(offset, |before| before.max(offset)));
+            last
+        })
+        .collect();
+    (offsets, shortened)
 }
 
 impl Recording {
@@ -270,6 +313,20 @@ impl Recording {
             duration_s = recording.duration().as_secs_f64(),
             "loaded a recording"
         );
+        let shortened = recording.shortened();
+        if shortened.count > 0 {
+            tracing::warn!(
+                path = %path.display(),
+                pauses = shortened.count,
+                longest_s = shortened.longest.as_secs_f64(),
+                "{} pause(s) in the recording are longer than {} s (the longest {:.0} s): each is \
+                 replayed as {} s",
+                shortened.count,
+                MAX_GAP.as_secs(),
+                shortened.longest.as_secs_f64(),
+                MAX_GAP.as_secs()
+            );
+        }
         Ok(recording)
     }
 
@@ -288,7 +345,7 @@ impl Recording {
     /// A recording of the given datagram records (`truncated` says whether their file was cut
     /// off).
     pub fn from_records(header: Header, records: Vec<Record>, truncated: bool) -> Recording {
-        let offsets = normalise_offsets(records.iter().map(|r| r.offset));
+        let (offsets, shortened) = normalise_offsets(records.iter().map(|r| r.offset));
         Recording {
             content: Content::Fwrec {
                 header,
@@ -296,6 +353,7 @@ impl Recording {
                 truncated,
             },
             offsets,
+            shortened,
         }
     }
 
@@ -306,10 +364,11 @@ impl Recording {
 
     /// A recording of the given CSV rows.
     pub fn from_llf_rows(rows: Vec<LlfRow>) -> Recording {
-        let offsets = normalise_offsets(rows.iter().map(|r| seconds(r.time)));
+        let (offsets, shortened) = normalise_offsets(rows.iter().map(|r| seconds(r.time)));
         Recording {
             content: Content::LlfCsv(rows),
             offsets,
+            shortened,
         }
     }
 
@@ -329,6 +388,11 @@ impl Recording {
     /// Whether it holds nothing.
     pub fn is_empty(&self) -> bool {
         self.offsets.is_empty()
+    }
+
+    /// The pauses longer than [`MAX_GAP`] that the replay shortens to it.
+    pub fn shortened(&self) -> Shortened {
+        self.shortened
     }
 
     /// The replay time of the last item after the first.

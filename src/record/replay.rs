@@ -39,11 +39,18 @@ pub struct ReplayOptions {
     pub looped: bool,
 }
 
+/// The slowest replay speed: a hundredth (a minute of recording in under two hours).
+pub const MIN_SPEED: f64 = 0.01;
+
+/// The fastest replay speed with timing; `f64::INFINITY` replays without waiting.
+pub const MAX_SPEED: f64 = 100.0;
+
 impl ReplayOptions {
-    /// Checks the options: the speed must be positive (NaN, zero and negative speeds are
-    /// refused).
+    /// Checks the options: the speed must be from [`MIN_SPEED`] to [`MAX_SPEED`], or infinite
+    /// (no waiting); NaN, zero, negative and out-of-range speeds are refused.
     pub fn validate(&self) -> Result<(), RecordError> {
-        if self.speed.is_nan() || self.speed <= 0.0 {
+        let in_range = (MIN_SPEED..=MAX_SPEED).contains(&self.speed);
+        if !in_range && self.speed != f64::INFINITY {
             return Err(RecordError::BadSpeed(self.speed));
         }
         Ok(())
@@ -465,6 +472,26 @@ mod tests {
         Recording::from_records(Header::default(), records, false)
     }
 
+    #[test]
+    fn pauses_over_the_limit_are_shortened_and_counted() {
+        // A day's pause, then a time near the end of what the format holds.
+        let day = 86_400_000;
+        let rec = recording(&[0, 1_000, day, day + 1_000, u64::MAX / 1_000]);
+        let secs: Vec<f64> = rec.offsets().iter().map(Duration::as_secs_f64).collect();
+        assert_eq!(secs, [0.0, 1.0, 11.0, 12.0, 22.0]);
+        let shortened = rec.shortened();
+        assert_eq!(shortened.count, 2);
+        assert!(
+            shortened.longest > Duration::from_secs(1 << 40),
+            "{shortened:?}"
+        );
+        assert_eq!(rec.duration(), Duration::from_secs(22));
+        // Within the limit, the recording's own timing.
+        let plain = recording(&[0, 9_000, 9_500]);
+        assert_eq!(plain.shortened().count, 0);
+        assert_eq!(plain.duration(), Duration::from_millis(9_500));
+    }
+
     fn due_times(recording: &Recording, options: ReplayOptions, count: usize) -> Vec<Duration> {
         let start = Instant::now();
         let mut schedule = Schedule::new(recording, &options, start).unwrap();
@@ -520,7 +547,7 @@ mod tests {
     #[test]
     fn bad_speeds_are_refused() {
         let rec = recording(&[0]);
-        for speed in [0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
+        for speed in [0.0, -1.0, f64::NAN, f64::NEG_INFINITY, 1e-300, 0.009, 101.0] {
             let options = ReplayOptions {
                 speed,
                 looped: false,
@@ -530,15 +557,18 @@ mod tests {
                 Err(RecordError::BadSpeed(_))
             ));
         }
-        // A tiny speed is valid: the items are simply never due.
-        let slow = ReplayOptions {
-            speed: 1e-300,
-            looped: false,
-        };
-        let rec = recording(&[0, 1_000_000]);
-        let handle = spawn_replay(rec, slow, Box::new(|_| {})).unwrap();
-        assert!(!handle.wait_finished(Duration::from_millis(30)));
-        assert_eq!(handle.shutdown().datagrams, 1);
+        for speed in [MIN_SPEED, 1.0, MAX_SPEED, f64::INFINITY] {
+            let options = ReplayOptions {
+                speed,
+                looped: false,
+            };
+            assert!(options.validate().is_ok(), "{speed}");
+        }
+        let text = RecordError::BadSpeed(1e-300).to_string();
+        assert!(
+            text.contains("speed 1e-300 is outside 0.01 to 100"),
+            "{text}"
+        );
     }
 
     #[test]
