@@ -110,6 +110,28 @@ pub fn key_offset(text: &str, key: &str) -> Option<usize> {
     None
 }
 
+/// The most characters of bad input a message quotes.
+pub const EXCERPT_CHARS: usize = 40;
+
+/// Bad input as a message quotes it: control characters escaped (`\u{1b}`, `\0`, `\t`), so
+/// nothing reaches the terminal as a command, and at most [`EXCERPT_CHARS`] characters, the
+/// rest said as a length (`... (5242880 bytes in all)`).
+pub fn excerpt(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == EXCERPT_CHARS {
+            out.push_str(&format!("... ({} bytes in all)", text.len()));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Edit distance between two short strings.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -194,6 +216,16 @@ pub fn suggest_for(message: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_escapes_control_characters_and_stays_short() {
+        assert_eq!(excerpt("0.5"), "0.5");
+        assert_eq!(excerpt("a\u{1b}[2Jb\0\t"), "a\\u{1b}[2Jb\\0\\t");
+        let long = "x".repeat(5 << 20);
+        let quoted = excerpt(&long);
+        assert!(quoted.len() < 80, "{}", quoted.len());
+        assert!(quoted.ends_with("... (5242880 bytes in all)"), "{quoted}");
+    }
 
     #[test]
     fn suggestions_understand_the_spelling_dialects() {

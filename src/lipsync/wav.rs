@@ -15,6 +15,18 @@ pub enum WavError {
         #[source]
         source: hound::Error,
     },
+    /// The file's header gives a sample rate no audio has (0 Hz in a damaged file).
+    #[error(
+        "{} says its sample rate is {rate} Hz; facewire reads {MIN_RATE} to {MAX_RATE} Hz (the \
+         file is damaged, or not audio: export it again)",
+        path.display()
+    )]
+    BadRate {
+        /// The file.
+        path: PathBuf,
+        /// The rate its header gives.
+        rate: u32,
+    },
     /// The file holds more audio than facewire analyses at once.
     #[error("{} is longer than {} minutes; cut it into shorter files", path.display(), MAX_SECONDS / 60)]
     TooLong {
@@ -25,6 +37,12 @@ pub enum WavError {
 
 /// The longest file read, in seconds.
 const MAX_SECONDS: u64 = 30 * 60;
+
+/// The lowest sample rate read, in Hz (telephone audio is 8000).
+const MIN_RATE: u32 = 4_000;
+
+/// The highest sample rate read, in Hz.
+const MAX_RATE: u32 = 768_000;
 
 /// Mono audio: samples from -1 to 1 at `rate` Hz.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +62,13 @@ pub fn read_mono(path: &Path) -> Result<Mono, WavError> {
     let mut reader = hound::WavReader::open(path).map_err(failed)?;
     let spec = reader.spec();
     let channels = usize::from(spec.channels.max(1));
-    if u64::from(reader.duration()) > MAX_SECONDS * u64::from(spec.sample_rate.max(1)) {
+    if !(MIN_RATE..=MAX_RATE).contains(&spec.sample_rate) {
+        return Err(WavError::BadRate {
+            path: path.to_path_buf(),
+            rate: spec.sample_rate,
+        });
+    }
+    if u64::from(reader.duration()) > MAX_SECONDS * u64::from(spec.sample_rate) {
         return Err(WavError::TooLong {
             path: path.to_path_buf(),
         });
@@ -114,6 +138,32 @@ mod tests {
         }
         w.finalize().unwrap();
         assert_eq!(read_mono(&float).unwrap().samples, [0.5, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn a_rate_of_zero_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zero.wav");
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 16_000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&path, spec).unwrap();
+        for _ in 0..100 {
+            w.write_sample(0i16).unwrap();
+        }
+        w.finalize().unwrap();
+        // The canonical header keeps the rate at bytes 24..28 and the byte rate (rate times
+        // block size) after it.
+        let mut bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes[24..28], 16_000u32.to_le_bytes());
+        bytes[24..32].copy_from_slice(&[0; 8]);
+        std::fs::write(&path, bytes).unwrap();
+        let e = read_mono(&path).unwrap_err().to_string();
+        assert!(e.contains("sample rate is 0 Hz"), "{e}");
+        assert!(!e.contains("minutes"), "{e}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use glam::Quat;
 
 use crate::arkit::{Channel, ChannelMask, FaceFrame, Protocol, TrackingFlag, COUNT};
+use crate::diagnostic::excerpt;
 use crate::ingest::axes::AxisMap;
 
 /// How the CSV's yaw, pitch and roll (radians) become rotations in facewire's avatar frame, in
@@ -185,7 +186,7 @@ pub fn parse(text: &str) -> Result<Vec<LlfRow>, LlfCsvError> {
             parse_timecode(tc).ok_or_else(|| LlfCsvError::BadTimecode {
                 line,
                 column,
-                text: tc.to_string(),
+                text: excerpt(tc),
             })?;
         if seconds_seen.is_some_and(|s| s != whole_seconds) {
             crosses_second = true;
@@ -202,7 +203,7 @@ pub fn parse(text: &str) -> Result<Vec<LlfRow>, LlfCsvError> {
                     line,
                     column,
                     name: names[i].to_string(),
-                    text: s.to_string(),
+                    text: excerpt(s),
                 })
         };
         let mut row = LlfRow {
@@ -333,6 +334,21 @@ mod tests {
         );
         let rows = parse(&text).unwrap();
         assert!((rows[2].time - 2.0 / 30.0).abs() < 1e-9, "{}", rows[2].time);
+    }
+
+    #[test]
+    fn a_bad_field_is_quoted_short_and_escaped() {
+        let huge = "9".repeat(5 << 20) + "x";
+        let text = format!("{HEADER}\n00:00:01:01,61,{huge}\n");
+        let message = parse(&text).unwrap_err().to_string();
+        assert!(message.len() < 200, "a {}-byte message", message.len());
+        assert!(message.contains("bytes in all"), "{message}");
+        let text = format!("{HEADER}\n00:00:01:01,61,\u{1b}[2J\n");
+        let message = parse(&text).unwrap_err().to_string();
+        assert!(
+            message.contains("\\u{1b}[2J") && !message.contains('\u{1b}'),
+            "{message}"
+        );
     }
 
     #[test]
