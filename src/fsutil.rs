@@ -29,6 +29,40 @@ pub fn read_text(path: &Path) -> io::Result<String> {
     Ok(text)
 }
 
+/// Reads the regular file `path` whole when it holds at most `limit` bytes. A device, a pipe or
+/// a folder (`/dev/zero` given by mistake) is refused before anything is read, and so is a
+/// larger file, with its size and the limit in the message; a file that grows past the limit
+/// while it is read is cut off there and refused too.
+pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file (a device, a pipe or a folder); give a file's path",
+        ));
+    }
+    let too_large = |size: u64| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "it holds {:.1} MiB, more than the {} MiB facewire reads at once",
+                size as f64 / f64::from(1 << 20),
+                limit >> 20
+            ),
+        )
+    };
+    if metadata.len() > limit {
+        return Err(too_large(metadata.len()));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to disk,
 /// then renamed over the target, so readers never see a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -129,6 +163,27 @@ pub fn list_names(dir: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounded_reads_refuse_devices_and_large_files_with_their_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small");
+        std::fs::write(&small, vec![7u8; 1000]).unwrap();
+        assert_eq!(read_bounded(&small, 1000).unwrap().len(), 1000);
+        let large = dir.path().join("large");
+        std::fs::write(&large, vec![7u8; 3 << 20]).unwrap();
+        let e = read_bounded(&large, 2 << 20).unwrap_err().to_string();
+        assert!(e.contains("3.0 MiB, more than the 2 MiB"), "{e}");
+        let e = read_bounded(dir.path(), 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        #[cfg(unix)]
+        {
+            let e = read_bounded(Path::new("/dev/zero"), 1 << 20)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+    }
 
     #[test]
     fn text_reads_are_bounded() {

@@ -729,3 +729,28 @@ fn a_replay_shortens_a_pause_of_ages_and_says_so_instead_of_waiting() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_huge_recording_or_a_device_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1.3 GB, sparse: no disk is used, but a whole read would take the memory.
+    let huge = dir.path().join("huge.csv");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(1_300_000_000).unwrap();
+    drop(file);
+    let mut cases = vec![(huge, "1239.8 MiB, more than the 80 MiB")];
+    if cfg!(unix) {
+        cases.push((PathBuf::from("/dev/zero"), "not a regular file"));
+    }
+    for (path, said) in cases {
+        let output = std::process::Command::new(crate::support::facewire_bin())
+            .arg("replay")
+            .arg(&path)
+            .args(["--to", "127.0.0.1:9"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains(said), "{}: {stderr}", path.display());
+    }
+}

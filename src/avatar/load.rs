@@ -211,16 +211,22 @@ pub fn load(path: &Path) -> Result<Avatar, AvatarError> {
     load_with(path, &LoadLimits::default())
 }
 
+/// The largest avatar file read: several times the largest VRM avatars people stream with; a
+/// path naming a device or a video by mistake is refused at once (see
+/// [`crate::fsutil::read_bounded`]).
+pub const MAX_AVATAR_BYTES: u64 = 512 << 20;
+
 /// Loads a glTF or GLB file within `limits`.
 pub fn load_with(path: &Path, limits: &LoadLimits) -> Result<Avatar, AvatarError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| AvatarError::Io {
-        file: file.clone(),
-        suggestion: (source.kind() == std::io::ErrorKind::NotFound)
-            .then(|| nearest_avatar_file(path))
-            .flatten(),
-        source,
-    })?;
+    let bytes =
+        crate::fsutil::read_bounded(path, MAX_AVATAR_BYTES).map_err(|source| AvatarError::Io {
+            file: file.clone(),
+            suggestion: (source.kind() == std::io::ErrorKind::NotFound)
+                .then(|| nearest_avatar_file(path))
+                .flatten(),
+            source,
+        })?;
     let base = path.parent().unwrap_or(Path::new(""));
     load_bytes(&bytes, file, Some(base), limits)
 }

@@ -258,14 +258,25 @@ fn normalise_offsets(raw: impl Iterator<Item = Duration>) -> (Vec<Duration>, Sho
     (offsets, shortened)
 }
 
+/// The largest recording file read (a `.fwrec` or a CSV take): about ten minutes of a phone
+/// streaming VMC at 60 frames a second, half an hour of a Live Link Face CSV. Loading holds the
+/// file and its parsed items at once, so this also bounds what a load takes in memory.
+pub const MAX_RECORDING_BYTES: u64 = 80 << 20;
+
+/// The bytes of the recording at `path`, refused past [`MAX_RECORDING_BYTES`] or when `path`
+/// is not a regular file.
+fn read_recording(path: &Path) -> Result<Vec<u8>, RecordError> {
+    crate::fsutil::read_bounded(path, MAX_RECORDING_BYTES).map_err(|source| RecordError::Open {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 impl Recording {
     /// Loads `path`, recognising a `.fwrec` file by its magic bytes and a Live Link Face CSV
     /// export by its header line (`Timecode,BlendShapeCount,...`; the first column is enough).
     pub fn load(path: &Path) -> Result<Recording, RecordError> {
-        let bytes = std::fs::read(path).map_err(|source| RecordError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = read_recording(path)?;
         let magic_len = bytes.len().min(format::MAGIC.len());
         let format = if magic_len > 0 && bytes[..magic_len] == format::MAGIC[..magic_len] {
             // A file that starts like a recording but is too short for a header still gets the
@@ -283,10 +294,7 @@ impl Recording {
 
     /// Loads `path` as the given format.
     pub fn load_as(path: &Path, format: Format) -> Result<Recording, RecordError> {
-        let bytes = std::fs::read(path).map_err(|source| RecordError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = read_recording(path)?;
         Recording::from_bytes(path, &bytes, format)
     }
 
