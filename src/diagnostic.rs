@@ -40,9 +40,33 @@ impl Located {
 
     /// A TOML parse or type error, with a "did you mean" for unknown keys.
     pub fn from_toml(path: &str, text: &str, error: &toml::de::Error) -> Located {
-        let message = error.message().trim().to_string();
-        let hint = suggest_for(&message);
+        let mut message = error.message().trim().to_string();
+        let mut hint = suggest_for(&message);
         let offset = error.span().map_or(0, |s| s.start);
+        // A control character (a NUL, an escape sequence) is named, escaped, since the parser
+        // may say nothing of it and printing it raw would reach the terminal.
+        let control = text
+            .get(offset..)
+            .and_then(|t| t.chars().next())
+            .filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'));
+        if let Some(c) = control {
+            let named = format!(
+                "a control character ({}) is not allowed in TOML, even in a comment",
+                c.escape_unicode()
+            );
+            message = if message.is_empty() {
+                named
+            } else {
+                format!("{message}: {named}")
+            };
+            hint = Some(format!(
+                "delete it; inside a string write it as \\u{:04X}",
+                u32::from(c)
+            ));
+        }
+        if message.is_empty() {
+            message = "this cannot be read as TOML".to_owned();
+        }
         Located::at(path, text, offset, message, hint)
     }
 
@@ -216,6 +240,25 @@ pub fn suggest_for(message: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_in_a_toml_file_are_named_escaped() {
+        for (text, column) in [
+            ("[window]\n# a comment \0 with a NUL\n", 13),
+            ("[window]\ntitle = \"a\u{1b}[31mred\"\n", 11),
+        ] {
+            let error = toml::from_str::<toml::Table>(text).unwrap_err();
+            let located = Located::from_toml("f.toml", text, &error);
+            let shown = located.to_string();
+            assert_eq!((located.line, located.column), (2, column), "{shown}");
+            assert!(shown.contains("a control character (\\u{"), "{shown}");
+            assert!(
+                !shown.contains('\0') && !shown.contains('\u{1b}'),
+                "{shown:?}"
+            );
+            assert!(shown.contains("hint: delete it"), "{shown}");
+        }
+    }
 
     #[test]
     fn an_excerpt_escapes_control_characters_and_stays_short() {

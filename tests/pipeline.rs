@@ -1624,11 +1624,14 @@ fn snapshot_error(model: &Path, out: &Path) -> String {
 fn an_unreadable_model_names_the_file_and_gives_the_cause_once() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.png");
+    // A missing file is answered before any load: the name, the avatars folder looked in too,
+    // once.
     let missing = dir.path().join("nope.glb");
-    let os_error = std::fs::read(&missing).unwrap_err().to_string();
     let stderr = snapshot_error(&missing, &out);
+    assert_eq!(stderr.matches("no avatar ").count(), 1, "{stderr}");
     assert!(stderr.contains("nope.glb"), "{stderr}");
-    assert_eq!(stderr.matches(&os_error).count(), 1, "{stderr}");
+    let folder = repo().join("models");
+    assert!(stderr.contains(&folder.display().to_string()), "{stderr}");
 
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "not a model\n").unwrap();
@@ -1655,13 +1658,16 @@ fn logs_to_a_pipe_carry_no_colour_codes() {
 
 #[test]
 fn a_log_filter_that_does_not_parse_is_named_and_info_is_used() {
+    // snapshot logs at info by default (check, an answer, at warn).
+    let dir = tempfile::tempdir().unwrap();
     let output = check(
         facewire()
             .env("FACEWIRE_LOG", "nonsense==")
-            .arg("check")
+            .args(["snapshot", "--size", "32x32", "--out"])
+            .arg(dir.path().join("x.png"))
             .output()
             .unwrap(),
-        "check with a bad FACEWIRE_LOG",
+        "snapshot with a bad FACEWIRE_LOG",
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     let notes: Vec<&str> = stderr
@@ -1677,13 +1683,15 @@ fn a_log_filter_that_does_not_parse_is_named_and_info_is_used() {
 
 #[test]
 fn a_bare_word_log_filter_is_refused_rather_than_silencing_the_log() {
+    let dir = tempfile::tempdir().unwrap();
     let output = check(
         facewire()
             .env("FACEWIRE_LOG", "verbose")
-            .arg("check")
+            .args(["snapshot", "--size", "32x32", "--out"])
+            .arg(dir.path().join("x.png"))
             .output()
             .unwrap(),
-        "check with FACEWIRE_LOG=verbose",
+        "snapshot with FACEWIRE_LOG=verbose",
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

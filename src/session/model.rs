@@ -82,9 +82,10 @@ pub fn resolve_model(given: &Path, models_dir: &Path) -> Result<PathBuf, NoSuchM
             .collect();
         format!("; the nearest there: {}", nearest.join(", "))
     };
+    let folder = std::path::absolute(models_dir).unwrap_or_else(|_| models_dir.to_path_buf());
     Err(NoSuchModel {
         given: given.display().to_string(),
-        folder: models_dir.display().to_string(),
+        folder: folder.display().to_string(),
         hint,
     })
 }
