@@ -34,13 +34,15 @@ pub fn read_text(path: &Path) -> io::Result<String> {
 /// larger file, with its size and the limit in the message; a file that grows past the limit
 /// while it is read is cut off there and refused too.
 pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    // Asked of the path before opening it: Windows refuses to open a folder at all ("access
+    // denied"), and opening a FIFO would wait for a writer.
+    if !fs::metadata(path)?.is_file() {
+        return Err(not_a_file());
+    }
     let file = fs::File::open(path)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "it is not a regular file (a device, a pipe or a folder); give a file's path",
-        ));
+        return Err(not_a_file());
     }
     let too_large = |size: u64| {
         io::Error::new(
@@ -61,6 +63,14 @@ pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
         return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+/// The error for a path that names a device, a pipe or a folder.
+fn not_a_file() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "it is not a regular file (a device, a pipe or a folder); give a file's path",
+    )
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to disk,
