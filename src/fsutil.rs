@@ -40,10 +40,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
         return Err(not_a_file());
     }
     let file = fs::File::open(path)?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        return Err(not_a_file());
-    }
+    let size = file.metadata()?.len();
     let too_large = |size: u64| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -54,10 +51,10 @@ pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
             ),
         )
     };
-    if metadata.len() > limit {
-        return Err(too_large(metadata.len()));
+    if size > limit {
+        return Err(too_large(size));
     }
-    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    let mut bytes = Vec::with_capacity(size as usize);
     file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(too_large(bytes.len() as u64));

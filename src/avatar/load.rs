@@ -232,7 +232,7 @@ pub fn load_with(path: &Path, limits: &LoadLimits) -> Result<Avatar, AvatarError
 }
 
 /// The extensions of the files facewire loads as avatars.
-const AVATAR_EXTENSIONS: [&str; 3] = ["glb", "gltf", "vrm"];
+pub const AVATAR_EXTENSIONS: [&str; 3] = ["glb", "gltf", "vrm"];
 
 /// For a path that names no file, the avatar file (`.glb`, `.gltf`, `.vrm`) in the same folder
 /// whose name is nearest to its name, as a path spelt like the one given.

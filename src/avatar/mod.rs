@@ -24,7 +24,8 @@ pub use bust::Bust;
 pub use deltas::Deltas;
 pub use humanoid::{Bone, Humanoid, Side};
 pub use load::{
-    load, load_slice, load_slice_with, load_with, AvatarError, LoadLimits, DEFAULT_TEXTURE_BUDGET,
+    load, load_slice, load_slice_with, load_with, AvatarError, LoadLimits, AVATAR_EXTENSIONS,
+    DEFAULT_TEXTURE_BUDGET,
 };
 pub use lod::LodGroup;
 pub use material_binds::MaterialOverride;

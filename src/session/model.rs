@@ -4,13 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{load_avatar, StartError};
+use crate::avatar::AVATAR_EXTENSIONS;
 use crate::config::Config;
 use crate::control::LoadedModel;
 use crate::diagnostic::{edit_distance, with_causes};
 use crate::watch::FileWatcher;
-
-/// The file extensions of avatars.
-const MODEL_EXTENSIONS: [&str; 3] = ["glb", "gltf", "vrm"];
 
 /// The most avatars a folder listing shows.
 const MAX_LISTED: usize = 200;
@@ -44,7 +42,7 @@ pub fn resolve_model(given: &Path, models_dir: &Path) -> Result<PathBuf, NoSuchM
             return Ok(inside);
         }
         if given.extension().is_none() {
-            if let Some(found) = MODEL_EXTENSIONS
+            if let Some(found) = AVATAR_EXTENSIONS
                 .iter()
                 .map(|e| inside.with_extension(e))
                 .find(|p| p.is_file())
@@ -103,7 +101,7 @@ pub fn models_in(dir: &Path) -> Vec<PathBuf> {
             p.is_file()
                 && p.extension()
                     .and_then(|e| e.to_str())
-                    .is_some_and(|e| MODEL_EXTENSIONS.iter().any(|m| e.eq_ignore_ascii_case(m)))
+                    .is_some_and(|e| AVATAR_EXTENSIONS.iter().any(|m| e.eq_ignore_ascii_case(m)))
         })
         .take(MAX_LISTED)
         .collect();
