@@ -4,6 +4,43 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+/// The longest side, in pixels, of an image facewire decodes (textures, video frames, image
+/// files) or draws offscreen. Larger images are refused before any pixel memory is allocated
+/// (8192² RGBA8 is 256 MiB), so a hostile header cannot ask for gigabytes; real avatar textures
+/// stop at 4096.
+pub const MAX_SIDE: u32 = 8192;
+
+/// Limits for the `image` crate's decoders: at most [`MAX_SIDE`] a side, and `max_alloc` bytes
+/// allocated in all.
+pub fn decode_limits(max_alloc: u64) -> ::image::Limits {
+    let mut limits = ::image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(max_alloc);
+    limits
+}
+
+/// Encodes `width` x `height` RGBA8 pixels as PNG at `compression`; the same pixels and
+/// compression always give the same bytes.
+pub fn encode_png(
+    width: u32,
+    height: u32,
+    rgba: &[u8],
+    compression: png::Compression,
+) -> Result<Vec<u8>, ImageError> {
+    let mut out = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut out, width, height);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(compression);
+        let mut writer = encoder.write_header().map_err(ImageError::Encode)?;
+        writer.write_image_data(rgba).map_err(ImageError::Encode)?;
+        writer.finish().map_err(ImageError::Encode)?;
+    }
+    Ok(out)
+}
+
 /// Errors reading or writing an image.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -84,17 +121,12 @@ impl RgbaImage {
 
     /// Encodes the image as PNG bytes.
     pub fn to_png(&self) -> Result<Vec<u8>, ImageError> {
-        let mut out = Vec::new();
-        {
-            let mut encoder = png::Encoder::new(&mut out, self.width, self.height);
-            encoder.set_color(png::ColorType::Rgba);
-            encoder.set_depth(png::BitDepth::Eight);
-            let mut writer = encoder.write_header().map_err(ImageError::Encode)?;
-            writer
-                .write_image_data(&self.data)
-                .map_err(ImageError::Encode)?;
-        }
-        Ok(out)
+        encode_png(
+            self.width,
+            self.height,
+            &self.data,
+            png::Compression::default(),
+        )
     }
 
     /// Writes the image as a PNG, atomically (a temporary file renamed into place).

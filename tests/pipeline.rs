@@ -2034,6 +2034,85 @@ fn press_key(display: &str, keysym: u32) {
     conn.flush().unwrap();
 }
 
+/// Gives the keyboard focus to the top-level window titled `title` on `display`, as a click
+/// on it would under a window manager; `false` when there is no such window.
+#[cfg(target_os = "linux")]
+fn focus_window(display: &str, title: &str) -> bool {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, InputFocus};
+    let (conn, screen) = x11rb::connect(Some(display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let tree = conn.query_tree(root).unwrap().reply().unwrap();
+    for window in tree.children {
+        let name = conn
+            .get_property(false, window, AtomEnum::WM_NAME, AtomEnum::STRING, 0, 256)
+            .unwrap()
+            .reply()
+            .map(|r| r.value)
+            .unwrap_or_default();
+        if name == title.as_bytes() {
+            conn.set_input_focus(InputFocus::PARENT, window, x11rb::CURRENT_TIME)
+                .unwrap()
+                .check()
+                .unwrap();
+            conn.flush().unwrap();
+            return true;
+        }
+    }
+    false
+}
+
+/// `C` on the stage takes the connect card off it while no phone sends: what OBS captures is
+/// the avatar on the chroma key, not the card.
+#[cfg(target_os = "linux")]
+#[test]
+fn c_on_the_stage_puts_the_connect_card_away() {
+    let Some((_xvfb, display)) = start_xvfb() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let shots = dir.path().join("shots");
+    let mut child = Command::new(facewire_bin())
+        .current_dir(repo())
+        .env("DISPLAY", &display)
+        .args(["run", "--no-panel", "--exit-after", "8", "--screenshots"])
+        .arg(&shots)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = ChildLog::new(&mut child);
+    assert!(log.wait_for("stage ready"), "{}", log.text);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(focus_window(&display, "facewire"), "no stage window");
+    const XK_C: u32 = 0x63;
+    press_key(&display, XK_C);
+    assert!(
+        log.wait_for("connect card on the stage"),
+        "C did not reach the stage:\n{}",
+        log.text
+    );
+    assert!(child.wait().unwrap().success(), "{}", log.text);
+    log.wait_for("panel.png");
+    let line = log
+        .text
+        .lines()
+        .find(|l| l.contains("connect card on the stage"))
+        .unwrap();
+    assert!(line.contains("shown=false"), "{line}");
+    let stage = RgbaImage::load_png(&shots.join("stage.png")).unwrap();
+    stage
+        .save_png(&out_dir("window").join("card-put-away.png"))
+        .unwrap();
+    // Where the card's lower left part was: the chroma key's green, as configured.
+    let corner = stage.pixel(stage.width / 12, stage.height * 5 / 6);
+    assert!(
+        corner[1] > 150 && corner[0] < 40 && corner[2] < 100,
+        "the card is still on the stage: {corner:?}"
+    );
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn an_expression_key_works_while_another_window_has_the_focus() {

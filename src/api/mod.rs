@@ -27,12 +27,14 @@ pub mod protocol;
 mod server;
 mod tokens;
 
-pub use crate::config::{valid_name, ApiConfig, DEFAULT_PORT};
+mod section;
+
 pub use custom::{CustomParam, CustomParams};
 pub use inject::{
     CustomValue, InjectError, InjectMode, Injected, InjectedStore, InjectedValues, InjectionSource,
     ParamValue, LAPSE,
 };
+pub use section::{valid_name, ApiConfig, DEFAULT_PORT};
 pub use server::{spawn, ApiEmitter, ApiError, ApiHandle, ApiStats, Limits};
 
 /// The name of the mixer layer that carries the values plugins inject (on top of the stack).

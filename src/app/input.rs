@@ -32,6 +32,8 @@ pub enum StageKey {
     Neutral,
     /// Show or hide the control panel.
     Panel,
+    /// Show or hide the connect card on the stage.
+    ConnectCard,
     /// Nothing.
     None,
 }
@@ -43,6 +45,10 @@ pub const STAGE_HOTKEYS: &[(&str, &str)] = &[
         "capture the neutral face now (relax, look straight ahead)",
     ),
     ("P", "show or hide the control panel"),
+    (
+        "C",
+        "show or hide the connect card on the stage (while no phone sends)",
+    ),
     ("+ / - / mouse wheel", "zoom in and out"),
     ("arrows / left drag", "orbit around the head"),
     (
@@ -76,6 +82,7 @@ pub fn camera_key(camera: &mut CameraConfig, key: &Key, shift: bool) -> StageKey
             "s" | "S" => return StageKey::Save,
             "n" | "N" => return StageKey::Neutral,
             "p" | "P" => return StageKey::Panel,
+            "c" | "C" => return StageKey::ConnectCard,
             _ => return StageKey::None,
         },
         _ => return StageKey::None,
@@ -222,6 +229,7 @@ mod tests {
         camera_key(&mut c, &ch("F"), true);
         assert_eq!(c.fov, 27.0 - FOV_STEP);
         assert_eq!(camera_key(&mut c, &ch("s"), false), StageKey::Save);
+        assert_eq!(camera_key(&mut c, &ch("c"), false), StageKey::ConnectCard);
         assert_eq!(camera_key(&mut c, &ch("q"), false), StageKey::None);
         assert_eq!(camera_key(&mut c, &ch("0"), false), StageKey::Camera);
         assert_eq!(c, CameraConfig::default());

@@ -5,7 +5,7 @@
 //! The only `unsafe` outside `render/`: the library's functions ([`Lib`]), the device hints'
 //! list ([`Hints`]) and the PCM handle ([`Pcm`]), each with one owner that frees it in `Drop`.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr, CString};
 use std::ptr::{self, NonNull};

@@ -19,7 +19,7 @@ pub mod filter;
 pub mod offline;
 pub mod profile;
 pub mod routine;
-pub use crate::config::smoothing as settings;
+pub mod settings;
 mod tracking;
 
 use std::time::{Duration, Instant};

@@ -8,26 +8,23 @@ use serde::Deserialize;
 
 use crate::diagnostic::{locate_key, Located};
 
-mod api;
-mod ingest;
-mod lipsync;
 mod locate;
-mod net;
-mod pose;
-pub mod smoothing;
-mod webcam;
+#[cfg(test)]
+mod section_tests;
 
+pub use crate::api::{valid_name, ApiConfig, DEFAULT_PORT};
+pub use crate::calibrate::settings::{Invalid, SmoothingConfig, TrackingConfig};
 pub use crate::expressions::{ExpressionSpec, ExpressionsError, ExpressionsSection};
 pub use crate::idle::IdleConfig;
+pub use crate::ingest::{
+    ForwardNames, ForwardSection, IngestSection, PhonePorts, Subnet, SubnetError,
+    MAX_VTS_REQUEST_PORTS,
+};
+pub use crate::lipsync::LipsyncConfig;
+pub use crate::mapping::{ArmsMode, PoseConfig};
 pub use crate::mixer::{LayerSpec, LayersSection, DEFAULT_FADE};
-pub use api::{valid_name, ApiConfig, DEFAULT_PORT};
-pub use ingest::{ForwardNames, ForwardSection, IngestSection, PhonePorts, MAX_VTS_REQUEST_PORTS};
-pub use lipsync::LipsyncConfig;
+pub use crate::webcam::WebcamConfig;
 pub use locate::{platform_folder, write_shipped, Found, Origin, FILE_NAME, SHIPPED};
-pub use net::{Subnet, SubnetError};
-pub use pose::{ArmsMode, PoseConfig};
-pub use smoothing::{Invalid, SmoothingConfig, TrackingConfig};
-pub use webcam::WebcamConfig;
 
 /// The configuration file used when `--config` is not given and it exists in the working
 /// directory (a checkout of the repository).
@@ -171,6 +168,9 @@ pub struct WindowConfig {
     /// Show this PC's network addresses on the stage's connect card; off, the card (which OBS
     /// captures) names the apps and ports only and points at the panel and the terminal.
     pub show_addresses: bool,
+    /// Show the connect card on the stage while facewire waits for the phone; off, it is on
+    /// the panel and the terminal only (`C` on the stage shows and hides it either way).
+    pub connect_card: bool,
 }
 
 impl Default for WindowConfig {
@@ -188,6 +188,7 @@ impl Default for WindowConfig {
             motion: MotionMode::Interpolate,
             global_hotkeys: true,
             show_addresses: true,
+            connect_card: true,
         }
     }
 }

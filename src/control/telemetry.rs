@@ -148,6 +148,11 @@ impl Telemetry {
         });
     }
 
+    /// The mixer's newest report, shared.
+    pub fn mix(&self) -> Option<Arc<MixerReport>> {
+        self.with(|s| s.mix.clone())
+    }
+
     /// A copy of the current values (the mixer report shared, not copied).
     pub fn snapshot(&self) -> TelemetrySnapshot {
         self.with(|s| s.clone())

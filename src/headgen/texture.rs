@@ -405,18 +405,12 @@ pub fn paint_with(palette: &Palette) -> Vec<u8> {
 }
 
 /// Encodes RGBA8 pixels as PNG with fixed settings, so the bytes never vary.
-pub fn encode_png(width: u32, height: u32, rgba: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
-    let mut out = Vec::new();
-    {
-        let mut encoder = png::Encoder::new(&mut out, width, height);
-        encoder.set_color(png::ColorType::Rgba);
-        encoder.set_depth(png::BitDepth::Eight);
-        encoder.set_compression(png::Compression::High);
-        let mut writer = encoder.write_header()?;
-        writer.write_image_data(rgba)?;
-        writer.finish()?;
-    }
-    Ok(out)
+pub fn encode_png(
+    width: u32,
+    height: u32,
+    rgba: &[u8],
+) -> Result<Vec<u8>, crate::image::ImageError> {
+    crate::image::encode_png(width, height, rgba, png::Compression::High)
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use super::guard::Subnet;
 use super::handshake::PhonePorts;
+use super::section::IngestSection;
 use super::tap::Tap;
 use super::{ifacialmocap, livelink, openseeface, vts};
 use crate::arkit::Protocol;
-use crate::config::IngestSection;
 
 /// The VMC receiver ("Marionette") port, 39539.
 pub const DEFAULT_PORT: u16 = 39539;

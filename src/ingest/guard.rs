@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
+pub use super::net::{Subnet, SubnetError};
 use super::stats::RateLimiter;
 use crate::arkit::Protocol;
-pub use crate::config::{Subnet, SubnetError};
 
 /// Whether `ip` passes `allow` (an empty list allows everything).
 pub fn is_allowed(allow: &[Subnet], ip: IpAddr) -> bool {

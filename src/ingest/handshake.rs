@@ -37,7 +37,7 @@ pub const VTS_REQUEST_TIME_S: f32 = 1.0;
 /// The `sentBy` of facewire's VTube Studio requests.
 pub const VTS_SENT_BY: &str = "facewire";
 
-pub use crate::config::PhonePorts;
+pub use super::section::PhonePorts;
 
 /// The repeat rule of one start message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde::Deserialize;
 
-use super::net;
-use super::Subnet;
+use super::net::{self, Subnet};
 use crate::arkit::Protocol;
 
 /// The most addresses a VTube Studio request can name (`ingest.vtubestudio`).
@@ -118,7 +117,7 @@ impl IngestSection {
     }
 
     /// Checks what serde cannot: `Err((key, message, hint))`.
-    pub(super) fn check(&self) -> Result<(), (&'static str, String, String)> {
+    pub(crate) fn check(&self) -> Result<(), (&'static str, String, String)> {
         if self.addresses().next().is_none() {
             return Err((
                 "listen",

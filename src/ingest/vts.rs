@@ -32,7 +32,7 @@ pub const DEFAULT_PC_PORT: u16 = 11125;
 pub const REQUEST_TYPE: &str = "iOSTrackingDataRequest";
 
 /// Most ports one request may name.
-pub const MAX_REQUEST_PORTS: usize = crate::config::MAX_VTS_REQUEST_PORTS;
+pub const MAX_REQUEST_PORTS: usize = super::section::MAX_VTS_REQUEST_PORTS;
 
 /// Longest `sentBy`, in characters.
 pub const MAX_SENT_BY: usize = 32;

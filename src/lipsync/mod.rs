@@ -22,6 +22,7 @@ pub mod latency;
 pub mod plot;
 pub mod profile;
 pub mod resample;
+mod section;
 pub mod wav;
 
 use features::{Analyzer, HOP, SAMPLE_RATE, WINDOW};
@@ -29,6 +30,7 @@ use profile::{Profile, VOWELS};
 use resample::Resampler;
 
 pub use crate::arkit::{Viseme, VISEMES};
+pub use section::LipsyncConfig;
 
 /// Seconds after a sound's onset in which the vowel read may change without waiting for the
 /// hold: the first few hops, whose windows still hold the attack.

@@ -3,8 +3,8 @@
 
 use serde::Deserialize;
 
+use super::{Level, LipMode, LipSettings};
 use crate::diagnostic::{key_offset, Located};
-use crate::lipsync::{Level, LipMode, LipSettings};
 
 /// `[lipsync]`. See the README's lip-sync section.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -83,7 +83,7 @@ impl LipsyncConfig {
 
     /// Checks the ranges; an error names the key's line and column in `text` (the file at
     /// `path`) and what to use.
-    pub(super) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
+    pub(crate) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
         let settings = self.settings();
         let checks: [(&str, f32, (f32, f32), &str); 7] = [
             (
@@ -141,69 +141,5 @@ impl LipsyncConfig {
             ));
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::config::Config;
-    use crate::lipsync::LipMode;
-
-    #[test]
-    fn defaults_follow_the_analysis_defaults() {
-        let c = Config::default();
-        assert_eq!(c.lipsync.mode, LipMode::WhenLost);
-        assert_eq!(c.lipsync.settings(), crate::lipsync::LipSettings::default());
-        assert_eq!(c.lipsync.device(), None);
-    }
-
-    #[test]
-    fn values_are_read() {
-        let c = Config::parse(
-            "[lipsync]\nmode = \"blend\"\ndevice = \" USB \"\nhold_ms = 120\nlead_ms = 40\n",
-            "f.toml",
-        )
-        .unwrap();
-        assert_eq!(c.lipsync.mode, LipMode::Blend);
-        assert_eq!(c.lipsync.device(), Some("USB"));
-        assert!((c.lipsync.settings().hold - 0.12).abs() < 1e-6);
-        assert_eq!(c.lipsync.lead_ms, 40.0);
-    }
-
-    #[test]
-    fn the_gate_follows_the_voice_unless_a_bound_is_set() {
-        use crate::lipsync::Level;
-        assert_eq!(Config::default().lipsync.settings().level, Level::Auto);
-        let c = Config::parse("[lipsync]\nfloor_db = -60\n", "f.toml").unwrap();
-        let s = c.lipsync.settings();
-        assert_eq!(
-            (s.level, s.floor_db, s.ceiling_db),
-            (Level::Fixed, -60.0, -40.0)
-        );
-        let c = Config::parse("[lipsync]\nceiling_db = -25\n", "f.toml").unwrap();
-        let s = c.lipsync.settings();
-        assert_eq!(
-            (s.level, s.floor_db, s.ceiling_db),
-            (Level::Fixed, -45.0, -25.0)
-        );
-    }
-
-    #[test]
-    fn bad_values_are_located_with_a_suggestion() {
-        let err = Config::parse("[camera]\nzoom = 1.0\n[lipsync]\n strength = 3\n", "f.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("f.toml:4:2:"), "{err}");
-        assert!(err.contains("use 0 to 1"), "{err}");
-        let err = Config::parse("[lipsync]\nfloor_db = -20\nceiling_db = -40\n", "f.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("f.toml:3:"), "{err}");
-        assert!(err.contains("not above floor_db"), "{err}");
-        let err = Config::parse("[lipsync]\nmode = \"lost\"\n", "f.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("f.toml:2:"), "{err}");
-        assert!(err.contains("when_lost"), "{err}");
     }
 }

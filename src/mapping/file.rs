@@ -558,7 +558,7 @@ pub struct MappingFile {
     pub jaw: JawSection,
     /// `[pose]`: this avatar's rest pose, instead of `[pose]` in `facewire.toml`.
     #[serde(default)]
-    pub pose: Option<crate::config::PoseConfig>,
+    pub pose: Option<super::PoseConfig>,
     /// `[wrinkles.NAME]`: wrinkle normal maps and the targets that blend them in, in file
     /// order.
     #[serde(default)]

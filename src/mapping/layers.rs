@@ -7,9 +7,9 @@ use super::compile::{expression_name, find_targets};
 use crate::arkit::{FaceFrame, MAX_LAYERS};
 use crate::avatar::vrm::Preset;
 use crate::avatar::{Avatar, Pose};
-use crate::config::LayersSection;
 use crate::diagnostic::nearest;
 use crate::mixer::BlendMode;
+use crate::mixer::LayersSection;
 
 /// Why a layer's targets do not fit the avatar.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,7 +168,7 @@ impl LayerTargets {
 mod tests {
     use super::*;
     use crate::arkit::Protocol;
-    use crate::config::LayerSpec;
+    use crate::mixer::LayerSpec;
     use std::time::Instant;
 
     fn section(targets: &[(&str, f32)], mode: BlendMode) -> LayersSection {

@@ -41,6 +41,7 @@ mod driver;
 mod eval;
 mod layers;
 mod materials;
+mod pose_section;
 mod recover;
 mod source;
 pub mod wrinkles;
@@ -54,6 +55,7 @@ pub use driver::{
 };
 pub use file::{MappingError, MappingFile};
 pub use layers::{LayerTargetError, LayerTargets};
+pub use pose_section::{ArmsMode, PoseConfig};
 pub use sliders::{CompiledSliders, Influence, NodeOffset, Slider, SliderRange, SliderValues};
 pub use source::Source;
 

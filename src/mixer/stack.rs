@@ -238,15 +238,18 @@ impl<K: Kit> Mixer<K> {
         &self.layers
     }
 
-    /// The layer named `name`, to change its values, mask or fade. Counts as a change: the
-    /// next [`Mixer::due`] is true.
-    pub fn layer_mut(&mut self, name: &str) -> Option<&mut Layer> {
+    /// The layer named `name`, to change its values, mask or fade (tests: a source reaches its
+    /// own layers through [`super::Own`]). Counts as a change: the next [`Mixer::due`] is true.
+    #[cfg(test)]
+    pub(crate) fn layer_mut(&mut self, name: &str) -> Option<&mut Layer> {
         self.changed = true;
         self.layers.iter_mut().find(|l| l.name == name)
     }
 
-    /// Fades the layer named `name` in (`true`) or out from `now`; `false` when there is none.
-    pub fn set_active(&mut self, name: &str, on: bool, now: Instant) -> bool {
+    /// Fades the layer named `name` in (`true`) or out from `now`; `false` when there is none
+    /// (tests).
+    #[cfg(test)]
+    pub(crate) fn set_active(&mut self, name: &str, on: bool, now: Instant) -> bool {
         match self.layer_mut(name) {
             Some(layer) => {
                 layer.fade.set(on, now);
@@ -399,8 +402,9 @@ impl<K: Kit> Mixer<K> {
 
     /// The weight the layer named `name` blends with now (its gain and fade, scaled by how
     /// absent the face is for a `when_lost` layer); `None` when there is none. Unlike
-    /// [`Mixer::layer_mut`], asking is not a change.
-    pub fn weight(&self, name: &str) -> Option<f32> {
+    /// `Mixer::layer_mut`, asking is not a change (tests).
+    #[cfg(test)]
+    pub(crate) fn weight(&self, name: &str) -> Option<f32> {
         let i = self.layers.iter().position(|l| l.name == name)?;
         Some(self.weight_of(i))
     }

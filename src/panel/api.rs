@@ -28,7 +28,12 @@ impl Approvals {
     /// `plugin` by `developer` asks for a token; the answer goes to `reply`.
     pub fn ask(&mut self, plugin: String, developer: String, reply: oneshot::Sender<bool>) {
         self.next += 1;
-        tracing::info!(%plugin, %developer, "a plugin asks for a token: allow or deny it in the panel");
+        tracing::warn!(
+            %plugin,
+            %developer,
+            "a plugin asks for a token: allow or deny it at the top of the control panel \
+             (unanswered, it is refused after two minutes)"
+        );
         self.waiting.push((
             PluginRequest {
                 id: self.next,
@@ -75,7 +80,6 @@ pub(super) fn section(
     if waiting.is_empty() {
         return;
     }
-    ui.separator();
     ui.label(
         RichText::new("Stream tools ask to control facewire")
             .strong()

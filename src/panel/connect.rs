@@ -15,6 +15,8 @@ pub struct ConnectView {
     pub waiting: bool,
     /// The phone asked for data now (`ingest.phone`; empty for none).
     pub phone: String,
+    /// The card is wanted on the stage (`[window] connect_card`, `C` on the stage).
+    pub on_stage: bool,
 }
 
 /// The colour of a hint: what to check.
@@ -57,6 +59,17 @@ pub(super) fn section(
         .id_salt(("connect", view.waiting))
         .default_open(view.waiting)
         .show(ui, |ui| {
+            if view.waiting {
+                let mut on_stage = view.on_stage;
+                ui.checkbox(&mut on_stage, "Show on the stage")
+                    .on_hover_text(
+                    "the card over the avatar while no phone sends (C on the stage); off for a \
+                     stream driven by the microphone, the API or the expressions",
+                );
+                if on_stage != view.on_stage {
+                    actions.push(PanelAction::ShowConnectCard(on_stage));
+                }
+            }
             ui.horizontal_wrapped(|ui| {
                 ui.label("This PC:");
                 match card.addresses().split_first() {

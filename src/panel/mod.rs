@@ -74,6 +74,8 @@ pub enum PanelAction {
     ExpressionsOff,
     /// Change the look (the Look tab).
     Look(LookAction),
+    /// Show (`true`) or hide the connect card on the stage.
+    ShowConnectCard(bool),
 }
 
 /// One line (or block) in the panel's message list: errors verbatim, with file, line and column
@@ -286,35 +288,56 @@ fn truncated(name: &str, max: usize) -> String {
     out
 }
 
+/// The share of the panel's height the status, cards and actions take before they scroll.
+const TOP_SHARE: f32 = 0.5;
+
+/// The least height they get, however small the window.
+const TOP_MIN_HEIGHT: f32 = 120.0;
+
 /// Lays the panel out in `ui` and returns the actions asked for.
 pub fn show(ui: &mut egui::Ui, model: &PanelModel, state: &mut PanelState) -> Vec<PanelAction> {
     let mut actions = Vec::new();
     // The window is cleared to the panels' fill colour, so the panels draw no fill of their
-    // own: on a software rasteriser each fill is a blended pass over the whole window.
-    egui::Panel::top("status")
-        .frame(egui::Frame::side_top_panel(ui.style()).fill(Color32::TRANSPARENT))
-        .show(ui, |ui| {
-            status(ui, model);
-            if let Some(view) = &model.connect {
-                connect::section(ui, view, &mut state.phone, &mut actions);
-            }
-            lipsync::section(
-                ui,
-                &model.telemetry,
-                model.profile.is_some(),
-                model.now,
-                &mut actions,
-            );
-            api::section(ui, &model.plugins, &mut actions);
-            expressions::section(ui, &model.expressions, &mut actions);
-            ui.separator();
-            controls(ui, model, state, &mut actions);
-            routine(ui, model, state, &mut actions);
-            messages(ui, model, state, &mut actions);
-        });
+    // own (on a software rasteriser each fill is a blended pass over the whole window); the
+    // plugins' prompt alone has a tint. A stream tool asking for a token waits on the performer: its prompt sits above
+    // everything else, outside the scrolling part, so a long connect card cannot hide it.
+    if !model.plugins.is_empty() {
+        egui::Panel::top("plugins")
+            .frame(
+                egui::Frame::side_top_panel(ui.style())
+                    .fill(Color32::from_rgba_unmultiplied(220, 150, 40, 40)),
+            )
+            .show(ui, |ui| api::section(ui, &model.plugins, &mut actions));
+    }
+    // The status, the cards and the actions take at most about half the window and scroll
+    // past that, so the tabs and their lists below stay on screen however much the cards say.
     egui::CentralPanel::default()
         .frame(egui::Frame::central_panel(ui.style()).fill(Color32::TRANSPARENT))
         .show(ui, |ui| {
+            let top_limit = (ui.available_height() * TOP_SHARE).max(TOP_MIN_HEIGHT);
+            egui::ScrollArea::vertical()
+                .id_salt("top")
+                .max_height(top_limit)
+                .auto_shrink([false, true])
+                .show(ui, |ui| {
+                    status(ui, model);
+                    if let Some(view) = &model.connect {
+                        connect::section(ui, view, &mut state.phone, &mut actions);
+                    }
+                    lipsync::section(
+                        ui,
+                        &model.telemetry,
+                        model.profile.is_some(),
+                        model.now,
+                        &mut actions,
+                    );
+                    expressions::section(ui, &model.expressions, &mut actions);
+                    ui.separator();
+                    controls(ui, model, state, &mut actions);
+                    routine(ui, model, state, &mut actions);
+                    messages(ui, model, state, &mut actions);
+                });
+            ui.separator();
             ui.horizontal_wrapped(|ui| {
                 ui.selectable_value(&mut state.tab, Tab::Channels, "Channels");
                 ui.selectable_value(&mut state.tab, Tab::Targets, "Avatar targets");
@@ -616,26 +639,29 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
     // The meters share what the names, the layer columns and the drives leave of the panel's
     // width, so a panel narrowed beside the stage cuts nothing off.
     let layer_width = 44.0;
-    // Too narrow for three meters and the layers: the raw values (the phone's own, before
-    // calibration) give way first.
     let room = ui.available_width() - 320.0 - columns.len() as f32 * (layer_width + 8.0);
+    // Too narrow for three meters with their numbers and the layers: the raw values (the
+    // phone's own, before calibration) become a bar alone, their number on hover.
     let widest = if columns.is_empty() { 90.0 } else { 56.0 };
-    let show_raw = room / 3.0 - 44.0 >= 24.0;
+    let raw_numbers = room / 3.0 - 44.0 >= 24.0;
+    let raw_bar = 28.0;
     // A narrow panel shows the targets' weights as bars alone, so each row stays one line.
     let narrow = ui.available_width() < 800.0;
-    let meters = if show_raw { 3.0 } else { 2.0 };
-    let value_width = (room / meters - 44.0).clamp(16.0, widest);
+    let value_width = if raw_numbers {
+        (room / 3.0 - 44.0).clamp(16.0, widest)
+    } else {
+        ((room - raw_bar - 8.0) / 2.0 - 44.0).clamp(16.0, widest)
+    };
     egui::ScrollArea::vertical()
         .id_salt("channels")
         .show(ui, |ui| {
             egui::Grid::new("meters")
                 .striped(true)
-                .num_columns(4 + usize::from(show_raw) + columns.len())
+                .num_columns(5 + columns.len())
                 .show(ui, |ui| {
                     ui.label(RichText::new("channel").strong());
-                    if show_raw {
-                        ui.label(RichText::new("raw").strong());
-                    }
+                    ui.label(RichText::new("raw").strong())
+                        .on_hover_text("as the phone or webcam sent it, before calibration");
                     ui.label(RichText::new("calibrated").strong());
                     for layer in &columns {
                         let c = &layer.contribution;
@@ -658,8 +684,13 @@ fn channels(ui: &mut egui::Ui, model: &PanelModel, state: &PanelState) {
                             continue;
                         }
                         ui.monospace(name);
-                        if show_raw {
+                        if raw_numbers {
                             ui.horizontal(|ui| meter(ui, row.raw, raw_color, value_width));
+                        } else {
+                            let raw = row
+                                .raw
+                                .map_or_else(|| "-".to_string(), |v| format!("raw {v:.2}"));
+                            bar(ui, row.raw, raw_color, raw_bar).on_hover_text(raw);
                         }
                         ui.horizontal(|ui| meter(ui, row.calibrated, cal_color, value_width));
                         for (layer, cell) in columns.iter().zip(&row.layers) {
@@ -947,9 +978,20 @@ mod tests {
         state: &mut PanelState,
         label: &str,
     ) -> Vec<PanelAction> {
+        click_at(ctx, model, state, label, egui::vec2(900.0, 760.0))
+    }
+
+    /// Clicks the text `label` on a panel of `size`, returning the actions asked for.
+    fn click_at(
+        ctx: &egui::Context,
+        model: &PanelModel,
+        state: &mut PanelState,
+        label: &str,
+        size: egui::Vec2,
+    ) -> Vec<PanelAction> {
         // Panels size themselves from the previous pass: let the layout settle first.
-        pass(ctx, model, state, Vec::new());
-        let (texts, _) = pass(ctx, model, state, Vec::new());
+        pass_at(ctx, model, state, Vec::new(), size);
+        let (texts, _) = pass_at(ctx, model, state, Vec::new(), size);
         let (_, rect) = texts
             .iter()
             .find(|(t, _)| t == label)
@@ -961,14 +1003,15 @@ mod tests {
             pressed,
             modifiers: egui::Modifiers::default(),
         };
-        let mut actions = pass(
+        let mut actions = pass_at(
             ctx,
             model,
             state,
             vec![Event::PointerMoved(pos), press(true)],
+            size,
         )
         .1;
-        actions.extend(pass(ctx, model, state, vec![press(false)]).1);
+        actions.extend(pass_at(ctx, model, state, vec![press(false)], size).1);
         actions
     }
 
@@ -994,7 +1037,108 @@ mod tests {
             card: ConnectCard::new(&listeners, &lan, None),
             waiting: true,
             phone: String::new(),
+            on_stage: true,
         }
+    }
+
+    /// [`waiting_card`] after ten seconds without a datagram: with every hint, firewall
+    /// commands included.
+    fn card_with_hints() -> ConnectView {
+        use crate::connect::{hints, HintInput, Os};
+        use crate::ingest::ListenerReport;
+        let mut view = waiting_card();
+        let reports: Vec<ListenerReport> = Protocol::FAMILIES
+            .into_iter()
+            .map(|kind| {
+                let port = crate::ingest::default_port(kind);
+                ListenerReport::new(kind, format!("0.0.0.0:{port}").parse().unwrap())
+            })
+            .collect();
+        let addresses = view.card.addresses().to_vec();
+        view.card.set_hints(hints(&HintInput {
+            elapsed: Duration::from_secs(10),
+            frames: 0,
+            reports: &reports,
+            addresses: &addresses,
+            phone: None,
+            os: Os::Linux,
+        }));
+        assert!(view.card.hints().len() >= 2, "{:?}", view.card.hints());
+        view
+    }
+
+    #[test]
+    fn the_plugin_prompt_and_the_tabs_stay_on_screen_while_no_phone_is_there() {
+        // The panel as it opens beside the default 1280x720 stage (its preferred size is
+        // render::panel::PanelOptions' default, 900x760) on a 1920x1080 and a 1280x720 screen.
+        for (w, h) in [(1920, 1080), (1280, 720)] {
+            let screen = crate::app::Area {
+                x: 0,
+                y: 0,
+                width: w,
+                height: h,
+            };
+            let (_, panel, _) = crate::app::first_start(screen, (1280, 720), (900, 760));
+            let size = egui::vec2(panel.width as f32, panel.height as f32);
+            let ctx = egui::Context::default();
+            let mut state = PanelState::default();
+            let mut m = model(false, RoutineView::Idle);
+            m.connect = Some(card_with_hints());
+            m.plugins = vec![PluginRequest {
+                id: 7,
+                plugin: "Streamer.bot".into(),
+                developer: "Streamer.bot".into(),
+            }];
+            pass_at(&ctx, &m, &mut state, Vec::new(), size);
+            let (texts, _) = pass_at(&ctx, &m, &mut state, Vec::new(), size);
+            let on_screen = |label: &str| {
+                texts.iter().any(|(t, rect)| {
+                    t.contains(label)
+                        && rect.min.y >= 0.0
+                        && rect.max.y <= size.y
+                        && rect.max.x <= size.x + 0.5
+                })
+            };
+            for label in [
+                "wants a token",
+                "Allow",
+                "Deny",
+                "Channels",
+                "Avatar targets",
+                "Look",
+                "Hotkeys",
+                "raw",
+                "eyeBlinkLeft",
+            ] {
+                assert!(
+                    on_screen(label),
+                    "at {w}x{h} (panel {size:?}) `{label}` is not on screen: {texts:?}"
+                );
+            }
+            // The top part scrolls: what it cannot show is reachable by scrolling, not cut off
+            // below the tabs.
+            let tabs = texts.iter().find(|(t, _)| t == "Channels").unwrap().1;
+            assert!(tabs.min.y < size.y * 0.7, "tabs at {:?} of {size:?}", tabs);
+            let allow = click_at(&ctx, &m, &mut state, "Allow", size);
+            assert_eq!(
+                allow,
+                vec![PanelAction::AnswerPlugin { id: 7, allow: true }],
+                "at {w}x{h}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_connect_card_can_be_taken_off_the_stage_from_the_panel() {
+        let ctx = egui::Context::default();
+        let mut state = PanelState::default();
+        let mut m = model(false, RoutineView::Idle);
+        m.connect = Some(waiting_card());
+        let hide = click(&ctx, &m, &mut state, "Show on the stage");
+        assert_eq!(hide, vec![PanelAction::ShowConnectCard(false)]);
+        m.connect.as_mut().unwrap().on_stage = false;
+        let show = click(&ctx, &m, &mut state, "Show on the stage");
+        assert_eq!(show, vec![PanelAction::ShowConnectCard(true)]);
     }
 
     #[test]
@@ -1021,12 +1165,17 @@ mod tests {
             let mut state = PanelState::default();
             let mut m = model_mixed(true, RoutineView::Idle, mix);
             m.connect = Some(waiting_card());
-            let size = egui::vec2(width, 760.0);
+            // Tall enough that the top part shows whole: this is about the width.
+            let size = egui::vec2(width, 1800.0);
             pass_at(&ctx, &m, &mut state, Vec::new(), size);
             let (texts, _) = pass_at(&ctx, &m, &mut state, Vec::new(), size);
             let all: String = texts.iter().map(|(t, _)| t.as_str()).collect();
             assert!(all.contains("UDP 39539"), "the card is shown: {all}");
             assert!(all.contains("Phone's address:"), "no phone field: {all}");
+            assert!(
+                texts.iter().any(|(t, _)| t == "raw"),
+                "at {width} px the raw column is gone"
+            );
             let cut: Vec<String> = texts
                 .iter()
                 .filter(|(_, rect)| rect.max.x > width + 0.5)

@@ -11,14 +11,12 @@
 //! - [`replay_to`] re-sends a recording over UDP with its original timing; [`spawn_replay`] feeds
 //!   it into the pipeline (through the same [`Decoder`] the network path uses) on the
 //!   `facewire-replay` thread; [`frames`] decodes it offline, without timing.
-//! - [`vmc_datagram`] encodes a frame as a VMC bundle, which is how CSV rows travel over UDP.
 
 pub mod format;
 pub mod llf_csv;
 
 mod capture;
 mod replay;
-mod vmc_encode;
 
 use std::fmt;
 use std::io;
@@ -37,7 +35,6 @@ pub use llf_csv::{LlfCsvError, LlfRow};
 pub use replay::{
     replay_to, spawn_replay, ReplayHandle, ReplayOptions, ReplayStats, MAX_SPEED, MIN_SPEED,
 };
-pub use vmc_encode::vmc_datagram;
 
 /// The sender address given to frames replayed from a source that has none (CSV rows):
 /// `0.0.0.0:0`, "no network sender".

@@ -12,7 +12,9 @@ use tracing::{debug, error, info, trace, warn};
 
 use super::{row_frame, Item, RecordError, Recording};
 use crate::arkit::FaceFrame;
-use crate::ingest::{Decoder, FrameSink, RateLimiter, Stats, TICK_PERIOD};
+use crate::ingest::{
+    encode_vmc, Decoder, ForwardNames, FrameSink, RateLimiter, Stats, TICK_PERIOD,
+};
 
 /// The name of the replay thread.
 const THREAD_NAME: &str = "facewire-replay";
@@ -174,7 +176,7 @@ fn wait_until(due: Option<Instant>, stop: &AtomicBool) -> bool {
 /// an ephemeral port; returns when every item is sent (never, when looped) or `stop` is set.
 ///
 /// `.fwrec` datagrams are sent byte for byte (their original sender address cannot be kept);
-/// CSV rows are sent as VMC bundles ([`super::vmc_datagram`]). Each item is due at the replay
+/// CSV rows are sent as VMC bundles ([`encode_vmc`]). Each item is due at the replay
 /// start plus its offset divided by the speed, measured from one start instant, so lateness never
 /// accumulates. Send errors are counted and logged, never fatal.
 pub fn replay_to(
@@ -207,43 +209,34 @@ pub fn replay_to(
     );
     let mut stats = ReplayStats::default();
     let mut error_log = RateLimiter::per_second();
+    // The VMC bundle of a CSV row, reused for every row.
+    let mut encoded = Vec::new();
     while let Some((due, item)) = schedule.peek() {
         if !wait_until(due, stop) {
             info!(sent = stats.datagrams, "replay stopped");
             return Ok(stats);
         }
-        let encoded: Vec<u8>;
         let bytes: &[u8] = match item {
             Item::Datagram(record) => &record.datagram,
             Item::Row(row) => {
-                let frame = row_frame(row, Instant::now());
-                match super::vmc_datagram(&frame) {
-                    Ok(bytes) => {
-                        encoded = bytes;
-                        &encoded
-                    }
-                    Err(err) => {
-                        stats.send_errors += 1;
-                        if let Some(suppressed) = error_log.allow(Instant::now()) {
-                            warn!(cause = %err, suppressed, "cannot encode a CSV row as VMC; skipped");
-                        }
-                        &[]
-                    }
-                }
+                encode_vmc(
+                    &row_frame(row, Instant::now()),
+                    ForwardNames::Camel,
+                    &mut encoded,
+                );
+                &encoded
             }
         };
-        if !bytes.is_empty() || matches!(item, Item::Datagram(_)) {
-            match socket.send_to(bytes, to) {
-                Ok(_) => {
-                    stats.datagrams += 1;
-                    stats.bytes += bytes.len() as u64;
-                    trace!(%to, len = bytes.len(), "replayed a datagram");
-                }
-                Err(err) => {
-                    stats.send_errors += 1;
-                    if let Some(suppressed) = error_log.allow(Instant::now()) {
-                        warn!(%to, cause = %err, suppressed, "UDP send failed; continuing");
-                    }
+        match socket.send_to(bytes, to) {
+            Ok(_) => {
+                stats.datagrams += 1;
+                stats.bytes += bytes.len() as u64;
+                trace!(%to, len = bytes.len(), "replayed a datagram");
+            }
+            Err(err) => {
+                stats.send_errors += 1;
+                if let Some(suppressed) = error_log.allow(Instant::now()) {
+                    warn!(%to, cause = %err, suppressed, "UDP send failed; continuing");
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! GL diagnostics: asking for a core context, loading the function pointers, logging the
 //! driver, `KHR_debug` into tracing and the debug-build `glGetError` check behind `check_gl!`.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use glow::HasContext;
 use glutin::config::GlConfig;

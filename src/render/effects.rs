@@ -2,7 +2,7 @@
 //! offset VRM expressions' material binds move (from [`Pose::materials`]), and the emission,
 //! MToon rim light and matcap, all sanitised before they reach the GPU.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::rc::Rc;
 

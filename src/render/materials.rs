@@ -1,7 +1,7 @@
 //! Materials and textures: the sanitised parameters each material draws with (MToon's
 //! included), the program variant it needs, and the texture uploads.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -2,7 +2,7 @@
 //! blend and upload of changed meshes, and the GPU path's delta buffer textures and lists of
 //! active targets.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::rc::Rc;
 

@@ -1,6 +1,6 @@
 //! Owners of GL objects: each holds the context and deletes its object in `Drop`.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::rc::Rc;
 

@@ -1,7 +1,7 @@
 //! 2D overlays drawn over the avatar: an RGBA image (prompt text, progress bars) placed in
 //! pixels on the framebuffer, blended with premultiplied alpha.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::rc::Rc;
 

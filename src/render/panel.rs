@@ -5,8 +5,6 @@
 //! The panel never waits for vertical blank (that would halve the stage's rate when both
 //! windows swap); the application redraws it a few times a second and on input.
 
-#![allow(unsafe_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! queue and depth; and drawing one primitive with its material, MToon outline and morph
 //! deltas.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use glam::Vec3;
 use glow::HasContext;

@@ -2,7 +2,7 @@
 //! normal, texture coordinates, joints and weights, colours, indices) and each mesh's per-frame
 //! weight state.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::rc::Rc;
 

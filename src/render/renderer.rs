@@ -15,7 +15,7 @@
 //! (world transforms), `lod` (levels of detail) and `passes` (draw order and drawing one
 //! primitive).
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::fmt;
 use std::rc::Rc;

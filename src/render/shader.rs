@@ -1,7 +1,7 @@
 //! Shader compilation: GLSL from `shaders/`, with `#version` and `#define`s prepended at run
 //! time, linked into a [`Program`] owner; failures carry the driver's info log.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::fmt::Write as _;
 use std::rc::Rc;

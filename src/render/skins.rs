@@ -1,7 +1,7 @@
 //! Skinning: each skin's joints and inverse binds, which nodes draw skinned and where their
 //! joint matrices go, and the RGBA32F buffer texture of joint matrices updated each frame.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::rc::Rc;
 

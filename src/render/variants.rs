@@ -2,7 +2,7 @@
 //! avatar and the morph path need, their uniform locations and texture units, and setting the
 //! per-frame and per-node uniforms.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::rc::Rc;
 

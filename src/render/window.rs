@@ -20,7 +20,7 @@
 //! builder's picker must return a config even when the platform lists none (an empty iterator,
 //! which EGL on X11 gives for a transparent template); here that case is an error, never a panic.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::fmt;
 use std::mem::ManuallyDrop;

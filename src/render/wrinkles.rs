@@ -3,7 +3,7 @@
 //! with. The programs get the `WRINKLES` define only while some map is set, so an avatar
 //! without wrinkle maps draws with exactly the plain shader.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use glow::HasContext;
 

@@ -72,9 +72,10 @@ impl FromStr for Size {
         let parse = |v: &str, side: &str| {
             let v = v.trim();
             match v.parse::<u32>() {
-                Ok(n) if (16..=8192).contains(&n) => Ok(n),
+                Ok(n) if (16..=crate::image::MAX_SIDE).contains(&n) => Ok(n),
                 Ok(n) => Err(format!(
-                    "the {side} {n} is outside 16 to 8192 pixels; write WIDTHxHEIGHT, e.g. 800x800"
+                    "the {side} {n} is outside 16 to {} pixels; write WIDTHxHEIGHT, e.g. 800x800",
+                    crate::image::MAX_SIDE
                 )),
                 Err(_) if v.is_empty() => Err(format!(
                     "`{s}` has no {side}; write WIDTHxHEIGHT, e.g. 800x800"

@@ -19,6 +19,7 @@ pub mod play;
 pub mod pose;
 pub mod raw;
 pub mod roi;
+mod section;
 pub mod smooth;
 pub mod track;
 #[cfg(target_os = "linux")]
@@ -26,6 +27,7 @@ mod v4l;
 pub mod video;
 
 pub use frame::Frame;
+pub use section::WebcamConfig;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 

@@ -44,7 +44,7 @@ impl WebcamConfig {
 
     /// Checks the ranges; an error names the key's line and column in `text` (the file at
     /// `path`) and what to use.
-    pub(super) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
+    pub(crate) fn validate(&self, text: &str, path: &str) -> Result<(), Located> {
         let checks: [(&str, u32, (u32, u32), &str); 3] = [
             ("width", self.width, (64, 4096), "640"),
             ("height", self.height, (64, 4096), "480"),

@@ -20,7 +20,7 @@ use ::image::{ImageReader, Limits};
 use super::Frame;
 
 /// The largest width or height accepted from a Y4M header or an image file, in pixels.
-pub const MAX_DIMENSION: u32 = 8192;
+pub use crate::image::MAX_SIDE as MAX_DIMENSION;
 
 /// The longest Y4M stream header or `FRAME` line accepted, in bytes, not counting its `'\n'`.
 pub const MAX_LINE: usize = 1024;
@@ -326,11 +326,7 @@ enum Line {
 
 /// The limits every frame image is decoded under.
 fn decode_limits() -> Limits {
-    let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_DIMENSION);
-    limits.max_image_height = Some(MAX_DIMENSION);
-    limits.max_alloc = Some(MAX_DECODE_ALLOC);
-    limits
+    crate::image::decode_limits(MAX_DECODE_ALLOC)
 }
 
 /// Decodes one PNG or JPEG file to an RGB frame, whatever its colour type (grey, alpha, 16-bit).

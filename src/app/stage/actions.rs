@@ -16,26 +16,32 @@ impl StageApp {
         match result {
             Ok(text) => {
                 tracing::info!(topic = ?topic, %text, "panel");
-                self.panel_state
+                self.panel
+                    .state
                     .messages
                     .post(topic, false, text, Instant::now());
             }
             Err(text) => {
                 tracing::warn!(topic = ?topic, %text, "panel");
-                self.panel_state
+                self.panel
+                    .state
                     .messages
                     .post(topic, true, text, Instant::now());
             }
         }
-        self.panel_due = Instant::now();
+        self.panel.due = Instant::now();
     }
 
     /// Carries out what the panel (or a stage hotkey) asked for.
     pub(super) fn act(&mut self, action: PanelAction) {
+        if let PanelAction::ShowConnectCard(shown) = action {
+            self.show_connect_card(shown);
+            return;
+        }
         if let PanelAction::Look(action) = action {
-            if let Some(scene) = self.scene.as_mut() {
+            if let Some(scene) = self.display.scene.as_mut() {
                 let result = super::super::look::act(scene, action, &self.options.config.folder);
-                self.dirty = true;
+                self.display.dirty = true;
                 if let Some(result) = result {
                     self.post(Topic::Look, result);
                 }
@@ -64,7 +70,7 @@ impl StageApp {
                 self.post(Topic::Profile, result);
             }
             PanelAction::ReloadMapping => {
-                let Some(scene) = self.scene.as_mut() else {
+                let Some(scene) = self.display.scene.as_mut() else {
                     return;
                 };
                 let result = match &self.options.mapping_path {
@@ -78,7 +84,7 @@ impl StageApp {
                             .to_string(),
                     ),
                 };
-                self.dirty = true;
+                self.display.dirty = true;
                 self.post(Topic::Mapping, result);
             }
             PanelAction::OpenConfigFolder => {
@@ -88,17 +94,17 @@ impl StageApp {
                     .map_err(|e| format!("cannot open {}: {e}", folder.display()));
                 self.post(Topic::General, result);
             }
-            PanelAction::ClearMessages => self.panel_state.messages.clear(),
+            PanelAction::ClearMessages => self.panel.state.messages.clear(),
             PanelAction::SetPhone { address, save } => {
                 let result = controls.set_phone(&address, save);
                 if result.is_ok() {
                     // The field shows the address in use again.
-                    self.panel_state.phone = None;
+                    self.panel.state.phone = None;
                 }
                 self.post(Topic::Config, result);
             }
             PanelAction::AnswerPlugin { id, allow } => {
-                let result = self.plugins.answer(id, allow);
+                let result = self.panel.plugins.answer(id, allow);
                 self.post(Topic::Api, result);
             }
             PanelAction::ToggleExpression(name) => {
@@ -113,7 +119,7 @@ impl StageApp {
                 controls.switch_model(path);
                 self.post(Topic::Avatar, Ok(format!("loading {name}")));
             }
-            PanelAction::Look(_) => {}
+            PanelAction::Look(_) | PanelAction::ShowConnectCard(_) => {}
         }
     }
 
@@ -123,7 +129,7 @@ impl StageApp {
         &mut self,
         loaded: crate::control::LoadedModel,
     ) -> Result<String, String> {
-        let Some(window) = self.window.as_ref() else {
+        let Some(window) = self.display.window.as_ref() else {
             return Err("the stage is not open yet".into());
         };
         window.make_current().map_err(|e| with_causes(&e))?;
@@ -145,12 +151,12 @@ impl StageApp {
         self.options.mapping_path =
             crate::session::mapping_for(&self.options.config, loaded.path.as_deref());
         // Where plugins put the avatar stays.
-        if let Some(old) = &self.scene {
+        if let Some(old) = &self.display.scene {
             scene.set_mover(old.mover());
         }
         // The old scene's GL objects go while the stage's context is current.
-        self.scene = Some(scene);
-        self.dirty = true;
+        self.display.scene = Some(scene);
+        self.display.dirty = true;
         self.watch_frame_rate();
         tracing::info!(model = %name, "avatar swapped in");
         Ok(format!("{name} in use"))

@@ -54,8 +54,8 @@ impl StageApp {
     /// managers may still move it).
     pub(super) fn panel_options(&mut self) -> render::panel::PanelOptions {
         let defaults = render::panel::PanelOptions::default();
-        let area = self.panel_area.take().or_else(|| {
-            let window = self.window.as_ref()?.window();
+        let area = self.panel.area.take().or_else(|| {
+            let window = self.display.window.as_ref()?.window();
             let at = window.outer_position().ok()?;
             let size = window.outer_size();
             let stage = Area {

@@ -29,6 +29,7 @@ use crate::panel::{PanelAction, PanelModel, PanelState, Timings};
 use crate::render;
 
 mod actions;
+mod cards;
 mod layout;
 
 /// Options of the stage window.
@@ -60,41 +61,13 @@ struct Drag {
     last: (f64, f64),
 }
 
-/// The winit application showing the avatar in the stage window.
-pub struct StageApp {
-    options: StageOptions,
-    avatar: Option<(Avatar, CompiledMapping)>,
-    frames: FrameReceiver,
-    /// The calibration routine's card; it takes the stage's card place from the connect card.
-    prompt: Option<crate::control::PromptCard>,
-    /// The connect card, kept for the panel once data flows.
-    connect: Option<Box<crate::connect::ConnectCard>>,
-    /// No frame has arrived yet: the connect card is on the stage.
-    connect_waiting: bool,
-    /// The card's image must be drawn anew (new content or a new stage width).
-    card_dirty: bool,
-    telemetry: Arc<Telemetry>,
-    controls: Option<Box<dyn Controls>>,
-    /// Stream tools waiting for an answer in the panel.
-    plugins: crate::panel::Approvals,
-    /// The panel should be open (it opens once the stage is up).
-    panel_wanted: bool,
-    /// Where the panel opens at first start, laid out with the stage.
-    panel_area: Option<super::Area>,
-    panel_state: PanelState,
-    /// When the panel refreshes next.
-    panel_due: Instant,
-    routine: RoutineView,
-    stats: DrawStats,
-    rates: RateMeter,
-    /// Blends the frames received into the frame drawn at the display rate.
-    motion: Motion,
+/// The stage window and what draws into it: the scene's GL objects, the card overlay, the
+/// frame pacing and what it measures.
+struct Display {
     // Field order is drop order: the GL objects go before the window's context.
-    panel: Option<render::panel::PanelWindow>,
     overlay: Option<render::overlay::Overlay>,
     scene: Option<Scene>,
     window: Option<render::window::GlWindow>,
-    error: Option<AppError>,
     pacer: FramePacer,
     /// The frame rate the stage is paced at (its cap, or the display's refresh under vsync;
     /// 0: unknown or unpaced).
@@ -103,20 +76,63 @@ pub struct StageApp {
     shortfall: Shortfall,
     /// What the panel advises once `shortfall` found the stage short on a software rasteriser.
     advice: Option<String>,
+    stats: DrawStats,
+    /// Blends the frames received into the frame drawn at the display rate.
+    motion: Motion,
     /// Something other than a new frame changed since the last draw.
     dirty: bool,
+}
+
+/// The control panel: its window, what it remembers between refreshes, when it refreshes next,
+/// and the stream tools waiting for the performer's answer in it.
+struct PanelHost {
+    window: Option<render::panel::PanelWindow>,
+    /// The panel should be open (it opens once the stage is up).
+    wanted: bool,
+    /// Where the panel opens at first start, laid out with the stage.
+    area: Option<super::Area>,
+    state: PanelState,
+    /// When the panel refreshes next.
+    due: Instant,
+    /// Stream tools waiting for an answer in the panel.
+    plugins: crate::panel::Approvals,
+}
+
+/// Keys and the mouse on the stage.
+struct StageInput {
     modifiers: ModifiersState,
     /// Routes keys bound to expressions to them, the others to the stage's hotkeys.
     expression_keys: ExpressionKeys,
     cursor: Option<(f64, f64)>,
     drag: Option<Drag>,
+    /// The expressions' keys registered with the desktop, where it allows.
+    global_keys: Option<super::GlobalKeys>,
+    /// The keys down on the stage.
+    held: std::collections::HashSet<winit::keyboard::PhysicalKey>,
+}
+
+/// The winit application showing the avatar in the stage window, in parts: the display and its
+/// GL, the control panel, the keys and the mouse, and the cards over the avatar.
+pub struct StageApp {
+    options: StageOptions,
+    avatar: Option<(Avatar, CompiledMapping)>,
+    frames: FrameReceiver,
+    /// The routine's prompt and the connect card over the avatar.
+    cards: cards::Cards,
+    telemetry: Arc<Telemetry>,
+    controls: Option<Box<dyn Controls>>,
+    routine: RoutineView,
+    rates: RateMeter,
+    error: Option<AppError>,
     exit_at: Option<Instant>,
     /// The mixer's stack as configured, for resolving its layers' targets on each avatar.
     stack: crate::stack::StackConfig,
-    /// The expressions' keys registered with the desktop, where it allows.
-    global_keys: Option<super::GlobalKeys>,
     /// A plugin's move of the avatar that came before the stage had a scene to move.
     early_move: Option<(crate::api::ModelPosition, std::time::Duration)>,
+    input: StageInput,
+    // Field order is drop order: the panel's window goes before the stage's GL objects.
+    panel: PanelHost,
+    display: Display,
 }
 
 impl StageApp {
@@ -129,44 +145,48 @@ impl StageApp {
     ) -> StageApp {
         StageApp {
             stack: crate::stack::StackConfig::of(&options.config),
-            global_keys: None,
             early_move: None,
             exit_at: options.exit_after.map(|d| Instant::now() + d),
-            pacer: FramePacer::new(options.config.window.fps_cap),
-            fps_target: 0,
-            shortfall: Shortfall::new(0),
-            advice: None,
             telemetry: Telemetry::new(Instant::now()),
             controls: None,
-            plugins: crate::panel::Approvals::default(),
-            panel_wanted: false,
-            panel_area: None,
-            panel_state: PanelState::default(),
-            panel_due: Instant::now(),
             routine: RoutineView::Idle,
-            stats: DrawStats::default(),
             rates: RateMeter::default(),
-            motion: Motion::new(MotionSettings {
-                mode: options.config.window.motion,
-                ..MotionSettings::default()
-            }),
-            panel: None,
+            cards: cards::Cards::new(options.config.window.connect_card),
+            input: StageInput {
+                modifiers: ModifiersState::empty(),
+                expression_keys: ExpressionKeys::default(),
+                cursor: None,
+                drag: None,
+                global_keys: None,
+                held: std::collections::HashSet::new(),
+            },
+            panel: PanelHost {
+                window: None,
+                wanted: false,
+                area: None,
+                state: PanelState::default(),
+                due: Instant::now(),
+                plugins: crate::panel::Approvals::default(),
+            },
+            display: Display {
+                overlay: None,
+                scene: None,
+                window: None,
+                pacer: FramePacer::new(options.config.window.fps_cap),
+                fps_target: 0,
+                shortfall: Shortfall::new(0),
+                advice: None,
+                stats: DrawStats::default(),
+                motion: Motion::new(MotionSettings {
+                    mode: options.config.window.motion,
+                    ..MotionSettings::default()
+                }),
+                dirty: true,
+            },
             options,
             avatar: Some((avatar, mapping)),
             frames,
-            prompt: None,
-            connect: None,
-            connect_waiting: false,
-            card_dirty: false,
-            overlay: None,
-            scene: None,
-            window: None,
             error: None,
-            dirty: true,
-            modifiers: ModifiersState::empty(),
-            expression_keys: ExpressionKeys::default(),
-            cursor: None,
-            drag: None,
         }
     }
 
@@ -174,7 +194,7 @@ impl StageApp {
     /// drives `controls`; it opens with the stage when the configuration's `window.panel` is
     /// on, and `P` on the stage shows and hides it.
     pub fn with_panel(mut self, telemetry: Arc<Telemetry>, controls: Box<dyn Controls>) -> Self {
-        self.panel_wanted = self.options.config.window.panel;
+        self.panel.wanted = self.options.config.window.panel;
         self.telemetry = telemetry;
         self.controls = Some(controls);
         self
@@ -183,13 +203,13 @@ impl StageApp {
     /// Adds the expressions' keys registered with the desktop (`[window] global_hotkeys`): the
     /// stage keeps them in step with the expressions and hands their presses to the controls.
     pub fn with_global_keys(mut self, keys: Option<super::GlobalKeys>) -> Self {
-        self.global_keys = keys;
+        self.input.global_keys = keys;
         self
     }
 
     /// The stage's draw statistics so far.
     pub fn draw_stats(&self) -> &DrawStats {
-        &self.stats
+        &self.display.stats
     }
 
     /// The error that ended the event loop, if any.
@@ -206,11 +226,11 @@ impl StageApp {
     /// The camera changed: show it at the next paced frame.
     fn camera_changed(&mut self) {
         let camera = self.options.config.camera;
-        if let Some(scene) = self.scene.as_mut() {
+        if let Some(scene) = self.display.scene.as_mut() {
             scene.set_camera(camera);
         }
         tracing::debug!(?camera, "stage camera changed");
-        self.dirty = true;
+        self.display.dirty = true;
     }
 
     fn save_camera(&self) {
@@ -232,14 +252,24 @@ impl StageApp {
     }
 
     fn on_key(&mut self, event: &winit::event::KeyEvent) {
+        // A press of a key already down is a repeat, whether or not winit says so: X11 can
+        // deliver one press twice (seen with XTEST), which would toggle a card or the panel
+        // twice.
+        let repeat = match event.state {
+            ElementState::Pressed => !self.input.held.insert(event.physical_key) || event.repeat,
+            ElementState::Released => {
+                self.input.held.remove(&event.physical_key);
+                event.repeat
+            }
+        };
         let route = match self.controls.as_mut() {
             Some(controls) => {
                 let expressions = controls.expressions();
-                let route = self.expression_keys.route(
+                let route = self.input.expression_keys.route(
                     event.physical_key,
                     event.state,
-                    event.repeat,
-                    self.modifiers,
+                    repeat,
+                    self.input.modifiers,
                     |key| expressions.iter().any(|e| e.key.as_ref() == Some(key)),
                 );
                 if let KeyRoute::Expression(key, pressed) = route {
@@ -253,30 +283,66 @@ impl StageApp {
         if route != KeyRoute::Stage || event.state != ElementState::Pressed {
             return;
         }
-        let shift = self.modifiers.shift_key();
+        let shift = self.input.modifiers.shift_key();
         match camera_key(&mut self.options.config.camera, &event.logical_key, shift) {
             StageKey::Camera => self.camera_changed(),
-            StageKey::Save if !event.repeat => self.save_camera(),
-            StageKey::Neutral if !event.repeat => self.act(PanelAction::CaptureNeutral),
-            StageKey::Panel if !event.repeat => {
-                if self.panel.is_some() {
+            StageKey::Save if !repeat => self.save_camera(),
+            StageKey::Neutral if !repeat => self.act(PanelAction::CaptureNeutral),
+            StageKey::Panel if !repeat => {
+                if self.panel.window.is_some() {
                     self.close_panel();
                 } else {
-                    self.panel_wanted = self.controls.is_some();
+                    self.panel.wanted = self.controls.is_some();
                 }
             }
-            StageKey::Save | StageKey::Neutral | StageKey::Panel | StageKey::None => {}
+            StageKey::ConnectCard if !repeat => {
+                let shown = !self.cards.shown();
+                self.show_connect_card(shown);
+            }
+            StageKey::Save
+            | StageKey::Neutral
+            | StageKey::Panel
+            | StageKey::ConnectCard
+            | StageKey::None => {}
+        }
+    }
+
+    /// Shows or hides the connect card on the stage (the key, the panel).
+    fn show_connect_card(&mut self, shown: bool) {
+        if self.cards.set_shown(shown) {
+            tracing::info!(shown, "connect card on the stage (C shows and hides it)");
+            self.display.dirty = true;
+            self.panel.due = Instant::now();
+        }
+    }
+
+    /// Puts the connect card away the first time another source than the phone moves the face.
+    fn watch_other_sources(&mut self) {
+        if self.cards.connect_on_stage().is_none() {
+            return;
+        }
+        let Some(report) = self.telemetry.mix() else {
+            return;
+        };
+        if let Some(layer) = self.cards.note_mix(&report) {
+            tracing::info!(
+                %layer,
+                "the face moves without a phone: the connect card leaves the stage (C on the \
+                 stage brings it back)"
+            );
+            self.display.dirty = true;
+            self.panel.due = Instant::now();
         }
     }
 
     fn open_panel(&mut self, event_loop: &ActiveEventLoop) {
-        self.panel_wanted = false;
+        self.panel.wanted = false;
         let options = self.panel_options();
         match render::panel::PanelWindow::create(event_loop, &options) {
             Ok(panel) => {
                 tracing::info!("control panel open");
-                self.panel = Some(panel);
-                self.panel_due = Instant::now();
+                self.panel.window = Some(panel);
+                self.panel.due = Instant::now();
                 self.watch_frame_rate();
             }
             Err(error) => {
@@ -286,15 +352,15 @@ impl StageApp {
     }
 
     fn close_panel(&mut self) {
-        self.panel = None;
-        self.panel_wanted = false;
+        self.panel.window = None;
+        self.panel.wanted = false;
         self.watch_frame_rate();
         tracing::info!("control panel closed (P on the stage opens it again)");
     }
 
     /// What the panel shows now.
     fn panel_model(&mut self, now: Instant) -> Option<PanelModel> {
-        let scene = self.scene.as_ref()?;
+        let scene = self.display.scene.as_ref()?;
         let telemetry = self.telemetry.snapshot();
         let (mut counters, input, can_calibrate, profiles, profile) = match &self.controls {
             Some(c) => (
@@ -320,13 +386,14 @@ impl StageApp {
         counters.dropped = self.frames.counters().snapshot().dropped;
         let rates = self.rates.update(now, counters);
         let fps = self
+            .display
             .stats
             .interval
             .percentiles([50.0])
             .map(|[p50]| p50.as_secs_f64())
             .filter(|s| *s > 0.0)
             .map(|s| 1.0 / s);
-        let look = if self.panel_state.tab == crate::panel::Tab::Look {
+        let look = if self.panel.state.tab == crate::panel::Tab::Look {
             super::look::view(scene, &self.options.config.folder)
         } else {
             crate::panel::LookView::default()
@@ -350,33 +417,31 @@ impl StageApp {
             rates,
             input,
             timings: Timings {
-                sample_age: self.stats.sample_age.percentiles([50.0, 99.0]),
-                draw_time: self.stats.draw_time.percentiles([50.0, 99.0]),
+                sample_age: self.display.stats.sample_age.percentiles([50.0, 99.0]),
+                draw_time: self.display.stats.draw_time.percentiles([50.0, 99.0]),
                 fps,
-                motion_latency: (self.motion.settings().mode != MotionMode::Off)
-                    .then(|| self.motion.latency()),
+                motion_latency: (self.display.motion.settings().mode != MotionMode::Off)
+                    .then(|| self.display.motion.latency()),
             },
-            advice: self.advice.clone(),
+            advice: self.display.advice.clone(),
             profiles,
             profile,
             models,
             model,
             can_calibrate,
             routine: self.routine.clone(),
-            connect: self
-                .connect
-                .as_deref()
-                .map(|card| crate::panel::ConnectView {
-                    card: card.clone(),
-                    waiting: self.connect_waiting,
-                    phone: self
-                        .controls
-                        .as_ref()
-                        .map(|c| c.phone())
-                        .unwrap_or_default(),
-                }),
+            connect: self.cards.connect().map(|card| crate::panel::ConnectView {
+                card: card.clone(),
+                waiting: self.cards.waiting(),
+                on_stage: self.cards.shown(),
+                phone: self
+                    .controls
+                    .as_ref()
+                    .map(|c| c.phone())
+                    .unwrap_or_default(),
+            }),
             hotkeys: STAGE_HOTKEYS,
-            plugins: self.plugins.waiting(),
+            plugins: self.panel.plugins.waiting(),
             expressions: self
                 .controls
                 .as_ref()
@@ -390,26 +455,27 @@ impl StageApp {
     fn draw_panel(&mut self, capture: bool) -> Option<crate::image::RgbaImage> {
         let now = Instant::now();
         let model = self.panel_model(now)?;
-        let panel = self.panel.as_mut()?;
-        let state = &mut self.panel_state;
+        let panel = self.panel.window.as_mut()?;
+        let state = &mut self.panel.state;
         let mut actions = Vec::new();
         let result = panel.draw(
             |ui| actions.extend(crate::panel::show(ui, &model, state)),
             capture,
         );
-        self.stats.record_panel(now.elapsed());
+        self.display.stats.record_panel(now.elapsed());
         let image = match result {
             Ok((wanted, image)) => {
                 if let Some(delay) = wanted {
-                    self.panel_due = self
-                        .panel_due
+                    self.panel.due = self
+                        .panel
+                        .due
                         .min(now + delay.max(Duration::from_millis(16)));
                 }
                 image
             }
             Err(error) => {
                 tracing::warn!(error = %with_causes(&error), "the control panel failed to draw; closing it");
-                self.panel = None;
+                self.panel.window = None;
                 None
             }
         };
@@ -446,21 +512,23 @@ impl StageApp {
 
     /// Draws the stage; with `capture`, returns the frame drawn.
     fn redraw_stage(&mut self, capture: bool) -> Option<crate::image::RgbaImage> {
-        let (Some(window), Some(scene)) = (self.window.as_ref(), self.scene.as_mut()) else {
+        let (Some(window), Some(scene)) =
+            (self.display.window.as_ref(), self.display.scene.as_mut())
+        else {
             return None;
         };
         let start = Instant::now();
-        self.dirty = false;
+        self.display.dirty = false;
         if let Err(error) = window.make_current() {
             tracing::warn!(error = %with_causes(&error), "cannot make the stage context current");
             return None;
         }
-        let motion = &mut self.motion;
+        let motion = &mut self.display.motion;
         let sample = self
             .frames
             .take_each(|f| motion.push(f))
             .map(|f| f.received);
-        scene.set_frame(self.motion.sample(start).as_ref());
+        scene.set_frame(self.display.motion.sample(start).as_ref());
         scene.update_look(false);
         let mut clear = self.options.config.window.background.0;
         if window.has_alpha() {
@@ -468,14 +536,14 @@ impl StageApp {
         }
         window.bind();
         scene.draw(&window.draw_target(clear));
-        if let Some(overlay) = self.overlay.as_mut() {
+        if let Some(overlay) = self.display.overlay.as_mut() {
             let viewport = window.size();
-            let connect = self.connect.as_deref().filter(|_| self.connect_waiting);
-            if self.card_dirty {
-                if let Some(card) = &self.prompt {
+            let connect = self.cards.connect_on_stage().is_some();
+            if self.cards.dirty() {
+                if let Some(card) = self.cards.prompt() {
                     let width = crate::app::hud::prompt_width(viewport.0);
                     overlay.set_image(&crate::app::hud::render_prompt(card, width));
-                } else if let Some(card) = connect {
+                } else if let Some(card) = self.cards.connect_on_stage() {
                     let image = if self.options.config.window.show_addresses {
                         crate::app::hud::fit_connect(card, viewport)
                     } else {
@@ -483,12 +551,12 @@ impl StageApp {
                     };
                     overlay.set_image(&image);
                 }
-                self.card_dirty = false;
+                self.cards.drawn();
             }
-            if self.prompt.is_some() {
+            if self.cards.prompt().is_some() {
                 let (x, y) = crate::app::hud::prompt_placement(viewport, overlay.size().1);
                 overlay.draw(viewport, x, y);
-            } else if connect.is_some() {
+            } else if connect {
                 let (x, y) = crate::app::hud::connect_placement(viewport, overlay.size());
                 overlay.draw(viewport, x, y);
             }
@@ -497,8 +565,8 @@ impl StageApp {
         if let Err(error) = window.swap_buffers() {
             tracing::warn!(error = %with_causes(&error), "swap_buffers failed");
         }
-        self.stats.record(start, Instant::now(), sample);
-        if let Some(fps) = self.shortfall.frame(start) {
+        self.display.stats.record(start, Instant::now(), sample);
+        if let Some(fps) = self.display.shortfall.frame(start) {
             self.short_of_target(fps);
         }
         image
@@ -506,36 +574,36 @@ impl StageApp {
 
     /// Starts measuring the frame rate afresh (the stage's load changed), forgetting advice.
     fn watch_frame_rate(&mut self) {
-        self.shortfall = Shortfall::new(self.fps_target);
-        self.advice = None;
+        self.display.shortfall = Shortfall::new(self.display.fps_target);
+        self.display.advice = None;
     }
 
     /// The stage drew `fps` over a stretch, well below its target: on a software rasteriser,
     /// says why and what helps (in the log and on the panel).
     fn short_of_target(&mut self, fps: f64) {
-        let Some(window) = self.window.as_ref() else {
+        let Some(window) = self.display.window.as_ref() else {
             return;
         };
         let renderer = window.renderer();
         if !render::is_software_renderer(&renderer) {
-            tracing::info!(fps, target = self.fps_target, %renderer, "the stage draws below its frame cap");
+            tracing::info!(fps, target = self.display.fps_target, %renderer, "the stage draws below its frame cap");
             return;
         }
         let advice = software_advice(
             fps,
-            self.fps_target,
+            self.display.fps_target,
             &renderer,
             self.options.config.render.lod,
-            self.panel.is_some(),
+            self.panel.window.is_some(),
         );
-        tracing::warn!(fps, target = self.fps_target, %renderer, "{advice}");
-        self.advice = Some(advice);
+        tracing::warn!(fps, target = self.display.fps_target, %renderer, "{advice}");
+        self.display.advice = Some(advice);
     }
 }
 
 impl ApplicationHandler<AppEvent> for StageApp {
     fn resumed(&mut self, event_loop: &ActiveEventLoop) {
-        if self.window.is_some() {
+        if self.display.window.is_some() {
             return;
         }
         let cfg = &self.options.config.window;
@@ -548,8 +616,8 @@ impl ApplicationHandler<AppEvent> for StageApp {
             position: None,
             multisample: true,
         };
-        if self.panel_wanted {
-            self.panel_area = layout::lay_out_with_panel(event_loop, &mut opts);
+        if self.panel.wanted {
+            self.panel.area = layout::lay_out_with_panel(event_loop, &mut opts);
         }
         let window = match render::window::create(event_loop, &opts) {
             Ok(w) => w,
@@ -563,8 +631,8 @@ impl ApplicationHandler<AppEvent> for StageApp {
             .current_monitor()
             .and_then(|m| m.refresh_rate_millihertz());
         let cap = effective_cap(cfg.fps_cap, cfg.vsync, refresh);
-        self.pacer = FramePacer::new(cap);
-        self.fps_target = match cap {
+        self.display.pacer = FramePacer::new(cap);
+        self.display.fps_target = match cap {
             0 if cfg.vsync => refresh.map_or(0, |mhz| (mhz + 500) / 1000),
             cap => cap,
         };
@@ -599,18 +667,18 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 if let Some((to, over)) = self.early_move.take() {
                     scene.move_model(to, over, Instant::now());
                 }
-                self.scene = Some(scene);
+                self.display.scene = Some(scene);
             }
             Err(e) => return self.fail(event_loop, e.into()),
         }
         match render::overlay::Overlay::new(window.gl()) {
-            Ok(overlay) => self.overlay = Some(overlay),
+            Ok(overlay) => self.display.overlay = Some(overlay),
             Err(error) => {
                 tracing::warn!(error = %with_causes(&error), "prompts cannot be shown in the window")
             }
         }
-        self.dirty = true;
-        self.window = Some(window);
+        self.display.dirty = true;
+        self.display.window = Some(window);
     }
 
     fn user_event(&mut self, event_loop: &ActiveEventLoop, event: AppEvent) {
@@ -618,28 +686,29 @@ impl ApplicationHandler<AppEvent> for StageApp {
             // The wake-up itself is the point: about_to_wait then finds the frame.
             AppEvent::FrameReady => {}
             AppEvent::Mapping(parsed) => {
-                if let Some(scene) = self.scene.as_mut() {
+                if let Some(scene) = self.display.scene.as_mut() {
                     let result = reload_mapping(scene, parsed.map(|f| *f));
-                    self.dirty = true;
+                    self.display.dirty = true;
                     self.post(Topic::Mapping, result);
                 }
             }
             AppEvent::Look(parsed) => {
-                if let Some(scene) = self.scene.as_mut() {
+                if let Some(scene) = self.display.scene.as_mut() {
                     let result = reload_look(scene, parsed.map(|f| *f));
-                    self.dirty = true;
+                    self.display.dirty = true;
                     self.post(Topic::Look, result);
                 }
             }
             AppEvent::Message { topic, error, text } => {
-                self.panel_state
+                self.panel
+                    .state
                     .messages
                     .post(topic, error, text, Instant::now());
-                self.panel_due = Instant::now();
+                self.panel.due = Instant::now();
             }
             AppEvent::Routine(view) => {
                 self.routine = view;
-                self.panel_due = Instant::now();
+                self.panel.due = Instant::now();
             }
             AppEvent::Model(loaded) => {
                 let result = loaded
@@ -652,62 +721,59 @@ impl ApplicationHandler<AppEvent> for StageApp {
             }
             AppEvent::Background(color) => {
                 self.options.config.window.background = crate::config::Color(color);
-                self.dirty = true;
+                self.display.dirty = true;
             }
             AppEvent::Layers(stack) => {
-                if let Some(scene) = self.scene.as_mut() {
+                if let Some(scene) = self.display.scene.as_mut() {
                     let result = scene
                         .set_stack(&stack)
                         .map(|()| "layer targets reloaded".to_string())
                         .map_err(|e| format!("{e}\n(the running layer targets stay in use)"));
-                    self.dirty = true;
+                    self.display.dirty = true;
                     self.post(Topic::Config, result);
                 }
                 self.options.config.layers = stack.layers.clone();
                 self.stack = *stack;
             }
             AppEvent::Camera(camera) => {
-                if let Some(scene) = self.scene.as_mut() {
+                if let Some(scene) = self.display.scene.as_mut() {
                     scene.set_camera(camera);
                 }
                 self.options.config.camera = camera;
-                self.dirty = true;
+                self.display.dirty = true;
             }
             AppEvent::Prompt(card) => {
-                self.prompt = card;
-                self.card_dirty = true;
-                self.dirty = true;
+                self.cards.set_prompt(card);
+                self.display.dirty = true;
             }
             AppEvent::Connect { card, waiting } => {
-                self.connect = Some(card);
-                self.connect_waiting = waiting;
-                self.card_dirty = true;
-                self.dirty = true;
-                self.panel_due = Instant::now();
+                self.cards.set_connect(card, waiting);
+                self.display.dirty = true;
+                self.panel.due = Instant::now();
             }
             AppEvent::Tracking(state) => {
                 tracing::debug!(state = state.name(), "stage sees a tracking change");
             }
             AppEvent::LoadModel(path) => self.act(PanelAction::SwitchModel(path)),
             AppEvent::MoveModel { to, over } => {
-                match self.scene.as_mut() {
+                match self.display.scene.as_mut() {
                     Some(scene) => scene.move_model(to, over, Instant::now()),
                     None => self.early_move = Some((to, over)),
                 }
-                self.dirty = true;
+                self.display.dirty = true;
             }
             AppEvent::ApiApproval {
                 plugin,
                 developer,
                 reply,
             } => {
-                self.plugins.ask(plugin, developer, reply);
+                self.panel.plugins.ask(plugin, developer, reply);
                 // The question is in the panel: open it if it was closed.
-                self.panel_wanted = self.panel.is_none() && self.controls.is_some();
-                self.panel_due = Instant::now();
+                self.panel.wanted = self.panel.window.is_none() && self.controls.is_some();
+                self.panel.due = Instant::now();
             }
             AppEvent::GlobalKey { id, pressed } => {
-                let key = self.global_keys.as_ref().and_then(|g| g.key(id));
+                let key = self.input.global_keys.as_ref().and_then(|g| g.key(id));
                 if let (Some(key), Some(controls)) = (key, self.controls.as_mut()) {
                     tracing::debug!(%key, pressed, "global expression key");
                     controls.expression_key(key, pressed);
@@ -718,7 +784,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
     }
 
     fn window_event(&mut self, event_loop: &ActiveEventLoop, id: WindowId, event: WindowEvent) {
-        if let Some(panel) = self.panel.as_mut().filter(|p| p.id() == id) {
+        if let Some(panel) = self.panel.window.as_mut().filter(|p| p.id() == id) {
             match event {
                 WindowEvent::CloseRequested => self.close_panel(),
                 WindowEvent::RedrawRequested => {
@@ -726,33 +792,39 @@ impl ApplicationHandler<AppEvent> for StageApp {
                 }
                 event => {
                     if panel.on_event(&event) {
-                        self.panel_due = Instant::now();
+                        self.panel.due = Instant::now();
                     }
                 }
             }
             return;
         }
-        if self.window.as_ref().is_some_and(|w| w.window().id() != id) {
+        if self
+            .display
+            .window
+            .as_ref()
+            .is_some_and(|w| w.window().id() != id)
+        {
             // A window already closed (a panel's last events).
             return;
         }
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),
             WindowEvent::Resized(size) => {
-                if let Some(w) = self.window.as_mut() {
+                if let Some(w) = self.display.window.as_mut() {
                     w.resize(size.width, size.height);
                 }
-                self.card_dirty = true;
-                self.dirty = true;
+                self.cards.mark_dirty();
+                self.display.dirty = true;
             }
             // Drawn at once: the system asks when the window was uncovered or first shown.
             WindowEvent::RedrawRequested => {
                 self.redraw_stage(false);
             }
-            WindowEvent::ModifiersChanged(modifiers) => self.modifiers = modifiers.state(),
+            WindowEvent::ModifiersChanged(modifiers) => self.input.modifiers = modifiers.state(),
             // The releases of keys held for expressions go to the window with the focus now.
             WindowEvent::Focused(false) => {
-                for key in self.expression_keys.release_all() {
+                self.input.held.clear();
+                for key in self.input.expression_keys.release_all() {
                     if let Some(controls) = self.controls.as_mut() {
                         controls.expression_key(key, false);
                     }
@@ -772,30 +844,30 @@ impl ApplicationHandler<AppEvent> for StageApp {
             }
             WindowEvent::MouseInput { state, button, .. } => match state {
                 ElementState::Pressed => {
-                    self.drag = self.cursor.map(|last| Drag { button, last });
+                    self.input.drag = self.input.cursor.map(|last| Drag { button, last });
                 }
                 ElementState::Released => {
-                    if self.drag.is_some_and(|d| d.button == button) {
-                        self.drag = None;
+                    if self.input.drag.is_some_and(|d| d.button == button) {
+                        self.input.drag = None;
                     }
                 }
             },
             WindowEvent::CursorMoved { position, .. } => {
                 let now = (position.x, position.y);
-                self.cursor = Some(now);
-                if let Some(drag) = self.drag.as_mut() {
+                self.input.cursor = Some(now);
+                if let Some(drag) = self.input.drag.as_mut() {
                     let delta = (now.0 - drag.last.0, now.1 - drag.last.1);
                     drag.last = now;
                     let button = drag.button;
-                    let height = self.window.as_ref().map_or(1, |w| w.size().1);
+                    let height = self.display.window.as_ref().map_or(1, |w| w.size().1);
                     if camera_drag(&mut self.options.config.camera, button, delta, height) {
                         self.camera_changed();
                     }
                 }
             }
             WindowEvent::CursorLeft { .. } => {
-                self.cursor = None;
-                self.drag = None;
+                self.input.cursor = None;
+                self.input.drag = None;
             }
             _ => {}
         }
@@ -803,7 +875,8 @@ impl ApplicationHandler<AppEvent> for StageApp {
 
     fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
         let now = Instant::now();
-        if let (Some(global), Some(controls)) = (self.global_keys.as_mut(), self.controls.as_ref())
+        if let (Some(global), Some(controls)) =
+            (self.input.global_keys.as_mut(), self.controls.as_ref())
         {
             // The expressions (and so their keys) change with a reload or another avatar.
             global.set_keys(
@@ -819,26 +892,27 @@ impl ApplicationHandler<AppEvent> for StageApp {
             event_loop.exit();
             return;
         }
-        if self.window.is_none() {
+        if self.display.window.is_none() {
             event_loop.set_control_flow(ControlFlow::Wait);
             return;
         }
-        if self.panel_wanted && self.panel.is_none() {
+        if self.panel.wanted && self.panel.window.is_none() {
             self.open_panel(event_loop);
         }
+        self.watch_other_sources();
         // The earliest instant something other than the stage needs the loop.
         let mut wake = self.exit_at;
-        if let Some(panel) = self.panel.as_ref() {
-            if now >= self.panel_due {
+        if let Some(panel) = self.panel.window.as_ref() {
+            if now >= self.panel.due {
                 panel.request_redraw();
-                self.panel_due = now + PANEL_PERIOD;
+                self.panel.due = now + PANEL_PERIOD;
             }
-            wake = Some(wake.map_or(self.panel_due, |w| w.min(self.panel_due)));
+            wake = Some(wake.map_or(self.panel.due, |w| w.min(self.panel.due)));
         }
-        if let Some(scene) = self.scene.as_mut() {
+        if let Some(scene) = self.display.scene.as_mut() {
             // A look's colours paint on a worker thread: draw once they are ready.
             let (painting, ready) = scene.look_changing();
-            self.dirty |= ready;
+            self.display.dirty |= ready;
             if painting {
                 let soon = now + LOOK_POLL;
                 wake = Some(wake.map_or(soon, |w| w.min(soon)));
@@ -848,39 +922,40 @@ impl ApplicationHandler<AppEvent> for StageApp {
         let render_on_change = self.options.config.window.render_on_change;
         let new_frame = render_on_change && self.frames.pending() > 0;
         // Motion between the phone's frames goes on for a moment after the newest arrived.
-        let moving = self.motion.settles_at().is_some_and(|at| now <= at)
+        let moving = self.display.motion.settles_at().is_some_and(|at| now <= at)
             || self
+                .display
                 .scene
                 .as_ref()
                 .is_some_and(|s| s.springs_moving() || s.model_moving(now));
-        if !wants_redraw(render_on_change, new_frame, self.dirty || moving) {
+        if !wants_redraw(render_on_change, new_frame, self.display.dirty || moving) {
             // Nothing to draw: sleep until the ingest side's FrameReady (or any other event)
             // wakes the loop, or until the panel or the exit is due.
-            self.stats.idle();
+            self.display.stats.idle();
             event_loop.set_control_flow(until(wake));
             return;
         }
-        if self.pacer.try_frame(now) {
+        if self.display.pacer.try_frame(now) {
             // With vsync, swap_buffers paces an uncapped loop; each pass asks for the next.
-            if let Some(window) = self.window.as_ref() {
+            if let Some(window) = self.display.window.as_ref() {
                 window.window().request_redraw();
             }
             event_loop.set_control_flow(until(wake));
-        } else if let Some(due) = self.pacer.next_due() {
+        } else if let Some(due) = self.display.pacer.next_due() {
             let due = wake.map_or(due, |w| w.min(due));
             event_loop.set_control_flow(ControlFlow::WaitUntil(due));
         }
     }
 
     fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
-        self.panel = None;
-        if let Some(w) = self.window.as_ref() {
+        self.panel.window = None;
+        if let Some(w) = self.display.window.as_ref() {
             if let Err(error) = w.make_current() {
                 tracing::warn!(error = %with_causes(&error), "cannot make the context current to release GL objects");
             }
         }
-        self.overlay = None;
-        self.scene = None;
-        self.window = None;
+        self.display.overlay = None;
+        self.display.scene = None;
+        self.display.window = None;
     }
 }

@@ -9,10 +9,7 @@ use gltf::json::texture as json;
 use gltf::json::validation::Checked;
 use std::io::Cursor;
 
-/// The longest side, in pixels, of an image facewire decodes. Larger images are refused before
-/// any pixel memory is allocated (8192² RGBA8 is 256 MiB), so a hostile header cannot ask for
-/// gigabytes; real avatar textures stop at 4096.
-pub(super) const MAX_SIDE: u32 = 8192;
+pub(super) use crate::image::MAX_SIDE;
 
 /// The encodings a glTF image can hold, told apart by their first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,10 +122,8 @@ fn png_or_jpeg(bytes: &[u8]) -> Result<::image::ImageReader<Cursor<&[u8]>>, Stri
         Some(::image::ImageFormat::Png | ::image::ImageFormat::Jpeg) => {}
         _ => return Err("not a PNG, JPEG, WebP or KTX2 image".into()),
     }
-    let mut limits = ::image::Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    reader.limits(limits);
+    // 512 MiB in all, the image crate's own default.
+    reader.limits(crate::image::decode_limits(512 << 20));
     Ok(reader)
 }
 

@@ -10,7 +10,7 @@
 //! - macOS has neither: there a headless context cannot be made, and asking for one says so
 //!   (the stage window works; snapshots, sheets and `run --headless` need Linux or Windows).
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::cell::Cell;
 use std::fmt;
