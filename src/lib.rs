@@ -11,7 +11,8 @@
 //! ```
 //!
 //! Left of the bridge is ARKit space, on the ingest thread; right of it, avatar space on the
-//! main thread. [`session`] wires a live run; `main.rs` only parses the command line.
+//! main thread. [`session`] wires a live run; [`commands`] holds the subcommands' flags and
+//! bodies, and `main.rs` only parses the command line and dispatches.
 //!
 //! Ingest side (ARKit space):
 //! - [`arkit`]: the 52 channels (canonical order, every spelling dialect), `FaceFrame`, the
@@ -44,8 +45,11 @@
 //! - [`session`]: every kind of live run put together (stage, offscreen, calibration, and the
 //!   relay, which has no window and no GL), and its wiring: the input (network or replay), the chain from decoded
 //!   frames through conditioner and mixer to the hand-off, neutral capture, the panel's
-//!   controls, the config and mapping watchers, `listen` and `record`; [`session::forward`]
-//!   sends the mixed stream on as VMC to other tools.
+//!   controls, the config and mapping watchers; [`session::forward`] sends the mixed stream on
+//!   as VMC to other tools.
+//! - [`commands`]: the subcommands: their clap flags, the bodies that describe a live run for
+//!   [`session`] (run, relay, calibrate), and the tools with loops of their own (`listen`,
+//!   `record`, `track`, `lipsync`, the vowel take, snapshots, `check`, `config`).
 //!
 //! The hand-off:
 //! - [`bridge`]: the newest-wins ringbuf hand-off of frames to the render thread, with counters.
@@ -90,6 +94,7 @@ pub mod audio;
 pub mod avatar;
 pub mod bridge;
 pub mod calibrate;
+pub mod commands;
 pub mod config;
 pub mod connect;
 pub mod control;

@@ -355,6 +355,37 @@ fn listen_prints_frames_as_json_lines() {
 }
 
 #[test]
+fn listen_prints_a_replayed_take_and_ends_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let take = dir.path().join("take.csv");
+    std::fs::write(&take, llf_csv(0.5)).unwrap();
+    let output = check(
+        facewire()
+            .arg("--config")
+            .arg(live_config(&out_dir("listen-replay")))
+            .args(["listen", "--speed", "4", "--replay"])
+            .arg(&take)
+            .output()
+            .unwrap(),
+        "listen --replay",
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let frames: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("source").is_some())
+        .collect();
+    // Every row of the take, in order, and then the command ends by itself.
+    assert_eq!(frames.len(), 30, "{stdout}");
+    let jaw = |v: &serde_json::Value| v["weights"]["jawOpen"].as_f64().unwrap();
+    assert!((jaw(&frames[0]) - 0.7).abs() < 1e-3, "{stdout}");
+    assert!(
+        frames.iter().all(|v| v["source"] == "livelinkface"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn bad_config_is_reported_with_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");

@@ -317,9 +317,9 @@ impl Scene {
 /// (the error verbatim, with its file, line and column, on failure).
 pub fn reload_mapping(
     scene: &mut Scene,
-    parsed: Result<crate::mapping::MappingFile, String>,
+    parsed: Result<crate::mapping::MappingFile, crate::mapping::MappingError>,
 ) -> Result<String, String> {
-    let compiled = parsed.and_then(|file| {
+    let compiled = parsed.map_err(|e| e.to_string()).and_then(|file| {
         CompiledMapping::compile(&file, scene.avatar())
             .map(|m| (m, file.path.clone()))
             .map_err(|e| e.to_string())
@@ -344,9 +344,9 @@ pub fn reload_mapping(
 /// look stays. Returns what happened, in words.
 pub fn reload_look(
     scene: &mut Scene,
-    parsed: Result<crate::look::LookFile, String>,
+    parsed: Result<crate::look::LookFile, crate::look::LookError>,
 ) -> Result<String, String> {
-    let checked = parsed.and_then(|file| {
+    let checked = parsed.map_err(|e| e.to_string()).and_then(|file| {
         let problems = file.check(&scene.mapping().sliders().ranges());
         if problems.is_empty() {
             Ok(file)

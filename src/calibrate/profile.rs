@@ -171,6 +171,18 @@ impl Profile {
         crate::fsutil::list_names(dir)
     }
 
+    /// Saves `voice` into `performer`'s profile in `dir` (a new profile when they have none),
+    /// keeping the rest of it. Returns the file.
+    pub fn store_voice(dir: &Path, performer: &str, voice: Voice) -> Result<PathBuf, ProfileError> {
+        let mut profile = match Profile::load_named(dir, performer) {
+            Ok(p) => p,
+            Err(ProfileError::NotFound { .. }) => Profile::new(performer),
+            Err(e) => return Err(e),
+        };
+        profile.vowels = Some(voice);
+        profile.save(dir)
+    }
+
     /// Loads performer `name`'s profile from `dir`. An unknown name is a
     /// [`ProfileError::NotFound`] that lists the existing profiles and suggests the nearest.
     pub fn load_named(dir: &Path, name: &str) -> Result<Profile, ProfileError> {

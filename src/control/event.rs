@@ -11,13 +11,13 @@ pub enum AppEvent {
     /// The tracking state changed (face lost, fading, reacquired, ...).
     Tracking(crate::calibrate::TrackingState),
     /// The mapping file was saved: its new content, or why it cannot be read.
-    Mapping(Result<Box<crate::mapping::MappingFile>, String>),
+    Mapping(Result<Box<crate::mapping::MappingFile>, crate::mapping::MappingError>),
     /// The look preset was saved: its new content (read, not yet checked against the
     /// sliders), or why it cannot be read.
-    Look(Result<Box<crate::look::LookFile>, String>),
+    Look(Result<Box<crate::look::LookFile>, crate::look::LookError>),
     /// An avatar to show instead of the current one (chosen in the panel, or its file saved
     /// anew), or why it could not be loaded (the current one stays).
-    Model(Result<Box<super::LoadedModel>, String>),
+    Model(Result<Box<super::LoadedModel>, super::ModelLoadError>),
     /// The configuration's stage background changed (straight sRGB RGBA).
     Background([f32; 4]),
     /// The configuration's stack (`[layers]`, `[expressions]`, ...) changed: the layers' own

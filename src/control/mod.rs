@@ -7,7 +7,7 @@ mod controls;
 mod event;
 pub mod telemetry;
 
-pub use controls::Controls;
+pub use controls::{ControlError, Controls};
 pub use event::{AppEvent, Notify};
 
 use std::path::PathBuf;
@@ -153,6 +153,18 @@ pub struct LoadedModel {
     pub avatar: Avatar,
     /// Its mapping.
     pub mapping: CompiledMapping,
+}
+
+/// Why an avatar could not be loaded for the stage (the current one stays): the file, and the
+/// cause with its own causes.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot load {}", path.as_ref().map_or_else(|| "the default head".to_string(), |p| p.display().to_string()))]
+pub struct ModelLoadError {
+    /// The file (`None`: the built-in default head).
+    pub path: Option<PathBuf>,
+    /// Why: the avatar, its mapping or the layers' targets.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 impl std::fmt::Debug for LoadedModel {

@@ -45,18 +45,15 @@ impl Approvals {
     }
 
     /// Answers request `id`; returns what was done, for the panel's messages.
-    pub fn answer(&mut self, id: u64, allow: bool) -> Result<String, String> {
+    pub fn answer(&mut self, id: u64, allow: bool) -> Result<String, AnswerError> {
         let Some(at) = self.waiting.iter().position(|(r, _)| r.id == id) else {
-            return Err("that request is no longer waiting".into());
+            return Err(AnswerError::NotWaiting);
         };
         let (request, reply) = self.waiting.remove(at);
         let verb = if allow { "allowed" } else { "denied" };
         tracing::info!(plugin = %request.plugin, developer = %request.developer, allow, "plugin answered");
-        reply.send(allow).map_err(|_| {
-            format!(
-                "{} stopped waiting (a request lapses after two minutes)",
-                request.plugin
-            )
+        reply.send(allow).map_err(|_| AnswerError::Lapsed {
+            plugin: request.plugin.clone(),
         })?;
         Ok(format!(
             "{} by {} {verb}",
@@ -69,6 +66,20 @@ impl Approvals {
         self.waiting.retain(|(_, reply)| !reply.is_closed());
         self.waiting.iter().map(|(r, _)| r.clone()).collect()
     }
+}
+
+/// Why a plugin's request could not be answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// The request was answered already, or is not known.
+    #[error("that request is no longer waiting")]
+    NotWaiting,
+    /// The plugin stopped waiting for the answer.
+    #[error("{plugin} stopped waiting (a request lapses after two minutes)")]
+    Lapsed {
+        /// The plugin's name.
+        plugin: String,
+    },
 }
 
 /// Lays the prompts out: one line per plugin waiting, with Allow and Deny.

@@ -12,7 +12,7 @@ use crate::arkit::FaceFrame;
 use crate::calibrate::{self, Decision, Profile};
 use crate::config::Config;
 use crate::control::telemetry::InputCounters;
-use crate::control::{AppEvent, Controls, RoutineView, Topic};
+use crate::control::{AppEvent, ControlError, Controls, RoutineView, Topic};
 use crate::expressions::ExpressionStatus;
 use crate::expressions::{ExpressionInput, Key, Trigger, TriggerSource};
 
@@ -206,11 +206,9 @@ impl Controls for LiveControls {
         let _ = self.commands.send(SessionCommand::CaptureNeutral);
     }
 
-    fn choose_profile(&mut self, name: Option<&str>) -> Result<String, String> {
+    fn choose_profile(&mut self, name: Option<&str>) -> Result<String, ControlError> {
         let profile = match name {
-            Some(name) => {
-                Some(Profile::load_named(&self.profiles, name).map_err(|e| e.to_string())?)
-            }
+            Some(name) => Some(Profile::load_named(&self.profiles, name)?),
             None => None,
         };
         let text = match &profile {
@@ -231,23 +229,19 @@ impl Controls for LiveControls {
         Ok(text)
     }
 
-    fn record_vowels(&mut self) -> Result<(), String> {
+    fn record_vowels(&mut self) -> Result<(), ControlError> {
         let Some(lip) = &self.lipsync else {
-            return Err("lip sync is off ([lipsync] mode) or has no input".into());
+            return Err(ControlError::NoLipSync);
         };
         let Some(performer) = self.profile.clone() else {
-            return Err("choose a performer profile first: the vowels are saved into it".into());
+            return Err(ControlError::NoPerformer);
         };
         lip.record_vowels(performer, self.profiles.clone(), self.notify.clone())
     }
 
-    fn start_calibration(&mut self) -> Result<(), String> {
+    fn start_calibration(&mut self) -> Result<(), ControlError> {
         if !self.can_calibrate() {
-            return Err(
-                "calibration needs live input from the phone (not a replay), and one \
-                 routine at a time"
-                    .into(),
-            );
+            return Err(ControlError::NotLive);
         }
         if let Some(old) = self.routine.take() {
             let _ = old.thread.join();
@@ -299,7 +293,10 @@ impl Controls for LiveControls {
                     text,
                 });
             })
-            .map_err(|e| format!("cannot start the calibration routine: {e}"))?;
+            .map_err(|source| ControlError::Thread {
+                what: "the calibration routine",
+                source,
+            })?;
         self.profile = Some(self.profile.clone().unwrap_or_else(|| "performer".into()));
         self.routine = Some(PanelRoutine { decisions, thread });
         Ok(())
@@ -323,10 +320,10 @@ impl Controls for LiveControls {
         .unwrap_or_default()
     }
 
-    fn set_phone(&mut self, address: &str, save: bool) -> Result<String, String> {
+    fn set_phone(&mut self, address: &str, save: bool) -> Result<String, ControlError> {
         let phone = parse_phone(address)?;
         let Some(Input::Network(handle)) = &self.input else {
-            return Err("a replay asks no phone for data".into());
+            return Err(ControlError::NoNetworkInput);
         };
         handle.set_phone(phone);
         self.config.ingest.phone = phone;
@@ -338,14 +335,18 @@ impl Controls for LiveControls {
             return Ok(asked);
         }
         let Some(path) = &self.config_path else {
-            return Err(format!(
-                "{asked}; not saved: facewire started without a configuration file \
-                 (--config PATH names one)"
-            ));
+            return Err(ControlError::NoConfigFile { asked });
         };
-        save_phone(path, phone)
-            .map(|()| format!("{asked}; saved as [ingest] phone in {}", path.display()))
-            .map_err(|e| format!("{asked}; not saved: {e}"))
+        match save_phone(path, phone) {
+            Ok(()) => Ok(format!(
+                "{asked}; saved as [ingest] phone in {}",
+                path.display()
+            )),
+            Err(e) => Err(ControlError::NotSaved {
+                asked,
+                source: Box::new(e),
+            }),
+        }
     }
 
     fn models(&self) -> Vec<PathBuf> {
@@ -380,34 +381,43 @@ impl Controls for LiveControls {
 }
 
 /// The phone's address as typed in the panel: an IP address, or empty for none.
-fn parse_phone(text: &str) -> Result<Option<std::net::IpAddr>, String> {
+fn parse_phone(text: &str) -> Result<Option<std::net::IpAddr>, ControlError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
-    text.parse().map(Some).map_err(|_| {
-        format!(
-            "`{text}` is not an IP address: enter the address the phone app shows, such as \
-             192.168.1.23 (empty: the phone that sends first)"
-        )
-    })
+    text.parse()
+        .map(Some)
+        .map_err(|_| ControlError::NotAnAddress(crate::diagnostic::excerpt(text)))
+}
+
+/// Why the phone's address could not be saved into the configuration file.
+#[derive(Debug, thiserror::Error)]
+pub enum SavePhoneError {
+    /// The file could not be read, edited or written.
+    #[error(transparent)]
+    File(#[from] crate::tomlfile::TomlFileError),
+    /// The edited file would not load.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The edited file loads, but with another phone.
+    #[error("the new [ingest] phone did not take")]
+    DidNotTake,
 }
 
 /// Writes `phone` into the configuration file at `path` as `[ingest] phone` (removed for
 /// `None`), keeping everything else as written; the result must load before it replaces the
 /// file.
-pub fn save_phone(path: &Path, phone: Option<std::net::IpAddr>) -> Result<(), String> {
-    let mut file = crate::tomlfile::TomlFile::read(path).map_err(|e| e.to_string())?;
+pub fn save_phone(path: &Path, phone: Option<std::net::IpAddr>) -> Result<(), SavePhoneError> {
+    let mut file = crate::tomlfile::TomlFile::read(path)?;
     let text = phone.map(|ip| ip.to_string());
-    file.set_key("ingest", "phone", text.as_ref())
-        .map_err(|e| e.to_string())?;
+    file.set_key("ingest", "phone", text.as_ref())?;
     let label = path.display().to_string();
-    match Config::parse(&file.text(), &label) {
-        Ok(parsed) if parsed.ingest.phone == phone => {}
-        Ok(_) => return Err("the new [ingest] phone did not take".into()),
-        Err(error) => return Err(error.to_string()),
+    let parsed = Config::parse(&file.text(), &label)?;
+    if parsed.ingest.phone != phone {
+        return Err(SavePhoneError::DidNotTake);
     }
-    file.write().map_err(|e| e.to_string())
+    Ok(file.write()?)
 }
 
 #[cfg(test)]
@@ -433,18 +443,29 @@ mod tests {
         assert_eq!(Config::load(&path).unwrap().ingest.phone, None);
         // A broken file is left alone, with the reason.
         std::fs::write(&path, "[ingest\n").unwrap();
-        assert!(save_phone(&path, Some(ip)).is_err());
+        assert!(matches!(
+            save_phone(&path, Some(ip)),
+            Err(SavePhoneError::File(_) | SavePhoneError::Config(_))
+        ));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "[ingest\n");
     }
 
     #[test]
     fn a_typed_phone_is_an_ip_address_or_empty() {
-        assert_eq!(parse_phone("  "), Ok(None));
+        assert_eq!(parse_phone("  ").unwrap(), None);
         assert_eq!(
-            parse_phone(" 192.168.1.23 "),
-            Ok(Some("192.168.1.23".parse().unwrap()))
+            parse_phone(" 192.168.1.23 ").unwrap(),
+            Some("192.168.1.23".parse().unwrap())
         );
         let error = parse_phone("192.168.1").unwrap_err();
-        assert!(error.contains("not an IP address") && error.contains("192.168.1.23"));
+        assert!(matches!(&error, ControlError::NotAnAddress(typed) if typed == "192.168.1"));
+        let text = error.to_string();
+        assert!(text.contains("not an IP address") && text.contains("192.168.1.23"));
+        // What was typed is quoted escaped, so no escape sequence reaches the panel or log.
+        let error = parse_phone("\u{1b}[2J").unwrap_err().to_string();
+        assert!(
+            error.contains("\\u{1b}") && !error.contains('\u{1b}'),
+            "{error}"
+        );
     }
 }

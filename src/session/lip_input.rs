@@ -14,8 +14,8 @@ use crate::audio::{AudioStatus, Capture};
 use crate::calibrate::Profile;
 use crate::config::LipsyncConfig;
 use crate::control::telemetry::{LipSourceState, Telemetry};
-use crate::control::AppEvent;
 use crate::control::Topic;
+use crate::control::{AppEvent, ControlError};
 use crate::lipsync::calibration::{learn_take, prompts, Voice};
 use crate::lipsync::profile::Profile as Vowels;
 use crate::lipsync::{wav, LipMode, LipSync};
@@ -249,7 +249,7 @@ pub fn start_lipsync(
                 std::thread::Builder::new()
                     .name("facewire-lipsync".into())
                     .spawn(move || play(audio, lead, feed, &stop, &name))
-                    .map_err(StartError::Output)?,
+                    .map_err(StartError::Thread)?,
             );
         }
     }
@@ -287,9 +287,9 @@ impl LipSource {
         performer: String,
         profiles: PathBuf,
         notify: Notify,
-    ) -> Result<(), String> {
+    ) -> Result<(), ControlError> {
         if self.capture.is_none() {
-            return Err("recording vowels needs an open microphone (see [lipsync] device)".into());
+            return Err(ControlError::NoMicrophone);
         }
         let shared = Arc::clone(&self.shared);
         let telemetry = self.telemetry.clone();
@@ -341,7 +341,10 @@ impl LipSource {
                     text,
                 });
             })
-            .map_err(|e| format!("cannot start recording: {e}"))?;
+            .map_err(|source| ControlError::Thread {
+                what: "recording the vowels",
+                source,
+            })?;
         Ok(())
     }
 }
@@ -354,7 +357,7 @@ fn save_take(
     profiles: &Path,
 ) -> Result<Voice, String> {
     let take = learn_take(samples, rate.max(1)).map_err(|e| e.to_string())?;
-    super::vowels::store_voice(profiles, performer, take.voice.clone())
+    crate::calibrate::Profile::store_voice(profiles, performer, take.voice.clone())
         .map_err(|e| e.to_string())?;
     Ok(take.voice)
 }

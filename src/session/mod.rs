@@ -8,7 +8,6 @@
 //! here depends on winit.
 
 mod api_host;
-mod args;
 mod avatar;
 mod chain;
 mod connect;
@@ -16,28 +15,17 @@ mod controls;
 pub mod forward;
 mod input;
 mod lip_input;
-mod lipsync;
-mod lipsync_live;
-mod listen;
 mod model;
 mod neutral;
-mod record;
 mod routine;
 mod run;
 mod signal;
-mod track;
-mod vowel_take;
-mod vowels;
 mod watch;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 
 pub use api_host::{model_info, ApiModel, LiveApi, SessionHost, DEFAULT_HEAD_ID, REMOVE_ALL_ID};
-pub use args::{
-    confirm, parse_weights, read_pose_lines, CheckArgs, HeadAngles, PoseLinesError, Size, TakeArgs,
-    WeightsError,
-};
 pub use avatar::{
     avatar_presets, background, check_mapping, default_head_mapping, load_avatar, load_look,
     load_model, look_path, mapping_path, mapping_source, DEFAULT_HEAD_MAPPING_FILE,
@@ -47,21 +35,16 @@ pub use connect::{watch_connection, ConnectHandle, ShowCard};
 pub use controls::LiveControls;
 pub use input::{Input, Replay};
 pub use lip_input::{start_lipsync, LipInput, LipSource};
-pub use lipsync::{lip_frame_json, lipsync_command, lipsync_wav, LipsyncArgs};
-pub use listen::{frame_json, listen};
 pub use model::{
     load_model_at, mapping_for, models_in, resolve_model, sibling_mapping, watch_model, NoSuchModel,
 };
 pub use neutral::{capture_neutral, NEUTRAL_MAX_AGE};
-pub use record::record;
 pub use routine::{FrameCount, PanelRoutineUi, StageUi};
 pub use run::{
     calibration, offscreen, relay, stage, CalibrationRun, InputReport, Keep, LiveRun, OffscreenRun,
     RelayReport, StageRun, StopRequest, Watches,
 };
 pub use signal::{exit_on_stop, on_stop, INTERRUPTED};
-pub use track::{list_cameras, track_command, TrackArgs, TrackSummary};
-pub use vowels::{calibrate_vowels, offer_vowels, save_vowels, VowelArgs};
 pub use watch::{watch_config, watch_look, watch_mapping, ConfigWatch};
 
 use crate::arkit::FaceFrame;
@@ -101,15 +84,6 @@ pub enum StartError {
         #[source]
         source: crate::record::RecordError,
     },
-    /// A recording could not calibrate a performer.
-    #[error("cannot calibrate from {}", path.display())]
-    Offline {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: crate::calibrate::OfflineError,
-    },
     /// The network listeners could not start.
     #[error(transparent)]
     Ingest(#[from] crate::ingest::IngestError),
@@ -119,9 +93,6 @@ pub enum StartError {
     /// The webcam tracker's networks failed.
     #[error(transparent)]
     Tracker(#[from] crate::webcam::model::ModelError),
-    /// No camera to list.
-    #[error(transparent)]
-    Camera(#[from] crate::webcam::camera::CameraError),
     /// Forwarding could not start.
     #[error(transparent)]
     Forward(#[from] crate::session::forward::ForwardError),
@@ -134,21 +105,9 @@ pub enum StartError {
     /// The performer's profile could not be loaded.
     #[error(transparent)]
     Profile(#[from] crate::calibrate::ProfileError),
-    /// An audio file could not be read.
+    /// The WAV file that stands in for the microphone could not be read.
     #[error(transparent)]
     Wav(#[from] crate::lipsync::wav::WavError),
-    /// Audio input could not be opened or listed.
-    #[error(transparent)]
-    Audio(#[from] crate::audio::AudioError),
-    /// A take of the performer's vowels could not be learnt.
-    #[error(transparent)]
-    Vowels(#[from] crate::lipsync::calibration::VowelError),
-    /// A lip-sync plot could not be made.
-    #[error(transparent)]
-    Plot(#[from] crate::lipsync::plot::PlotError),
-    /// Output could not be written.
-    #[error("cannot write the output")]
-    Output(#[source] std::io::Error),
     /// The handler of SIGTERM and Ctrl-C could not be set.
     #[error("cannot handle SIGTERM and Ctrl-C")]
     Signal(#[source] ctrlc::Error),
@@ -354,34 +313,4 @@ fn start_api(
             None
         }
     }
-}
-
-/// Calibrates `performer` offline from a recording (`.fwrec` or a Live Link Face CSV), starting
-/// from their `old` profile, with the neutral face `take` names or the rest found in the take.
-pub fn calibrate_from(
-    file: &Path,
-    take: &TakeArgs,
-    old: Option<&Profile>,
-    performer: &str,
-) -> Result<crate::calibrate::Calibration, StartError> {
-    let recording =
-        crate::record::Recording::load(file).map_err(|source| StartError::Recording {
-            path: file.to_path_buf(),
-            source,
-        })?;
-    let frames = crate::record::frames(&recording);
-    crate::calibrate::calibrate_offline(frames, old, performer, take.neutral_at).map_err(|source| {
-        StartError::Offline {
-            path: file.to_path_buf(),
-            source,
-        }
-    })
-}
-
-/// Loads `--performer NAME`'s profile from `dir`.
-pub fn performer_profile(dir: &Path, name: Option<&str>) -> Result<Option<Profile>, StartError> {
-    let Some(name) = name else { return Ok(None) };
-    let profile = Profile::load_named(dir, name)?;
-    tracing::info!(performer = name, created = %profile.created, "performer profile loaded");
-    Ok(Some(profile))
 }

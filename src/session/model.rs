@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use super::{load_avatar, StartError};
 use crate::avatar::AVATAR_EXTENSIONS;
 use crate::config::Config;
-use crate::control::LoadedModel;
-use crate::diagnostic::{edit_distance, with_causes};
+use crate::control::{LoadedModel, ModelLoadError};
+use crate::diagnostic::edit_distance;
 use crate::watch::FileWatcher;
 
 /// The most avatars a folder listing shows.
@@ -133,17 +133,18 @@ fn is_configured(config: &Config, path: Option<&Path>) -> bool {
 
 /// Loads the avatar at `path` (`None`: the default head) and compiles its mapping: the
 /// configured mapping for the configured avatar; for another one, [`sibling_mapping`] when it
-/// exists, else the automatic mapping (the default head's own for the default head). The error
-/// is the message for the panel, with every cause.
-pub fn load_model_at(config: &Config, path: Option<&Path>) -> Result<LoadedModel, String> {
+/// exists, else the automatic mapping (the default head's own for the default head).
+pub fn load_model_at(config: &Config, path: Option<&Path>) -> Result<LoadedModel, ModelLoadError> {
     let mut config = config.clone();
     let configured = is_configured(&config, path);
     config.render.model = path.map(Path::to_path_buf).unwrap_or_default();
     if !configured {
         config.render.mapping = path.and_then(sibling_mapping).unwrap_or_default();
     }
-    let describe = |e: StartError| with_causes(&e);
-    let (avatar, mapping) = load_avatar(&config).map_err(describe)?;
+    let (avatar, mapping) = load_avatar(&config).map_err(|e| ModelLoadError {
+        path: path.map(Path::to_path_buf),
+        source: Box::new(e),
+    })?;
     Ok(LoadedModel {
         path: path.map(Path::to_path_buf),
         avatar,
@@ -156,7 +157,7 @@ pub fn load_model_at(config: &Config, path: Option<&Path>) -> Result<LoadedModel
 pub fn watch_model(
     config: &Config,
     path: &Path,
-    mut deliver: impl FnMut(Result<LoadedModel, String>) + Send + 'static,
+    mut deliver: impl FnMut(Result<LoadedModel, ModelLoadError>) + Send + 'static,
 ) -> Result<FileWatcher, StartError> {
     let config = config.clone();
     let watcher = crate::watch::watch_file(path, move |p| {
@@ -238,6 +239,8 @@ mod tests {
         assert!(models_in(&dir.path().join("missing")).is_empty());
     }
 
+    use crate::diagnostic::with_causes;
+
     #[test]
     fn another_avatar_takes_the_mapping_beside_it_or_the_automatic_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -252,7 +255,7 @@ mod tests {
         let mapping = dir.path().join("head.toml");
         std::fs::write(&mapping, "[targets\n").unwrap();
         assert_eq!(mapping_for(&config, Some(&model)), Some(mapping.clone()));
-        let err = load_model_at(&config, Some(&model)).unwrap_err();
+        let err = with_causes(&load_model_at(&config, Some(&model)).unwrap_err());
         assert!(err.contains("head.toml"), "{err}");
         // The default head keeps its own mapping.
         let head = load_model_at(&config, None).unwrap();
@@ -266,6 +269,8 @@ mod tests {
         let model = dir.path().join("broken.glb");
         std::fs::write(&model, b"glTF not really").unwrap();
         let err = load_model_at(&Config::default(), Some(&model)).unwrap_err();
+        assert_eq!(err.path.as_deref(), Some(model.as_path()));
+        let err = with_causes(&err);
         assert!(err.contains("broken.glb"), "{err}");
     }
 
@@ -284,7 +289,7 @@ mod tests {
         let first = rx
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("a change is delivered");
-        assert!(first.unwrap_err().contains("live.glb"));
+        assert!(with_causes(&first.unwrap_err()).contains("live.glb"));
         crate::fsutil::write_atomic(&model, default_head_bytes()).unwrap();
         let second = rx
             .recv_timeout(std::time::Duration::from_secs(10))

@@ -180,13 +180,13 @@ pub fn watch_config(
 /// (parsed, or why it could not be) to `deliver`.
 pub fn watch_mapping(
     config: &Config,
-    mut deliver: impl FnMut(Result<MappingFile, String>) + Send + 'static,
+    mut deliver: impl FnMut(Result<MappingFile, crate::mapping::MappingError>) + Send + 'static,
 ) -> Result<Option<FileWatcher>, StartError> {
     let Some(path) = super::mapping_path(config) else {
         return Ok(None);
     };
     let watcher = crate::watch::watch_file(&path, move |p| {
-        deliver(MappingFile::load(p).map_err(|e| e.to_string()));
+        deliver(MappingFile::load(p));
     })?;
     tracing::info!(mapping = %path.display(), "watching the mapping for changes");
     Ok(Some(watcher))
@@ -196,13 +196,13 @@ pub fn watch_mapping(
 /// read but not yet checked against the sliders (or why it cannot be read), to `deliver`.
 pub fn watch_look(
     config: &Config,
-    mut deliver: impl FnMut(Result<crate::look::LookFile, String>) + Send + 'static,
+    mut deliver: impl FnMut(Result<crate::look::LookFile, crate::look::LookError>) + Send + 'static,
 ) -> Result<Option<FileWatcher>, StartError> {
     let Some(path) = super::look_path(config) else {
         return Ok(None);
     };
     let watcher = crate::watch::watch_file(&path, move |p| {
-        deliver(crate::look::LookFile::load(p).map_err(|e| e.to_string()));
+        deliver(crate::look::LookFile::load(p));
     })?;
     tracing::info!(look = %path.display(), "watching the look for changes");
     Ok(Some(watcher))

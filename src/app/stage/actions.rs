@@ -56,28 +56,25 @@ impl StageApp {
             PanelAction::CaptureNeutral => controls.capture_neutral(),
             PanelAction::StartCalibration => {
                 if let Err(e) = controls.start_calibration() {
-                    self.post(Topic::Calibration, Err(e));
+                    self.post(Topic::Calibration, Err(with_causes(&e)));
                 }
             }
             PanelAction::Review(decision) => controls.review(decision),
             PanelAction::RecordVowels => {
                 if let Err(e) = controls.record_vowels() {
-                    self.post(Topic::Calibration, Err(e));
+                    self.post(Topic::Calibration, Err(with_causes(&e)));
                 }
             }
             PanelAction::ChooseProfile(name) => {
                 let result = controls.choose_profile(name.as_deref());
-                self.post(Topic::Profile, result);
+                self.post(Topic::Profile, result.map_err(|e| with_causes(&e)));
             }
             PanelAction::ReloadMapping => {
                 let Some(scene) = self.display.scene.as_mut() else {
                     return;
                 };
                 let result = match &self.options.mapping_path {
-                    Some(path) => reload_mapping(
-                        scene,
-                        crate::mapping::MappingFile::load(path).map_err(|e| e.to_string()),
-                    ),
+                    Some(path) => reload_mapping(scene, crate::mapping::MappingFile::load(path)),
                     None => Ok(
                         "no mapping file is in use: the built-in mapping is compiled \
                                 from the avatar's target names (set render.mapping to edit one)"
@@ -101,11 +98,11 @@ impl StageApp {
                     // The field shows the address in use again.
                     self.panel.state.phone = None;
                 }
-                self.post(Topic::Config, result);
+                self.post(Topic::Config, result.map_err(|e| with_causes(&e)));
             }
             PanelAction::AnswerPlugin { id, allow } => {
                 let result = self.panel.plugins.answer(id, allow);
-                self.post(Topic::Api, result);
+                self.post(Topic::Api, result.map_err(|e| e.to_string()));
             }
             PanelAction::ToggleExpression(name) => {
                 controls.trigger_expression(&name, crate::expressions::Trigger::Toggle);

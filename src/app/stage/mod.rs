@@ -712,6 +712,7 @@ impl ApplicationHandler<AppEvent> for StageApp {
             }
             AppEvent::Model(loaded) => {
                 let result = loaded
+                    .map_err(|e| with_causes(&e))
                     .and_then(|m| self.swap_model(*m))
                     .map_err(|e| format!("{e}\n(the current avatar stays)"));
                 if let Err(e) = &result {

@@ -7,15 +7,18 @@ use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::StartError;
+use super::CommandError;
 use crate::arkit::{FaceFrame, FrameSink, TrackingFlag};
 use crate::calibrate::{Conditioner, LossReason, Output, TrackingState};
 use crate::config::Config;
-use crate::ingest::{self, IngestConfig};
+use crate::session::{self, Input, Replay};
 use crate::webcam::camera::WebcamStats;
 
 /// How often `listen` says how the webcam and its tracker are doing.
 const WEBCAM_REPORT: Duration = Duration::from_secs(1);
+
+/// How long `listen` waits for more once a replay or a video has ended.
+const ENDED_QUIET: Duration = Duration::from_millis(200);
 
 /// What `listen` prints: the frames as the phone sent them, and the tracking state facewire
 /// derives from them. Frames stay inline: they travel through a bounded channel, not a heap.
@@ -54,46 +57,47 @@ impl FrameSink for ListenSink {
     }
 }
 
-/// Listens as `config.ingest` says (or on `port` alone), or follows the webcam when `[webcam]
-/// enabled`, and writes a JSON line to `out` for every frame and tracking state change (and
-/// each second, the webcam's state), until `count` frames are printed or `out` closes.
+/// Listens as `config.ingest` says (or on `port` alone), follows the webcam when `[webcam]
+/// enabled`, or plays `replay`, as a live run would ([`Input::start`]), and writes a JSON line
+/// to `out` for every frame and tracking state change (and each second, the webcam's state),
+/// until `count` frames are printed, the replay ends or `out` closes.
 pub fn listen(
     config: &Config,
     port: Option<u16>,
+    replay: Option<Replay<'_>>,
     count: Option<u64>,
     out: &mut impl Write,
-) -> Result<(), StartError> {
+) -> Result<(), CommandError> {
     let (tx, rx) = mpsc::sync_channel::<Heard>(256);
     let start = Instant::now();
     let sink = Box::new(ListenSink {
         tx,
         core: Conditioner::new(config.smoothing, config.tracking, start),
     });
-    let (input, _connect) = if config.webcam.enabled {
-        (
-            super::Input::Webcam(super::input::start_webcam(config, sink, None)?),
-            None,
-        )
-    } else {
-        let mut ingest_config = IngestConfig::from_section(&config.ingest);
-        if let Some(p) = port {
-            ingest_config.listen = vec![SocketAddr::from(([0, 0, 0, 0], p))];
-            ingest_config.listen_required = true;
-        }
-        let handle = ingest::spawn(ingest_config, sink)?;
-        let connect = super::watch_connection(
+    let mut config = config.clone();
+    if let Some(p) = port {
+        config.ingest.listen = vec![SocketAddr::from(([0, 0, 0, 0], p))];
+    }
+    let input = Input::start(&config, replay, sink, None)?;
+    // A network input says on the terminal what to do while no phone sends.
+    let _connect = match &input {
+        Input::Network(handle) => session::watch_connection(
             handle.probe(),
             handle.listeners(),
             config.ingest.phone,
             None,
             false,
-        );
-        (super::Input::Network(handle), connect)
+        ),
+        _ => None,
     };
     let mut printed = 0u64;
     let mut reported = Instant::now();
     while count.is_none_or(|n| printed < n) {
-        let line = match rx.recv_timeout(WEBCAM_REPORT) {
+        // A replay or a video that has ended hands on its last frames at once: print what
+        // comes, and end when nothing more does.
+        let ended = input.finished();
+        let wait = if ended { ENDED_QUIET } else { WEBCAM_REPORT };
+        let line = match rx.recv_timeout(wait) {
             Ok(Heard::Frame(frame)) => {
                 printed += 1;
                 Some(frame_json(&frame, start))
@@ -105,11 +109,12 @@ pub fn listen(
                 }
                 Some(v)
             }
+            Err(mpsc::RecvTimeoutError::Timeout) if ended => break,
             Err(mpsc::RecvTimeoutError::Timeout) => None,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
         let mut lines: Vec<serde_json::Value> = line.into_iter().collect();
-        if let super::Input::Webcam(webcam) = &input {
+        if let Input::Webcam(webcam) = &input {
             if reported.elapsed() >= WEBCAM_REPORT {
                 reported = Instant::now();
                 lines.push(webcam_json(&webcam.stats(), reported, start));

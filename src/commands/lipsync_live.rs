@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::lipsync::lip_frame_json;
-use super::StartError;
+use super::CommandError;
 use crate::audio::{self, AudioStatus, Capture};
 use crate::lipsync::profile::Profile;
 use crate::lipsync::{LipFrame, LipSettings, LipSync};
@@ -50,7 +50,7 @@ const METER_CELLS: usize = 20;
 
 /// Analyses the input `live` names and writes a line per hop to `out` until Ctrl-C or
 /// `live.seconds`; the input's status goes to the log. Returns the number of hops written.
-pub(super) fn lipsync_live(live: &Live<'_>, out: &mut impl Write) -> Result<usize, StartError> {
+pub(super) fn lipsync_live(live: &Live<'_>, out: &mut impl Write) -> Result<usize, CommandError> {
     let (tx, rx) = mpsc::sync_channel(QUEUE);
     let status_tx = tx.clone();
     let settings = live.settings;
@@ -89,7 +89,7 @@ fn print(
     live: &Live<'_>,
     rx: &mpsc::Receiver<Event>,
     out: &mut impl Write,
-) -> Result<usize, StartError> {
+) -> Result<usize, CommandError> {
     let started = Instant::now();
     let limit = live
         .seconds
@@ -136,11 +136,11 @@ fn print(
             Ok(n) => lines += n,
             // The reader has gone (`| head`): done.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Ok(lines),
-            Err(e) => break Err(StartError::Output(e)),
+            Err(e) => break Err(CommandError::Output(e)),
         }
     };
     if open_line {
-        writeln!(out).map_err(StartError::Output)?;
+        writeln!(out).map_err(CommandError::Output)?;
     }
     result
 }
@@ -178,10 +178,10 @@ fn meter_line(frame: &LipFrame) -> String {
 }
 
 /// Writes the audio inputs to `out`, a line each, the default marked with `*`.
-pub(super) fn list_devices(out: &mut impl Write) -> Result<(), StartError> {
+pub(super) fn list_devices(out: &mut impl Write) -> Result<(), CommandError> {
     let devices = audio::input_devices()?;
     let text = device_list(&devices);
-    out.write_all(text.as_bytes()).map_err(StartError::Output)
+    out.write_all(text.as_bytes()).map_err(CommandError::Output)
 }
 
 /// The text of `--list-devices`.

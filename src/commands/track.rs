@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::listen::frame_json;
-use super::StartError;
+use super::CommandError;
 use crate::webcam::model::Networks;
 use crate::webcam::track::{face_frame, Tracker};
 use crate::webcam::video::{frame_time, VideoSource};
@@ -65,7 +65,7 @@ pub struct TrackSummary {
 
 /// Runs `facewire track`: reads the video, tracks each frame and writes a line per frame to
 /// `out` (JSON with `--json`, else a short text line), then a summary to standard error.
-pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSummary, StartError> {
+pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSummary, CommandError> {
     let mut video = VideoSource::open(&args.video)?;
     let fps = args.fps.or(video.stated_fps()).unwrap_or(30.0);
     let networks = Arc::new(Networks::load()?);
@@ -156,7 +156,7 @@ pub fn track_command(args: &TrackArgs, out: &mut dyn Write) -> Result<TrackSumma
 
 /// `facewire webcam --list`: the cameras there are, one a line (number, name, device, the
 /// frame formats facewire reads), then how to choose one.
-pub fn list_cameras(out: &mut dyn Write) -> Result<(), StartError> {
+pub fn list_cameras(out: &mut dyn Write) -> Result<(), CommandError> {
     let cameras = crate::webcam::camera::list()?;
     if cameras.is_empty() {
         return Err(crate::webcam::camera::CameraError::NoCamera.into());
@@ -170,7 +170,7 @@ pub fn list_cameras(out: &mut dyn Write) -> Result<(), StartError> {
             layouts.join(", ")
         };
         writeln!(out, "{}  {:width$}  {}  {layouts}", c.index, c.name, c.id)
-            .map_err(StartError::Output)?;
+            .map_err(CommandError::Output)?;
     }
     writeln!(
         out,
@@ -178,6 +178,6 @@ pub fn list_cameras(out: &mut dyn Write) -> Result<(), StartError> {
          true, device = \"{}\")",
         cameras[0].index, cameras[0].index
     )
-    .map_err(StartError::Output)?;
+    .map_err(CommandError::Output)?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::StartError;
+use super::CommandError;
 use crate::audio::Capture;
 use crate::config::Config;
 use crate::lipsync::calibration::prompts;
@@ -14,7 +14,7 @@ use crate::lipsync::wav::Mono;
 const MAX_SECONDS: usize = 30;
 
 /// Records the take from `[lipsync] device` (else the default input), prompting on `out`.
-pub fn record_take(config: &Config, out: &mut impl Write) -> Result<Mono, StartError> {
+pub fn record_take(config: &Config, out: &mut impl Write) -> Result<Mono, CommandError> {
     let samples = Arc::new(Mutex::new((Vec::<f32>::new(), 0u32)));
     let sink = Arc::clone(&samples);
     let mut capture = Capture::start(
@@ -28,9 +28,9 @@ pub fn record_take(config: &Config, out: &mut impl Write) -> Result<Mono, StartE
         },
         |status| tracing::warn!(%status, "audio input"),
     )?;
-    let say = |out: &mut dyn Write, text: &str| -> Result<(), StartError> {
-        writeln!(out, "{text}").map_err(StartError::Output)?;
-        out.flush().map_err(StartError::Output)
+    let say = |out: &mut dyn Write, text: &str| -> Result<(), CommandError> {
+        writeln!(out, "{text}").map_err(CommandError::Output)?;
+        out.flush().map_err(CommandError::Output)
     };
     say(
         out,

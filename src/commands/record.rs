@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::StartError;
+use super::CommandError;
 use crate::config::Config;
 use crate::ingest::IngestConfig;
 use crate::record::{self, RecordStats, RecorderConfig};
@@ -17,12 +17,12 @@ pub fn record(
     port: Option<u16>,
     out: &Path,
     limits: (Option<u64>, Option<Duration>),
-) -> Result<RecordStats, StartError> {
+) -> Result<RecordStats, CommandError> {
     let mut ingest = IngestConfig::from_section(&config.ingest);
     if let Some(port) = port {
         ingest = ingest.restrict_to_port(port);
     }
-    let failed = |source| StartError::Recording {
+    let failed = |source| CommandError::Recording {
         path: out.to_path_buf(),
         source,
     };
@@ -33,7 +33,7 @@ pub fn record(
         max_duration: limits.1,
     })
     .map_err(failed)?;
-    let _connect = super::watch_connection(
+    let _connect = crate::session::watch_connection(
         handle.probe(),
         handle.listeners(),
         config.ingest.phone,

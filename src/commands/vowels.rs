@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::StartError;
+use super::CommandError;
 use crate::calibrate::Profile;
 use crate::config::Config;
-use crate::lipsync::calibration::{learn_take, Take, Voice};
+use crate::lipsync::calibration::{learn_take, Take};
 use crate::lipsync::{analyze, wav};
 
 /// The vowel flags of `facewire calibrate`.
@@ -48,22 +48,6 @@ pub fn readback(take: &Take, samples: &[f32], rate: u32, config: &Config) -> Vec
         .collect()
 }
 
-/// Saves `voice` into `performer`'s profile in `profiles` (a new profile when they have none),
-/// keeping the rest of it. Returns the file.
-pub fn store_voice(
-    profiles: &Path,
-    performer: &str,
-    voice: Voice,
-) -> Result<PathBuf, crate::calibrate::ProfileError> {
-    let mut profile = match Profile::load_named(profiles, performer) {
-        Ok(p) => p,
-        Err(crate::calibrate::ProfileError::NotFound { .. }) => Profile::new(performer),
-        Err(e) => return Err(e),
-    };
-    profile.vowels = Some(voice);
-    profile.save(profiles)
-}
-
 /// Learns `performer`'s vowels from the take `samples` (`rate` Hz), prints what was found to
 /// `out`, and, when `confirm` agrees, saves them into their profile in `profiles` (made if
 /// they have none). Returns the saved profile's path, `None` when not saved.
@@ -75,10 +59,11 @@ pub fn save_vowels(
     performer: &str,
     out: &mut impl Write,
     confirm: impl FnOnce() -> std::io::Result<bool>,
-) -> Result<Option<PathBuf>, StartError> {
+) -> Result<Option<PathBuf>, CommandError> {
     let take = learn_take(samples, rate)?;
     let read = readback(&take, samples, rate, config);
-    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(StartError::Output);
+    let w =
+        |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(CommandError::Output);
     w(out, format!("{performer}'s vowels:"))?;
     for (span, share) in take.spans.iter().zip(&read) {
         w(
@@ -107,11 +92,11 @@ pub fn save_vowels(
                 .into(),
         )?;
     }
-    if !confirm().map_err(StartError::Output)? {
+    if !confirm().map_err(CommandError::Output)? {
         w(out, "not saved".into())?;
         return Ok(None);
     }
-    let path = store_voice(profiles, performer, take.voice)?;
+    let path = Profile::store_voice(profiles, performer, take.voice)?;
     w(out, format!("saved {}", path.display()))?;
     Ok(Some(path))
 }
@@ -124,7 +109,7 @@ pub fn calibrate_vowels(
     profiles: &Path,
     performer: &str,
     yes: bool,
-) -> Result<Option<PathBuf>, StartError> {
+) -> Result<Option<PathBuf>, CommandError> {
     let mut out = std::io::stdout().lock();
     let audio = match &args.vowels_from {
         Some(file) => wav::read_mono(file)?,
@@ -141,7 +126,7 @@ pub fn calibrate_vowels(
             if yes {
                 Ok(true)
             } else {
-                super::confirm("Save these vowels? [Y/n] ")
+                super::args::confirm("Save these vowels? [Y/n] ")
             }
         },
     )
@@ -156,7 +141,7 @@ pub fn offer_vowels(
     profiles: &Path,
     performer: &str,
     quiet: bool,
-) -> Result<(), StartError> {
+) -> Result<(), CommandError> {
     if quiet || config.lipsync.mode == crate::lipsync::LipMode::Off {
         return Ok(());
     }
@@ -168,8 +153,8 @@ pub fn offer_vowels(
         );
         return Ok(());
     }
-    if !super::confirm("Record your vowels for lip sync now (about 15 seconds)? [Y/n] ")
-        .map_err(StartError::Output)?
+    if !super::args::confirm("Record your vowels for lip sync now (about 15 seconds)? [Y/n] ")
+        .map_err(CommandError::Output)?
     {
         println!(
             "later: facewire calibrate --performer {performer} --vowels, or the control panel"

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use super::lipsync_live::{lipsync_live, list_devices, Live};
-use super::StartError;
+use super::CommandError;
 use crate::config::Config;
 use crate::lipsync::{analyze, plot, wav, LipFrame, LipSettings, Viseme};
 
@@ -66,7 +66,7 @@ pub fn lipsync_command(
     args: &LipsyncArgs,
     config: &Config,
     out: &mut impl Write,
-) -> Result<(), StartError> {
+) -> Result<(), CommandError> {
     if args.list_devices {
         return list_devices(out);
     }
@@ -124,7 +124,7 @@ pub fn lipsync_wav(
     json: bool,
     settings: &LipSettings,
     out: &mut impl Write,
-) -> Result<usize, StartError> {
+) -> Result<usize, CommandError> {
     let audio = wav::read_mono(file)?;
     tracing::info!(
         file = %file.display(),
@@ -144,7 +144,7 @@ pub fn lipsync_wav(
                 frame.viseme.name()
             )
         };
-        writeln!(out, "{line}").map_err(StartError::Output)?;
+        writeln!(out, "{line}").map_err(CommandError::Output)?;
     }
     Ok(frames.len())
 }
