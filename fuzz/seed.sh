@@ -11,7 +11,7 @@ repo=$(dirname "$fuzz")
 corpus="$fuzz/corpus"
 fixtures=${FACEWIRE_FIXTURES:-$repo/../shared/fixtures}
 
-for target in avatar gltf_json mapping config look expressions profile; do
+for target in avatar gltf_json mapping config look expressions profile recording; do
     mkdir -p "$corpus/$target"
 done
 
@@ -187,6 +187,11 @@ ee = [0.7, 0.2, 0.2, 0.1, 0.0, -0.1, -0.2, 0.1, 0.0, 0.0, 0.1, 0.2]
 oh = [0.6, 0.1, 0.2, 0.1, 0.0, -0.1, -0.2, 0.1, 0.0, 0.0, 0.1, 0.2]
 PROFILE
 
-for target in avatar gltf_json mapping config look expressions profile; do
+# Recordings: the phone-app CSV takes of the fixtures.
+for f in "$fixtures"/protocols/*.csv; do
+    if [ -f "$f" ]; then cp "$f" "$corpus/recording/$(seed_name "$f")"; fi
+done
+
+for target in avatar gltf_json mapping config look expressions profile recording; do
     echo "seed.sh: corpus/$target: $(ls "$corpus/$target" | wc -l) files"
 done

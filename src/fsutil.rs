@@ -34,6 +34,16 @@ pub fn read_text(path: &Path) -> io::Result<String> {
 /// larger file, with its size and the limit in the message; a file that grows past the limit
 /// while it is read is cut off there and refused too.
 pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let mut file = open_bounded(path, limit)?;
+    let mut bytes = Vec::with_capacity(file.size as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Opens the regular file `path` for reading a piece at a time when it holds at most `limit`
+/// bytes, refusing what [`read_bounded`] refuses; reading past `limit` (a file that grows
+/// meanwhile) is an error, so a reader never takes in more than `limit` bytes.
+pub fn open_bounded(path: &Path, limit: u64) -> io::Result<BoundedFile> {
     // Asked of the path before opening it: Windows refuses to open a folder at all ("access
     // denied"), and opening a FIFO would wait for a writer.
     if !fs::metadata(path)?.is_file() {
@@ -41,25 +51,61 @@ pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     }
     let file = fs::File::open(path)?;
     let size = file.metadata()?.len();
-    let too_large = |size: u64| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "it holds {:.1} MiB, more than the {} MiB facewire reads at once",
-                size as f64 / f64::from(1 << 20),
-                limit >> 20
-            ),
-        )
-    };
     if size > limit {
-        return Err(too_large(size));
+        return Err(too_large(size, limit));
     }
-    let mut bytes = Vec::with_capacity(size as usize);
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(bytes.len() as u64));
+    Ok(BoundedFile {
+        file,
+        size,
+        read: 0,
+        limit,
+    })
+}
+
+/// A file opened by [`open_bounded`]: reads fail once more than its limit has been read.
+#[derive(Debug)]
+pub struct BoundedFile {
+    /// The file.
+    file: fs::File,
+    /// Its size when it was opened.
+    size: u64,
+    /// Bytes read so far.
+    read: u64,
+    /// The most bytes it may give.
+    limit: u64,
+}
+
+impl BoundedFile {
+    /// The file's size when it was opened.
+    pub fn size(&self) -> u64 {
+        self.size
     }
-    Ok(bytes)
+}
+
+impl Read for BoundedFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // One byte past the limit is asked for, to tell a file that grew from one that ends
+        // there.
+        let room = (self.limit.saturating_add(1) - self.read).min(buf.len() as u64) as usize;
+        let n = self.file.read(&mut buf[..room])?;
+        self.read += n as u64;
+        if self.read > self.limit {
+            return Err(too_large(self.read, self.limit));
+        }
+        Ok(n)
+    }
+}
+
+/// The error for a file of `size` bytes, more than `limit`.
+fn too_large(size: u64, limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "it holds {:.1} MiB, more than the {} MiB facewire reads at once",
+            size as f64 / f64::from(1 << 20),
+            limit >> 20
+        ),
+    )
 }
 
 /// The error for a path that names a device, a pipe or a folder.

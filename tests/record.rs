@@ -754,3 +754,145 @@ fn a_huge_recording_or_a_device_is_refused_before_it_is_read() {
         assert!(stderr.contains(said), "{}: {stderr}", path.display());
     }
 }
+
+/// The most memory `facewire listen --replay FILE` took (its peak resident set, from /proc),
+/// read once it printed its first line: by then the whole recording is loaded.
+#[cfg(target_os = "linux")]
+fn peak_memory_replaying(file: &std::path::Path) -> u64 {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("facewire.toml");
+    std::fs::write(&config, "[api]\nenabled = false\n").unwrap();
+    let mut child = std::process::Command::new(crate::support::facewire_bin())
+        .arg("--config")
+        .arg(&config)
+        .args(["listen", "--replay"])
+        .arg(file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        first.starts_with('{'),
+        "no line from listen --replay {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_largest_takes_load_in_bounded_memory() {
+    const LIMIT: u64 = 200 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let n = record::MAX_RECORDING_ITEMS;
+    // A Live Link Face CSV of the most rows, each with every channel and the three rotations:
+    // the most a CSV can ask to hold.
+    let mut header = String::from("Timecode,BlendShapeCount");
+    for c in Channel::ALL {
+        header.push(',');
+        header.push_str(&c.pascal_name());
+    }
+    for part in ["Head", "LeftEye", "RightEye"] {
+        for angle in ["Yaw", "Pitch", "Roll"] {
+            header.push_str(&format!(",{part}{angle}"));
+        }
+    }
+    let mut csv = header + "\n";
+    let zeros = ",0".repeat(52 + 9);
+    for i in 0..n {
+        let (s, f) = (i / 60, i % 60);
+        csv.push_str(&format!(
+            "{:02}:{:02}:{:02}:{f:02}.000,61{zeros}\n",
+            s / 3600,
+            s / 60 % 60,
+            s % 60
+        ));
+    }
+    let csv_path = dir.path().join("long.csv");
+    std::fs::write(&csv_path, &csv).unwrap();
+    drop(csv);
+    // A .fwrec of the most datagrams, filling the largest file: a VMC bundle of about 300 bytes
+    // each (the datagrams' bytes are what a .fwrec holds in memory besides its records).
+    let target = (record::MAX_RECORDING_BYTES as usize - 20) / n - 19;
+    let content: Vec<_> = Channel::ALL[..4]
+        .iter()
+        .map(|c| val(&c.pascal_name(), 0.5))
+        .chain([apply()])
+        .collect();
+    let mut datagram = encode(&bundle(content.clone()));
+    // A message no receiver knows fills the rest, as a phone app's extras would.
+    for len in 0.. {
+        let mut padded = content.clone();
+        padded.push(crate::support::msg(
+            "/facewire/pad",
+            vec![rosc::OscType::String("x".repeat(len))],
+        ));
+        let next = encode(&bundle(padded));
+        if next.len() > target {
+            break;
+        }
+        datagram = next;
+    }
+    let room = record::MAX_RECORDING_BYTES as usize - n * (datagram.len() + 19) - 20;
+    assert!(
+        room < n * 4,
+        "the file is nearly the largest read ({room} bytes left)"
+    );
+    let mut writer = Writer::new(Vec::new(), Header::default()).unwrap();
+    for i in 0..n {
+        let offset = Duration::from_micros(i as u64 * 16_667);
+        writer
+            .write(offset, addr("127.0.0.1:5000"), &datagram)
+            .unwrap();
+    }
+    let fwrec_path = dir.path().join("long.fwrec");
+    std::fs::write(&fwrec_path, writer.into_inner()).unwrap();
+    for path in [csv_path, fwrec_path] {
+        let peak = peak_memory_replaying(&path);
+        eprintln!(
+            "{}: {:.0} MiB at most",
+            path.display(),
+            peak as f64 / f64::from(1 << 20)
+        );
+        assert!(peak < LIMIT, "{} took {} MiB", path.display(), peak >> 20);
+    }
+}
+
+#[test]
+fn a_recording_of_more_items_than_replayed_is_refused_with_the_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = record::MAX_RECORDING_ITEMS + 1;
+    let mut writer = Writer::new(Vec::new(), Header::default()).unwrap();
+    for _ in 0..n {
+        writer
+            .write(Duration::ZERO, addr("127.0.0.1:5000"), &[])
+            .unwrap();
+    }
+    let path = dir.path().join("many.fwrec");
+    std::fs::write(&path, writer.into_inner()).unwrap();
+    let error = Recording::load(&path).unwrap_err();
+    let said = facewire::diagnostic::with_causes(&error);
+    assert!(said.contains("more than 250000 datagrams"), "{said}");
+    let mut csv = String::from("Timecode,BlendShapeCount,JawOpen\n");
+    for _ in 0..n {
+        csv.push_str("00:00:00:00.000,1,0\n");
+    }
+    let path = dir.path().join("many.csv");
+    std::fs::write(&path, csv).unwrap();
+    let said = facewire::diagnostic::with_causes(&Recording::load(&path).unwrap_err());
+    assert!(said.contains("more than 250000 rows"), "{said}");
+}

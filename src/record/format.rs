@@ -83,6 +83,16 @@ pub enum FormatError {
         /// The flags in the file.
         flags: u16,
     },
+    /// The stream holds more records than a recording may.
+    #[error(
+        "more than {max} datagrams (about {} minutes of a phone at 60 frames a second), more \
+         than facewire replays: record shorter takes",
+        max / 3600
+    )]
+    TooManyRecords {
+        /// [`super::MAX_RECORDING_ITEMS`].
+        max: usize,
+    },
     /// A record's address family byte is neither 4 nor 6.
     #[error("corrupt record at byte {at}: address family {family} is neither 4 nor 6")]
     BadFamily {

@@ -15,6 +15,7 @@
 //! taken as 60, the app's rate, otherwise. Both public samples are 60 fps. A timecode that goes
 //! past midnight keeps counting up.
 
+use std::io::{BufRead, Read};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,9 @@ pub const LLF_CSV_AXES: AxisMap = AxisMap {
 
 /// The frame rate assumed when the file does not show it.
 pub const DEFAULT_FPS: u32 = 60;
+
+/// The longest line read: an export's rows are under a kilobyte (61 columns).
+pub const MAX_LINE_BYTES: usize = 64 << 10;
 
 /// Frame rates the inference picks from.
 const COMMON_RATES: [u32; 7] = [24, 25, 30, 48, 50, 60, 120];
@@ -77,6 +81,25 @@ pub enum LlfCsvError {
         /// The field.
         text: String,
     },
+    /// A line is longer than any export's ([`MAX_LINE_BYTES`]).
+    #[error("line {line} is longer than {} KiB: not a Live Link Face export", MAX_LINE_BYTES >> 10)]
+    LineTooLong {
+        /// 1-based line.
+        line: usize,
+    },
+    /// The file has more rows than a recording may hold.
+    #[error(
+        "more than {max} rows (about {} minutes at 60 a second), more than facewire replays: \
+         split the file",
+        max / 3600
+    )]
+    TooManyRows {
+        /// [`super::MAX_RECORDING_ITEMS`].
+        max: usize,
+    },
+    /// The file could not be read.
+    #[error("cannot read the file: {0}")]
+    Read(String),
     /// A value is not a finite number.
     #[error("line {line}, column {column} (`{name}`): `{text}` is not a number")]
     BadNumber {
@@ -140,12 +163,43 @@ const ANGLES: [[&str; 3]; 3] = [
 
 /// Parses a whole CSV export.
 pub fn parse(text: &str) -> Result<Vec<LlfRow>, LlfCsvError> {
-    let mut lines = text
-        .split('\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (header_line, header) = lines.next().ok_or(LlfCsvError::Empty)?;
+    parse_reader(text.as_bytes(), super::MAX_RECORDING_ITEMS)
+}
+
+/// Parses a CSV export line by line from `input`, holding one line at a time, at most `max`
+/// rows. Invalid UTF-8 is replaced, so the bad cell is what gets reported.
+pub fn parse_reader(mut input: impl BufRead, max: usize) -> Result<Vec<LlfRow>, LlfCsvError> {
+    let mut buf = Vec::new();
+    let mut number = 0usize;
+    // The next line that is not blank, with its 1-based number.
+    let mut next_line = |buf: &mut Vec<u8>| -> Result<Option<usize>, LlfCsvError> {
+        loop {
+            buf.clear();
+            let read = input
+                .by_ref()
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', buf)
+                .map_err(|e| LlfCsvError::Read(e.to_string()))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            number += 1;
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(LlfCsvError::LineTooLong { line: number });
+            }
+            if buf.iter().any(|b| !b.is_ascii_whitespace()) {
+                return Ok(Some(number));
+            }
+        }
+    };
+    let text_of = |buf: &[u8]| -> String {
+        let line = buf.strip_suffix(b"\n").unwrap_or(buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        String::from_utf8_lossy(line).into_owned()
+    };
+    let header_line = next_line(&mut buf)?.ok_or(LlfCsvError::Empty)?;
+    let header = text_of(&buf);
+    let header = header.strip_prefix('\u{feff}').unwrap_or(&header);
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
     let find = |name: &str| names.iter().position(|n| n.eq_ignore_ascii_case(name));
     let timecode = find("Timecode").ok_or(LlfCsvError::MissingColumn {
@@ -167,12 +221,19 @@ pub fn parse(text: &str) -> Result<Vec<LlfRow>, LlfCsvError> {
         Some([y?, p?, r?])
     });
 
-    let mut raw: Vec<(f64, f32, LlfRow)> = Vec::new();
+    // Each row's whole seconds wait in its `time`, and its frame part in `frames`, until the
+    // rate is known.
+    let mut rows: Vec<LlfRow> = Vec::new();
+    let mut frames: Vec<f32> = Vec::new();
     let mut max_frame = 0u32;
     let mut seconds_seen: Option<u64> = None;
     let mut crosses_second = false;
-    for (line, text) in lines {
-        let fields: Vec<(usize, &str)> = split_fields(text);
+    while let Some(line) = next_line(&mut buf)? {
+        if rows.len() == max {
+            return Err(LlfCsvError::TooManyRows { max });
+        }
+        let text = text_of(&buf);
+        let fields: Vec<(usize, &str)> = split_fields(&text);
         let field = |i: usize| -> Result<(usize, &str), LlfCsvError> {
             fields.get(i).copied().ok_or_else(|| LlfCsvError::ShortRow {
                 line,
@@ -224,8 +285,9 @@ pub fn parse(text: &str) -> Result<Vec<LlfRow>, LlfCsvError> {
             }
         }
         [row.head, row.left_eye, row.right_eye] = rotations;
-        // The frame part stays apart until the rate is known.
-        raw.push((whole_seconds as f64, frame, row));
+        row.time = whole_seconds as f64;
+        rows.push(row);
+        frames.push(frame);
     }
     let fps = if crosses_second {
         COMMON_RATES
@@ -235,12 +297,11 @@ pub fn parse(text: &str) -> Result<Vec<LlfRow>, LlfCsvError> {
     } else {
         DEFAULT_FPS
     };
-    let mut rows = Vec::with_capacity(raw.len());
     let mut first: Option<f64> = None;
     let mut previous = 0.0;
     let mut wrap = 0.0;
-    for (seconds, frame, mut row) in raw {
-        let absolute = seconds + f64::from(frame) / f64::from(fps) + wrap;
+    for (row, frame) in rows.iter_mut().zip(frames) {
+        let absolute = row.time + f64::from(frame) / f64::from(fps) + wrap;
         // A timecode that passes midnight starts again from 0.
         let absolute = if absolute + 43_200.0 < previous {
             wrap += 86_400.0;
@@ -251,7 +312,6 @@ pub fn parse(text: &str) -> Result<Vec<LlfRow>, LlfCsvError> {
         previous = absolute;
         let t0 = *first.get_or_insert(absolute);
         row.time = absolute - t0;
-        rows.push(row);
     }
     Ok(rows)
 }
@@ -338,17 +398,35 @@ mod tests {
 
     #[test]
     fn a_bad_field_is_quoted_short_and_escaped() {
-        let huge = "9".repeat(5 << 20) + "x";
-        let text = format!("{HEADER}\n00:00:01:01,61,{huge}\n");
+        let long = "9".repeat(50_000) + "x";
+        let text = format!("{HEADER}\n00:00:01:01,61,{long}\n");
         let message = parse(&text).unwrap_err().to_string();
         assert!(message.len() < 200, "a {}-byte message", message.len());
         assert!(message.contains("bytes in all"), "{message}");
+        // A line longer than any export's is refused by its number, before it is all read.
+        let huge = "9".repeat(5 << 20);
+        let text = format!("{HEADER}\n00:00:01:01,61,{huge}\n");
+        let error = parse(&text).unwrap_err();
+        assert_eq!(error, LlfCsvError::LineTooLong { line: 2 });
         let text = format!("{HEADER}\n00:00:01:01,61,\u{1b}[2J\n");
         let message = parse(&text).unwrap_err().to_string();
         assert!(
             message.contains("\\u{1b}[2J") && !message.contains('\u{1b}'),
             "{message}"
         );
+    }
+
+    #[test]
+    fn rows_past_the_most_a_recording_holds_are_refused() {
+        let mut text = format!("{HEADER}\n");
+        for i in 0..4 {
+            text.push_str(&format!("00:00:00:{i:02},61,0,0,0,0,0,0,0,0,0,0\n"));
+        }
+        assert_eq!(parse_reader(text.as_bytes(), 4).unwrap().len(), 4);
+        text.push_str("00:00:00:05,61,0,0,0,0,0,0,0,0,0,0\n");
+        let error = parse_reader(text.as_bytes(), 4).unwrap_err();
+        assert_eq!(error, LlfCsvError::TooManyRows { max: 4 });
+        assert!(error.to_string().contains("split the file"), "{error}");
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod capture;
 mod replay;
 
 use std::fmt;
-use std::io;
+use std::io::{self, BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -256,60 +256,77 @@ fn normalise_offsets(raw: impl Iterator<Item = Duration>) -> (Vec<Duration>, Sho
 }
 
 /// The largest recording file read (a `.fwrec` or a CSV take): about ten minutes of a phone
-/// streaming VMC at 60 frames a second, half an hour of a Live Link Face CSV. Loading holds the
-/// file and its parsed items at once, so this also bounds what a load takes in memory.
+/// streaming VMC at 60 frames a second, half an hour of a Live Link Face CSV.
 pub const MAX_RECORDING_BYTES: u64 = 80 << 20;
 
-/// The bytes of the recording at `path`, refused past [`MAX_RECORDING_BYTES`] or when `path`
-/// is not a regular file.
-fn read_recording(path: &Path) -> Result<Vec<u8>, RecordError> {
-    crate::fsutil::read_bounded(path, MAX_RECORDING_BYTES).map_err(|source| RecordError::Open {
-        path: path.to_path_buf(),
-        source,
-    })
+/// The most items (datagrams or CSV rows) a recording holds: about 69 minutes at 60 frames a
+/// second. A file is read a piece at a time, never whole, so with [`MAX_RECORDING_BYTES`] this
+/// bounds what a load holds in memory, whatever the file: under 100 MB.
+pub const MAX_RECORDING_ITEMS: usize = 250_000;
+
+/// The recording at `path`, opened to be read a piece at a time; refused past
+/// [`MAX_RECORDING_BYTES`] or when `path` is not a regular file.
+fn open_recording(path: &Path) -> Result<BufReader<crate::fsutil::BoundedFile>, RecordError> {
+    let file = crate::fsutil::open_bounded(path, MAX_RECORDING_BYTES).map_err(|source| {
+        RecordError::Open {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    Ok(BufReader::with_capacity(64 << 10, file))
 }
 
 impl Recording {
     /// Loads `path`, recognising a `.fwrec` file by its magic bytes and a Live Link Face CSV
     /// export by its header line (`Timecode,BlendShapeCount,...`; the first column is enough).
     pub fn load(path: &Path) -> Result<Recording, RecordError> {
-        let bytes = read_recording(path)?;
-        let magic_len = bytes.len().min(format::MAGIC.len());
-        let format = if magic_len > 0 && bytes[..magic_len] == format::MAGIC[..magic_len] {
+        let mut input = open_recording(path)?;
+        let start = input.fill_buf().map_err(|source| RecordError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let magic_len = start.len().min(format::MAGIC.len());
+        let format = if magic_len > 0 && start[..magic_len] == format::MAGIC[..magic_len] {
             // A file that starts like a recording but is too short for a header still gets the
             // recording's "cut off" error rather than "unknown format".
             Format::Fwrec
-        } else if looks_like_llf_csv(&bytes) {
+        } else if looks_like_llf_csv(start) {
             Format::LlfCsv
         } else {
             return Err(RecordError::UnknownFormat {
                 path: path.to_path_buf(),
             });
         };
-        Recording::from_bytes(path, &bytes, format)
+        Recording::from_reader(path, input, format)
     }
 
     /// Loads `path` as the given format.
     pub fn load_as(path: &Path, format: Format) -> Result<Recording, RecordError> {
-        let bytes = read_recording(path)?;
-        Recording::from_bytes(path, &bytes, format)
+        let input = open_recording(path)?;
+        Recording::from_reader(path, input, format)
     }
 
-    /// Parses file contents; `path` only names the file in errors.
-    fn from_bytes(path: &Path, bytes: &[u8], format: Format) -> Result<Recording, RecordError> {
+    /// Parses a file read from `input`; `path` only names the file in errors.
+    fn from_reader(
+        path: &Path,
+        input: impl BufRead,
+        format: Format,
+    ) -> Result<Recording, RecordError> {
         let recording = match format {
-            Format::Fwrec => Recording::from_fwrec(bytes).map_err(|source| RecordError::Fwrec {
-                path: path.to_path_buf(),
-                source,
-            })?,
-            Format::LlfCsv => {
-                // The CSV is ASCII; invalid UTF-8 is replaced so the reader reports the bad cell.
-                let text = String::from_utf8_lossy(bytes);
-                Recording::from_llf_csv(&text).map_err(|source| RecordError::LlfCsv {
-                    path: path.to_path_buf(),
-                    source,
+            Format::Fwrec => {
+                Recording::from_fwrec_reader(input, MAX_RECORDING_ITEMS).map_err(|source| {
+                    RecordError::Fwrec {
+                        path: path.to_path_buf(),
+                        source,
+                    }
                 })?
             }
+            Format::LlfCsv => llf_csv::parse_reader(input, MAX_RECORDING_ITEMS)
+                .map(Recording::from_llf_rows)
+                .map_err(|source| RecordError::LlfCsv {
+                    path: path.to_path_buf(),
+                    source,
+                })?,
         };
         tracing::info!(
             path = %path.display(),
@@ -338,9 +355,17 @@ impl Recording {
     /// Parses a whole `.fwrec` stream. A stream cut off inside its last record gives every
     /// complete record (see [`Recording::truncated`]); any other problem is an error.
     pub fn from_fwrec(bytes: &[u8]) -> Result<Recording, FormatError> {
-        let mut reader = Reader::new(bytes)?;
+        Recording::from_fwrec_reader(bytes, MAX_RECORDING_ITEMS)
+    }
+
+    /// Reads a `.fwrec` stream from `input` a record at a time, at most `max` records.
+    pub fn from_fwrec_reader(input: impl Read, max: usize) -> Result<Recording, FormatError> {
+        let mut reader = Reader::new(input)?;
         let mut records = Vec::new();
         while let Some(record) = reader.read_record()? {
+            if records.len() == max {
+                return Err(FormatError::TooManyRecords { max });
+            }
             records.push(record);
         }
         let truncated = reader.truncated().is_some();
