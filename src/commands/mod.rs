@@ -83,9 +83,6 @@ pub enum CommandError {
         #[source]
         source: crate::calibrate::OfflineError,
     },
-    /// The network listeners could not start.
-    #[error(transparent)]
-    Ingest(#[from] crate::ingest::IngestError),
     /// A video for the webcam tracker could not be read.
     #[error(transparent)]
     Video(#[from] crate::webcam::video::VideoError),
