@@ -115,8 +115,9 @@ pub struct RenderArgs {
     pub look: Option<String>,
 }
 
+/// Where a live run listens, and which phone it asks for data.
 #[derive(Debug, Args, Default)]
-pub struct RunArgs {
+pub struct NetworkArgs {
     /// UDP address to listen on for VMC and Face Cap (repeatable), instead of the configured
     /// ones.
     #[arg(long, value_name = "ADDR")]
@@ -125,6 +126,19 @@ pub struct RunArgs {
     /// Facemotion3d, VTube Studio, MeowFace).
     #[arg(long, value_name = "IP")]
     pub phone: Option<std::net::IpAddr>,
+}
+
+impl NetworkArgs {
+    /// Applies the flags to `[ingest]`.
+    pub fn apply(&self, config: &mut Config) {
+        config.ingest.apply_flags(&self.listen, self.phone);
+    }
+}
+
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub network: NetworkArgs,
     #[command(flatten)]
     pub render: RenderArgs,
     #[command(flatten)]
@@ -159,14 +173,8 @@ pub struct RelayArgs {
     /// Send the mixed stream as VMC to this address (repeatable), besides [forward] to.
     #[arg(long, value_name = "ADDR")]
     pub forward: Vec<SocketAddr>,
-    /// UDP address to listen on for VMC and Face Cap (repeatable), instead of the configured
-    /// ones.
-    #[arg(long, value_name = "ADDR")]
-    pub listen: Vec<SocketAddr>,
-    /// The phone's IP address, for the apps that need facewire to ask for data (iFacialMocap,
-    /// Facemotion3d, VTube Studio, MeowFace).
-    #[arg(long, value_name = "IP")]
-    pub phone: Option<std::net::IpAddr>,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     #[command(flatten)]
     pub live: LiveArgs,
 }
@@ -312,13 +320,8 @@ pub struct CalibrateArgs {
     /// Save without asking for confirmation.
     #[arg(long)]
     pub yes: bool,
-    /// UDP address to listen on for VMC and Face Cap (repeatable), instead of the configured
-    /// ones.
-    #[arg(long, value_name = "ADDR")]
-    pub listen: Vec<SocketAddr>,
-    /// The phone's IP address, for the apps that need facewire to ask for data.
-    #[arg(long, value_name = "IP")]
-    pub phone: Option<std::net::IpAddr>,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// Calibrate from a webcam instead of a phone: the first, or the one this number or name
     /// chooses (as `facewire webcam --list` prints them).
     #[arg(

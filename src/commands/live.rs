@@ -42,7 +42,7 @@ pub(super) fn apply_render_args(
 /// The flags of `run` that change the configuration.
 fn apply_run_args(config: &mut Config, args: &RunArgs) -> Result<(), CommandError> {
     apply_render_args(config, &args.render)?;
-    config.ingest.apply_flags(&args.listen, args.phone);
+    args.network.apply(config);
     if let Some(cap) = args.fps_cap {
         config.window.fps_cap = cap;
         config.render.headless_fps = cap;
@@ -91,7 +91,7 @@ pub fn relay(
     source: Option<&Path>,
     args: RelayArgs,
 ) -> Result<(), CommandError> {
-    config.ingest.apply_flags(&args.listen, args.phone);
+    args.network.apply(config);
     apply_webcam(config, args.live.webcam.as_deref());
     for to in &args.forward {
         if !config.forward.to.contains(to) {
@@ -140,7 +140,7 @@ pub fn calibrate(config: &mut Config, args: CalibrateArgs) -> Result<(), Command
             Some(calibration)
         }
         None => {
-            config.ingest.apply_flags(&args.listen, args.phone);
+            args.network.apply(config);
             apply_webcam(config, args.webcam.as_deref());
             let stage = if args.no_window {
                 None
