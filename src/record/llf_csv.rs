@@ -15,6 +15,7 @@
 //! taken as 60, the app's rate, otherwise. Both public samples are 60 fps. A timecode that goes
 //! past midnight keeps counting up.
 
+use std::borrow::Cow;
 use std::io::{BufRead, Read};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -192,13 +193,8 @@ pub fn parse_reader(mut input: impl BufRead, max: usize) -> Result<Vec<LlfRow>, 
             }
         }
     };
-    let text_of = |buf: &[u8]| -> String {
-        let line = buf.strip_suffix(b"\n").unwrap_or(buf);
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        String::from_utf8_lossy(line).into_owned()
-    };
     let header_line = next_line(&mut buf)?.ok_or(LlfCsvError::Empty)?;
-    let header = text_of(&buf);
+    let header = text_of(&buf).into_owned();
     let header = header.strip_prefix('\u{feff}').unwrap_or(&header);
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
     let find = |name: &str| names.iter().position(|n| n.eq_ignore_ascii_case(name));
@@ -314,6 +310,13 @@ pub fn parse_reader(mut input: impl BufRead, max: usize) -> Result<Vec<LlfRow>, 
         row.time = absolute - t0;
     }
     Ok(rows)
+}
+
+/// A line as read, without its line ending; borrowed unless it holds invalid UTF-8.
+fn text_of(buf: &[u8]) -> Cow<'_, str> {
+    let line = buf.strip_suffix(b"\n").unwrap_or(buf);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    String::from_utf8_lossy(line)
 }
 
 /// Fields of one line with the 1-based character column each starts at.
